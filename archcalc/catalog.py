@@ -1,0 +1,103 @@
+"""Find and load models: a YAML spec, a Hugging Face config.json (or a folder
+holding one), or the name of a bundled spec.  Every failure is an InputError
+naming the file and the field."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from .errors import InputError
+from .hf import MappingReport, read_config, spec_dict_from_config
+from .spec import ModelSpec
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def bundled_dir(kind: str) -> Path:
+    """specs/ or hardware/: inside the installed wheel, else at the repo root."""
+    for candidate in (PACKAGE_DIR / "_bundled" / kind, PACKAGE_DIR.parent / kind):
+        if candidate.is_dir():
+            return candidate
+    raise InputError(None, None, f"bundled {kind}/ folder not found beside the archcalc package")
+
+
+def bundled_names(kind: str = "specs") -> list[str]:
+    return sorted(p.stem for p in bundled_dir(kind).glob("*.yaml"))
+
+
+def resolve_name(name: str, kind: str, aliases: dict[str, str] | None = None) -> Path:
+    """A bundled file by case-insensitive name or alias, or an error with a suggestion."""
+    key = name.lower()
+    files = {p.stem.lower(): p for p in bundled_dir(kind).glob("*.yaml")}
+    if key in files:
+        return files[key]
+    if aliases and key in aliases:
+        return files[aliases[key]]
+    choices = list(files) + list(aliases or {})
+    close = difflib.get_close_matches(key, choices, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; bundled: {', '.join(sorted(files))}"
+    what = "model" if kind == "specs" else "hardware"
+    raise InputError(None, None, f"unknown {what} {name!r}{hint}")
+
+
+def read_yaml(path: Path) -> dict:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise InputError(str(path), None, "file not found") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark else ""
+        raise InputError(str(path), None, f"YAML syntax error: {where}{getattr(e, 'problem', None) or e}") from None
+    if not isinstance(data, dict):
+        raise InputError(str(path), None, "expected a mapping of spec fields at the top level")
+    return data
+
+
+def validation_error(source: str, err: ValidationError) -> InputError:
+    """The first pydantic error as one line: the dotted field and what is valid."""
+    first = err.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or None
+    msg = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        msg = "unknown key"
+    elif first["type"] == "missing":
+        msg = "required field is missing"
+    more = err.error_count() - 1
+    return InputError(source, field, msg + (f" (and {more} more error{'s' * (more > 1)})" if more else ""))
+
+
+def spec_from_dict(data: dict, source: str) -> ModelSpec:
+    try:
+        return ModelSpec.model_validate(data)
+    except ValidationError as e:
+        raise validation_error(source, e) from None
+
+
+def load_model(ref: str) -> tuple[ModelSpec, MappingReport | None]:
+    """MODEL as the CLI takes it.  The report is set for config.json inputs."""
+    path = Path(ref)
+    if path.is_dir() or path.suffix == ".json":
+        if not path.exists():
+            raise InputError(ref, None, "file not found")
+        cfg = read_config(path)
+        data, report = spec_dict_from_config(cfg, str(path))
+        name = path.resolve().name if path.is_dir() else path.resolve().parent.name if path.stem == "config" else path.stem
+        data = {"name": name, **data}
+        return spec_from_dict(data, str(path)), report
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return spec_from_dict(read_yaml(path), str(path)), None
+    if "/" in ref or "\\" in ref:
+        raise InputError(ref, None, "file not found")
+    return spec_from_dict(read_yaml(resolve_name(ref, "specs")), ref), None
+
+
+def spec_to_yaml(spec: ModelSpec, header: str = "") -> str:
+    """The spec as YAML: every field that differs from its default, in field order."""
+    data = spec.model_dump(exclude_defaults=True, mode="json")
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    return header + body

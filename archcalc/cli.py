@@ -1,0 +1,169 @@
+"""The `archcalc` command line: parse options, call the library, hand the
+results to report.  Bad input is one `error:` line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from . import report
+from .catalog import bundled_names, load_model, spec_to_yaml
+from .conventions import CONVENTIONS, DEFAULT_CONVENTION
+from .dtypes import KV_DTYPES, WEIGHT_DTYPES
+from .errors import InputError
+from .totals import size as compute_size
+from .workload import Workload
+
+USAGE_ERROR = 2
+
+
+class ArchcalcGroup(click.Group):
+    """Turns every input error (click's or ours) into one line and exit 2."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.Exit as e:
+            sys.exit(e.exit_code)
+        except click.exceptions.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(1)
+        except click.UsageError as e:
+            where = f"{e.ctx.command_path}: " if e.ctx else ""
+            click.echo(f"error: {where}{e.format_message()}", err=True)
+            sys.exit(USAGE_ERROR)
+        except InputError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(USAGE_ERROR)
+
+
+def _out() -> Console:
+    return Console(width=max(100, Console().width), soft_wrap=False)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def _load(model: str):
+    spec, mapping = load_model(model)
+    for w in mapping.warnings if mapping else ():
+        _warn(w)
+    return spec, mapping
+
+
+@click.group(cls=ArchcalcGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="archcalc")
+def cli() -> None:
+    """Architecture calculator for Transformer language models.
+
+    MODEL is a YAML spec, a Hugging Face config.json (or a folder holding
+    one), or a bundled name (see `archcalc list`).
+    """
+
+
+@cli.command()
+@click.argument("model")
+@click.option("--context", type=click.IntRange(min=1), help="Tokens per sequence S (default: the model's max context).")
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True, help="Sequences B.")
+@click.option("--dtype", type=click.Choice(WEIGHT_DTYPES), default="bf16", show_default=True, help="Weight dtype.")
+@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True, help="KV-cache dtype.")
+@click.option("--flops-convention", type=click.Choice(list(CONVENTIONS)), default=DEFAULT_CONVENTION,
+              show_default=True, help="How attention and elementwise FLOPs count (README: Conventions).")
+@click.option("--layers", is_flag=True, help="Also list every operation of the step.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON document (README: JSON schema).")
+def size(model, context, batch, dtype, kv_dtype, flops_convention, layers, as_json):
+    """Parameters, weight memory, FLOPs per token and KV cache of MODEL."""
+    spec, _ = _load(model)
+    context = context or spec.max_context
+    if context > spec.max_context:
+        _warn(f"context {context:,} exceeds {spec.name}'s max context {spec.max_context:,}")
+    wl = Workload.forward(context, batch, weight_dtype=dtype, kv_dtype=kv_dtype)
+    convention = CONVENTIONS[flops_convention]
+    result = compute_size(spec, wl, convention)
+    if as_json:
+        doc = report.size_json(result)
+        if layers:
+            doc["ops"] = [_op_json(op) for op in result.ops]
+        click.echo(json.dumps(doc, indent=2))
+        return
+    out = _out()
+    out.print(report.size_tables(result))
+    if layers:
+        out.print()
+        out.print(report.ops_table(result.ops, convention))
+
+
+def _op_json(op) -> dict:
+    return {"name": op.name, "kind": op.kind, "component": op.component, "count": op.count, "dims": op.dims,
+            "params": op.params, "flops": op.flops, "vector_flops": op.vector_flops, "weight_bytes": op.weight_bytes,
+            "act_bytes": op.act_bytes, "kv_bytes": op.kv_bytes}
+
+
+@cli.command()
+@click.argument("model")
+@click.option("--json", "as_json", is_flag=True, help="Print the spec and the mapping report as JSON.")
+def show(model, as_json):
+    """The normalised spec of MODEL and, for a config.json, the mapping report."""
+    spec, mapping = _load(model)
+    if as_json:
+        doc = {"spec": spec.model_dump(mode="json")}
+        if mapping:
+            doc["mapping"] = {"used": mapping.used, "defaulted": mapping.defaulted, "ignored": mapping.ignored,
+                              "warnings": mapping.warnings}
+        click.echo(json.dumps(doc, indent=2, default=str))
+        return
+    out = _out()
+    out.print(spec_to_yaml(spec), markup=False, highlight=False)
+    if mapping:
+        out.print(report.mapping_tables(mapping))
+
+
+@cli.command()
+@click.argument("config")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here instead of stdout.")
+@click.option("--source", help="URL recorded as the spec's source.")
+def convert(config, output, source):
+    """Write the YAML spec of a Hugging Face CONFIG (config.json or its folder)."""
+    if not (config.endswith(".json") or Path(config).is_dir()):
+        raise InputError(config, None, "expected a config.json file or a folder holding one")
+    spec, mapping = _load(config)
+    if source:
+        spec = spec.model_copy(update={"source": source})
+    header = f"# archcalc spec converted from {Path(config).name}\n"
+    text = spec_to_yaml(spec, header)
+    if not output:
+        click.echo(text, nl=False)
+        return
+    # Write beside the target and rename, so a failure leaves nothing half-written.
+    target = Path(output)
+    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, target)
+    click.echo(f"wrote {target}", err=True)
+
+
+@cli.command("list")
+@click.option("--json", "as_json", is_flag=True)
+def list_models(as_json):
+    """The bundled model specs."""
+    rows = []
+    for name in bundled_names("specs"):
+        spec, _ = load_model(name)
+        r = compute_size(spec, Workload.forward(1), CONVENTIONS[DEFAULT_CONVENTION])
+        rows.append((name, r.params.total, r.params.active, spec.source))
+    if as_json:
+        click.echo(json.dumps([{"name": n, "params": t, "active": a, "source": s} for n, t, a, s in rows], indent=2))
+        return
+    _out().print(report.model_list(rows))
+
+
+def main() -> None:
+    cli()

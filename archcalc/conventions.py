@@ -1,0 +1,40 @@
+"""FLOP-counting conventions.  FLOPs = 2 × multiply-accumulates throughout.
+
+Tools disagree on three things (reference/anchors-memory-flops.md §B.1):
+which attention score pairs count, whether a sliding window caps them, and
+whether elementwise work (norms, softmax, activations, RoPE, adds) counts.
+Each preset fixes those three, so any tool's number can be reproduced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class FlopsConvention:
+    name: str
+    # "causal": the T·S − T(T−1)/2 pairs a causal kernel computes;
+    # "rectangle": all T × S pairs, as if no mask existed.
+    pairs: Literal["causal", "rectangle"]
+    cap_windows: bool  # sliding-window layers see at most `window` keys
+    count_vector: bool  # add elementwise FLOPs to the total
+    description: str
+
+
+CONVENTIONS = {
+    c.name: c
+    for c in (
+        # Default: the work a causal, window-aware kernel (FlashAttention) does.
+        FlopsConvention("causal", "causal", True, False, "causal attention pairs, windows capped, matmul + attention only"),
+        # As torch.utils.flop_counter.FlopCounterMode counts: mm/bmm/SDPA only,
+        # the full rectangle ("NB: We aren't accounting for causal attention").
+        FlopsConvention("torch", "rectangle", False, False, "FlopCounterMode: full T×S rectangle, no window cap, matmul + attention only"),
+        # vLLM's perf.py and older Megatron: no causal halving, windows clamp context.
+        FlopsConvention("full", "rectangle", True, False, "full T×S rectangle, windows capped (vLLM MFU metrics)"),
+        # calflops / DeepSpeed style: elementwise ops counted on top of causal.
+        FlopsConvention("detailed", "causal", True, True, "causal pairs, windows capped, plus norms, softmax, activations, RoPE and adds"),
+    )
+}
+DEFAULT_CONVENTION = "causal"

@@ -1,0 +1,491 @@
+"""Hugging Face config.json -> ModelSpec, with a mapping report.
+
+Every key of the config ends up in exactly one list of the report: used (it
+shaped the spec), defaulted (absent, so the family's default was taken), or
+ignored (it changes no number archcalc computes, with the reason).  A key
+nobody recognises is a visible warning; an unknown model_type, or a value
+that would change the math in a way archcalc cannot express, is an error.
+The traps handled are listed in reference/anchors-memory-flops.md §C.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .errors import InputError
+
+_MISSING = object()
+
+# Keys that change no parameter, FLOP or cache byte: ids, dtypes of the
+# checkpoint, dropout, init, epsilons, training-only losses, routing details
+# that do not change how many experts run, and bookkeeping.
+NO_COST_KEYS = {
+    "architectures", "model_type", "transformers_version", "torch_dtype", "dtype", "_name_or_path",
+    "_commit_hash", "auto_map", "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
+    "use_cache", "initializer_range", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps",
+    "norm_epsilon", "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop",
+    "residual_dropout", "embedding_dropout", "classifier_dropout", "summary_activation", "summary_first_dropout",
+    "summary_proj_to_labels", "summary_type", "summary_use_proj", "task_specific_params", "pretraining_tp",
+    "router_aux_loss_coef", "output_router_logits", "aux_loss_alpha", "seq_aux", "norm_topk_prob",
+    "routed_scaling_factor", "scoring_func", "topk_method", "n_group", "topk_group", "ep_size",
+    "query_pre_attn_scalar", "logit_scale", "cache_implementation", "attention_softmax_in_fp32",
+    "scale_attention_softmax_in_fp32", "scale_attn_weights", "scale_attn_by_inverse_layer_idx",
+    "reorder_and_upcast_attn", "use_return_dict", "torchscript", "id2label", "label2id", "max_length",
+    "swiglu_limit", "initial_context_length", "router_jitter_noise", "bos_token", "eos_token",
+    "tokenizer_class", "use_flash_attn", "use_memory_efficient_attention", "rope_interleaved",
+    "apply_residual_connection_post_layernorm", "hidden_act_param", "mlp_type", "qk_layernorm",
+    "use_qkv_bias", "max_window_layers_comment", "is_decoder", "do_sample", "gradient_checkpointing",
+    "activation_function_comment", "image_token_index", "boi_token_index", "eoi_token_index",
+    "mm_tokens_per_image", "vision_config", "initializer_factor", "attn_implementation",
+    "use_mrope",  # Qwen2-VL's split of the rotary dims by section: the same rotations
+}
+
+# Values transformers' config classes fill in when a config.json leaves them
+# out (multimodal text_config blocks often do).  From Gemma3TextConfig.
+FAMILY_DEFAULTS = {
+    "gemma3_text": {"vocab_size": 262208, "max_position_embeddings": 131072, "rope_theta": 1_000_000.0,
+                    "rope_local_base_freq": 10_000.0, "sliding_window_pattern": 6,
+                    "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True},
+}
+NO_COST_REASON = "changes no parameter, FLOP or cache byte"
+
+GELU_NAMES = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python", "gelu_accurate")
+ACTIVATIONS = {**{g: "gelu" for g in GELU_NAMES}, "silu": "silu", "swish": "silu", "relu": "relu", "relu2": "relu2"}
+GATED_FORM = {"gelu": "geglu", "silu": "swiglu", "relu": "reglu"}
+
+
+@dataclass
+class MappingReport:
+    used: dict[str, Any] = field(default_factory=dict)
+    defaulted: dict[str, Any] = field(default_factory=dict)
+    ignored: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+class ConfigReader:
+    """Reads keys from a config dict and records what happened to each."""
+
+    def __init__(self, cfg: dict, path: str, report: MappingReport, prefix: str = "", family_defaults: dict | None = None):
+        self.cfg, self.path, self.report, self.prefix = cfg, path, report, prefix
+        self.family_defaults = family_defaults or {}
+
+    def has(self, key: str) -> bool:
+        return self.cfg.get(key) is not None or key in self.family_defaults
+
+    def get(self, *keys: str, default: Any = _MISSING) -> Any:
+        """The first of `keys` present with a non-null value; else the family's
+        default, else `default` (both recorded as defaulted), or an error when
+        there is none.  Other aliases present must agree with the one used."""
+        for key in keys:
+            if self.cfg.get(key) is not None:
+                self.report.used[self.prefix + key] = self.cfg[key]
+                self._check_aliases(key, keys)
+                return self.cfg[key]
+        if keys[0] in self.family_defaults:
+            default = self.family_defaults[keys[0]]
+        if default is _MISSING:
+            raise InputError(self.path, self.prefix + keys[0], "required key is missing")
+        self.report.defaulted[self.prefix + keys[0]] = default
+        return default
+
+    def _check_aliases(self, used: str, keys: tuple[str, ...]) -> None:
+        for other in keys:
+            if other == used or other not in self.cfg or self.prefix + other in self.report.ignored:
+                continue
+            if self.cfg[other] in (None, self.cfg[used]):
+                self.report.ignored[self.prefix + other] = f"same as {used}"
+            else:
+                self.report.ignored[self.prefix + other] = f"disagrees with {used}, which is used"
+                self.report.warnings.append(
+                    f"{self.path}: {self.prefix + other}={self.cfg[other]!r} disagrees with "
+                    f"{self.prefix + used}={self.cfg[used]!r}; using {used}")
+
+    def ignore(self, key: str, reason: str) -> None:
+        if key in self.cfg:
+            self.report.ignored[self.prefix + key] = reason
+
+    def finish(self) -> None:
+        """Sort every key not yet seen into ignored (known) or a warning."""
+        seen = {k.removeprefix(self.prefix) for k in (*self.report.used, *self.report.defaulted, *self.report.ignored)}
+        for key in self.cfg:
+            if key in seen:
+                continue
+            if key in NO_COST_KEYS:
+                self.report.ignored[self.prefix + key] = NO_COST_REASON
+            else:
+                self.report.warnings.append(f"{self.path}: key {self.prefix + key!r} not understood, ignored")
+
+
+# ---- shared pieces ---------------------------------------------------------------------
+
+
+def _activation(r: ConfigReader, gated: bool, default: str,
+                keys: tuple[str, ...] = ("hidden_activation", "hidden_act", "activation_function")) -> str:
+    name = r.get(*keys, default=default)
+    if name not in ACTIVATIONS:
+        raise InputError(r.path, "hidden_act", f"activation {name!r} is not known; known: {', '.join(ACTIVATIONS)}")
+    base = ACTIVATIONS[name]
+    if gated:
+        if base not in GATED_FORM:
+            raise InputError(r.path, "hidden_act", f"no gated form of {name!r}")
+        return GATED_FORM[base]
+    return base
+
+
+def _rope_scaling(r: ConfigReader) -> dict | None:
+    """rope_scaling (transformers < 5) or rope_parameters (>= 5, possibly
+    keyed by layer type); returns {type, factor, original_max_position_embeddings}."""
+    raw = r.get("rope_scaling", "rope_parameters", default=None)
+    if not raw:
+        return None
+    if "full_attention" in raw:  # per layer type: the global layers set the context limit
+        raw = raw["full_attention"]
+    kind = raw.get("rope_type", raw.get("type", "default"))
+    if kind in ("default", None):
+        return None
+    if kind == "su":  # Phi-3's old name for longrope
+        kind = "longrope"
+    known = ("linear", "dynamic", "yarn", "llama3", "longrope")
+    if kind not in known:
+        raise InputError(r.path, "rope_scaling.rope_type", f"{kind!r} is not known; known: {', '.join(known)}")
+    original = raw.get("original_max_position_embeddings")
+    if original is None and r.has("original_max_position_embeddings"):  # Phi-3 keeps it at the top level
+        original = r.get("original_max_position_embeddings")
+    return {"type": kind, "factor": float(raw.get("factor", 1.0)), "original": original}
+
+
+def _position(r: ConfigReader, *, rotary_fraction: float = 1.0, scaled_limit_is_final: bool = False) -> tuple[dict, int]:
+    """RoPE settings and the context limit (vLLM's rule, anchors §1.4 / §C.3)."""
+    base = r.get("max_position_embeddings", "n_positions", "seq_length", default=2048)
+    theta = float(r.get("rope_theta", "rotary_emb_base", default=10000.0))
+    pos: dict = {"kind": "rope", "theta": theta}
+    if rotary_fraction != 1.0:
+        pos["rotary_fraction"] = rotary_fraction
+    scaling = _rope_scaling(r)
+    if not scaling:
+        r.ignore("original_max_position_embeddings", "no rope scaling: the limit is max_position_embeddings")
+    limit = base
+    if scaling:
+        pos["scaling"] = {"type": scaling["type"], "factor": scaling["factor"]}
+        if scaling["original"]:
+            pos["scaling"]["original_context"] = int(scaling["original"])
+        if scaled_limit_is_final or scaling["type"] in ("llama3", "longrope"):
+            pass  # the config's limit already includes the extension
+        elif scaling["type"] == "yarn" and scaling["original"]:
+            limit = int(scaling["original"] * scaling["factor"])
+        else:
+            limit = int(base * scaling["factor"])
+    return pos, int(limit)
+
+
+def _window(r: ConfigReader, n_layers: int, *, pattern_key_default: str | None = None) -> dict:
+    """sliding_window with layer_types / sliding_window_pattern / use_sliding_window."""
+    if r.has("use_sliding_window") and not r.get("use_sliding_window"):
+        for key in ("sliding_window", "max_window_layers"):
+            r.ignore(key, "use_sliding_window is false: every layer attends to the full context")
+        return {}
+    window = r.get("sliding_window", default=None)
+    if r.has("sliding_window_size"):
+        r.ignore("sliding_window_size", "duplicate of sliding_window")
+    layer_types = r.cfg.get("layer_types")
+    if layer_types:
+        r.get("layer_types")
+        kinds = ["local" if t == "sliding_attention" else "global" for t in layer_types]
+        unknown = set(layer_types) - {"sliding_attention", "full_attention"}
+        if unknown:
+            raise InputError(r.path, "layer_types", f"{sorted(unknown)} not supported; known: sliding_attention, full_attention")
+        if r.has("sliding_window_pattern"):
+            r.ignore("sliding_window_pattern", "layer_types takes precedence")
+        return {"sliding_window": window, "layer_types": kinds} if "local" in kinds else {}
+    if window is None:
+        r.ignore("sliding_window_pattern", "no sliding_window")
+        r.ignore("max_window_layers", "no sliding_window")
+        return {}
+    if r.has("sliding_window_pattern"):  # Gemma 3 / Cohere 2: layer i is global iff (i + 1) % p == 0
+        p = int(r.get("sliding_window_pattern"))
+        return {"sliding_window": window, "layer_types": f"{p - 1}:1"}
+    if pattern_key_default:
+        return {"sliding_window": window, "layer_types": pattern_key_default}
+    if r.has("max_window_layers"):  # Qwen2: layers from max_window_layers on use the window
+        first = int(r.get("max_window_layers"))
+        return {"sliding_window": window,
+                "layer_types": ["global" if i < first else "local" for i in range(n_layers)]}
+    return {"sliding_window": window}
+
+
+def _core(r: ConfigReader, *, tie_default: bool) -> dict:
+    return {
+        "d_model": r.get("hidden_size", "n_embd", "d_model"),
+        "n_layers": r.get("num_hidden_layers", "n_layer", "num_layers"),
+        "vocab_size": r.get("vocab_size"),
+        "tie_embeddings": bool(r.get("tie_word_embeddings", default=tie_default)),
+    }
+
+
+def _heads(r: ConfigReader, n_heads_key=("num_attention_heads", "n_head")) -> dict:
+    n_heads = r.get(*n_heads_key)
+    att = {"n_heads": n_heads,
+           "n_kv_heads": r.get("num_key_value_heads", "num_kv_heads", "n_head_kv", default=n_heads)}
+    head_dim = r.get("head_dim", "kv_channels", default=None)
+    if head_dim is not None:
+        att["head_dim"] = head_dim
+    return att
+
+
+# ---- families ------------------------------------------------------------------------------
+
+
+def _llama_like(r: ConfigReader, *, family: str) -> dict:
+    """llama, mistral, mixtral, qwen2/3 (+ MoE), gemma 1/2/3, olmo2, phi3, cohere."""
+    gemma = family.startswith("gemma")
+    spec = _core(r, tie_default=gemma or family == "cohere")
+    att = _heads(r)
+    bias = r.get("attention_bias", default=family in ("qwen2", "qwen2_moe"))
+    if family in ("qwen2", "qwen2_moe"):  # q/k/v biases are hard-coded in Qwen2; o has none
+        att["bias"] = ["q", "k", "v"]
+    elif bias:
+        att["bias"] = ["q", "k", "v", "o"]
+    ffn = {"activation": _activation(r, True, "gelu_pytorch_tanh" if gemma else "silu"),
+           "d_ff": r.get("intermediate_size", default=None)}
+    if r.get("mlp_bias", default=False):
+        ffn["bias"] = True
+    norm: dict = {}
+    residual: dict = {}
+    scaled_final = False
+    if family in ("qwen3", "qwen3_moe", "gemma3"):
+        att["qk_norm"] = "head"
+    if family in ("gemma2", "gemma3"):
+        norm["placement"] = "both"  # input, post-attention, pre- and post-feedforward norms
+    if family == "gemma2":
+        att["softcap"] = r.get("attn_logit_softcapping", default=None)
+        spec["final_softcap"] = r.get("final_logit_softcapping", default=None)
+    elif family == "gemma3":
+        for key in ("attn_logit_softcapping", "final_logit_softcapping"):
+            if r.cfg.get(key) is not None:
+                raise InputError(r.path, key, "soft-capping is not expected on gemma3; remove it or use gemma2")
+            r.ignore(key, "null")
+        scaled_final = True  # Gemma 3's max_position_embeddings already includes the linear scaling
+    if family == "olmo2":
+        norm["placement"] = "post"  # no input norm: x + N(F(x))
+        att["qk_norm"] = "full"  # q_norm over H·d, k_norm over K·d
+    if family == "cohere":
+        norm.update(kind="layernorm", bias=False)  # CohereLayerNorm has no bias
+        residual = {"kind": "parallel", "parallel_norms": 1}
+        if r.get("use_qk_norm", default=False):
+            att["qk_norm"] = "full"  # a LayerNorm weight of [heads, head_dim]: H·d and K·d values
+    pos, limit = _position(r, rotary_fraction=float(r.get("partial_rotary_factor", default=1.0)),
+                           scaled_limit_is_final=scaled_final)
+    if family == "gemma3":
+        pos["local_theta"] = float(r.get("rope_local_base_freq", default=10000.0))
+    if family == "cohere" and r.has("model_max_length"):
+        limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
+    window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family == "gemma2" else None)
+    att.update({k: v for k, v in window.items() if v is not None})
+    moe = _moe(r, family, spec["n_layers"])
+    if moe:
+        ffn["moe"] = moe
+    return {**spec, "max_context": limit, "attention": att, "ffn": ffn, "norm": norm, "position": pos,
+            "residual": residual}
+
+
+def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
+    if family == "mixtral":
+        return {"n_experts": r.get("num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+                "d_expert": r.get("intermediate_size")}
+    if family not in ("qwen2_moe", "qwen3_moe"):
+        return None
+    moe = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"),
+           "d_expert": r.get("moe_intermediate_size")}
+    if family == "qwen2_moe":
+        moe.update(d_shared=r.get("shared_expert_intermediate_size"), shared_gate=True)
+    step = int(r.get("decoder_sparse_step", default=1))
+    dense = set(r.get("mlp_only_layers", default=[]))
+    return _with_layers(moe, [i for i in range(n_layers) if i not in dense and (i + 1) % step == 0], n_layers)
+
+
+def _with_layers(moe: dict, layers: list[int], n_layers: int) -> dict:
+    """Which layers are MoE, as first_dense_layers when that says it, else a list."""
+    first = n_layers - len(layers)
+    if layers != list(range(first, n_layers)):
+        return {**moe, "layers": layers}
+    return {**moe, "first_dense_layers": first} if first else moe
+
+
+def _gpt2(r: ConfigReader) -> dict:
+    spec = _core(r, tie_default=True)
+    d = spec["d_model"]
+    inner = r.get("n_inner", default=None)
+    return {**spec, "max_context": r.get("n_positions", "n_ctx", "max_position_embeddings"),
+            "attention": {"n_heads": r.get("n_head"), "bias": ["q", "k", "v", "o"]},
+            "ffn": {"activation": _activation(r, False, "gelu_new"), "d_ff": inner or 4 * d, "bias": True},
+            "norm": {"kind": "layernorm", "bias": True}, "position": {"kind": "learned"}}
+
+
+def _gpt_neox(r: ConfigReader) -> dict:
+    spec = _core(r, tie_default=False)
+    fraction = float(r.get("rotary_pct", "partial_rotary_factor", default=0.25))
+    pos, limit = _position(r, rotary_fraction=fraction)
+    bias = ["q", "k", "v", "o"] if r.get("attention_bias", default=True) else []
+    parallel = r.get("use_parallel_residual", default=True)
+    return {**spec, "max_context": limit, "attention": {"n_heads": r.get("num_attention_heads"), "bias": bias},
+            "ffn": {"activation": _activation(r, False, "gelu"), "d_ff": r.get("intermediate_size"), "bias": True},
+            "norm": {"kind": "layernorm", "bias": True}, "position": pos,
+            "residual": {"kind": "parallel", "parallel_norms": 2} if parallel else {}}
+
+
+def _falcon(r: ConfigReader) -> dict:
+    spec = _core(r, tie_default=True)
+    d = spec["d_model"]
+    n_heads = r.get("num_attention_heads", "n_head")
+    # The 2023 remote-code configs say "RefinedWeb" for the 40B/180B layout.
+    new_arch = r.get("new_decoder_architecture", default=r.cfg.get("model_type") == "RefinedWeb")
+    if new_arch:  # grouped KV heads and two LayerNorms (ln_attn, ln_mlp)
+        n_kv = r.get("num_kv_heads", "n_head_kv", default=n_heads)
+        r.ignore("multi_query", "new_decoder_architecture uses num_kv_heads")
+        n_norms = r.get("num_ln_in_parallel_attn", default=2)
+    else:
+        n_kv = 1 if r.get("multi_query", default=True) else n_heads
+        n_norms = 1
+    parallel = r.get("parallel_attn", default=True)
+    if not parallel and new_arch:
+        raise InputError(r.path, "parallel_attn", "new_decoder_architecture with parallel_attn false is not supported")
+    if r.get("alibi", default=False):
+        pos, limit = {"kind": "alibi"}, r.get("max_position_embeddings", default=2048)
+    else:
+        pos, limit = _position(r)
+    bias = r.get("bias", default=False)
+    return {**spec, "max_context": limit,
+            "attention": {"n_heads": n_heads, "n_kv_heads": n_kv, "bias": ["q", "k", "v", "o"] if bias else []},
+            "ffn": {"activation": _activation(r, False, "gelu"), "d_ff": r.get("ffn_hidden_size", default=4 * d),
+                    "bias": bias},
+            "norm": {"kind": "layernorm", "bias": True}, "position": pos,
+            "residual": {"kind": "parallel", "parallel_norms": n_norms} if parallel else {}}
+
+
+def _starcoder2(r: ConfigReader) -> dict:
+    spec = _core(r, tie_default=True)
+    pos, limit = _position(r)
+    att = _heads(r)
+    bias = r.get("use_bias", default=True)
+    if bias:
+        att["bias"] = ["q", "k", "v", "o"]
+    att.update(_window(r, spec["n_layers"]))
+    r.ignore("activation_function", "legacy key; hidden_act is the one Starcoder2 uses")
+    norm_type = r.get("norm_type", default="layer_norm")
+    return {**spec, "max_context": limit, "attention": att,
+            "ffn": {"activation": _activation(r, False, "gelu_pytorch_tanh", keys=("hidden_act",)),
+                    "d_ff": r.get("intermediate_size"), "bias": bias},
+            "norm": {"kind": "layernorm", "bias": True} if norm_type == "layer_norm" else {}, "position": pos}
+
+
+def _nemotron(r: ConfigReader) -> dict:
+    spec = _core(r, tie_default=False)
+    pos, limit = _position(r, rotary_fraction=float(r.get("partial_rotary_factor", default=0.5)))
+    att = _heads(r)
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    return {**spec, "max_context": limit, "attention": att,
+            "ffn": {"activation": _activation(r, False, "relu2"), "d_ff": r.get("intermediate_size"),
+                    "bias": bool(r.get("mlp_bias", default=False))},
+            "norm": {"kind": "layernorm", "bias": True},  # LayerNorm1P: weight and bias
+            "position": pos}
+
+
+def _deepseek(r: ConfigReader) -> dict:
+    spec = _core(r, tie_default=False)
+    n_layers = spec["n_layers"]
+    pos, limit = _position(r)
+    r.ignore("num_key_value_heads", "MLA caches one latent per token; the KV head count is meaningless")
+    if r.get("attention_bias", default=False):
+        raise InputError(r.path, "attention_bias", "biases on MLA projections are not supported")
+    att = {"kind": "mla", "n_heads": r.get("num_attention_heads"), "q_lora_rank": r.get("q_lora_rank", default=None),
+           "kv_lora_rank": r.get("kv_lora_rank"), "qk_nope_head_dim": r.get("qk_nope_head_dim"),
+           "qk_rope_head_dim": r.get("qk_rope_head_dim"), "v_head_dim": r.get("v_head_dim")}
+    d_expert = r.get("moe_intermediate_size")
+    first_dense, freq = r.get("first_k_dense_replace", default=0), r.get("moe_layer_freq", default=1)
+    moe = {"n_experts": r.get("n_routed_experts"), "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
+           # The shared experts run as one MLP of n_shared × the expert width.
+           "d_shared": r.get("n_shared_experts", default=0) * d_expert}
+    moe = _with_layers(moe, [i for i in range(n_layers) if i >= first_dense and i % freq == 0], n_layers)
+    if r.has("num_nextn_predict_layers"):
+        r.ignore("num_nextn_predict_layers", "multi-token-prediction layers are in the checkpoint, not in the "
+                 "HF model: not counted")
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"), "moe": moe}}
+
+
+def _gpt_oss(r: ConfigReader) -> dict:
+    spec = _core(r, tie_default=False)
+    pos, limit = _position(r)
+    att = _heads(r)
+    att["sinks"] = True  # one learned sink logit per head per layer
+    if r.get("attention_bias", default=True):
+        att["bias"] = ["q", "k", "v", "o"]
+    att.update({k: v for k, v in _window(r, spec["n_layers"]).items() if v is not None})
+    r.ignore("experts_per_token", "same as num_experts_per_tok")
+    moe = {"n_experts": r.get("num_local_experts"), "top_k": r.get("num_experts_per_tok", "experts_per_token"),
+           "d_expert": r.get("intermediate_size"), "router_bias": True}
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            # Experts carry biases; the clamped SwiGLU (swiglu_limit) costs the same as SwiGLU.
+            "ffn": {"activation": _activation(r, True, "silu"), "bias": True, "moe": moe}}
+
+
+FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
+    **{f: (lambda r, f=f: _llama_like(r, family=f)) for f in (
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
+        "olmo2", "phi3", "cohere")},
+    "gemma3": lambda r: _llama_like(r, family="gemma3"),
+    "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
+    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
+    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
+    "gpt_oss": _gpt_oss,
+}
+# Multimodal checkpoints keep the language model under text_config.
+TEXT_CONFIG_KEYS = ("text_config",)
+
+
+def read_config(path: str | Path) -> dict:
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    try:
+        return json.loads(p.read_text())
+    except FileNotFoundError:
+        raise InputError(str(p), None, "file not found") from None
+    except json.JSONDecodeError as e:
+        raise InputError(str(p), None, f"not valid JSON (line {e.lineno}: {e.msg})") from None
+
+
+def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
+    """The ModelSpec fields a config.json describes, and how each key was used."""
+    report = MappingReport()
+    outer = ConfigReader(cfg, path, report)
+    model_type = cfg.get("model_type")
+    r = outer
+    if cfg.get("text_config"):
+        text = cfg["text_config"]
+        report.used["text_config"] = "language-model fields read from here"
+        model_type = text.get("model_type", model_type)
+        r = ConfigReader(text, path, report, prefix="text_config.", family_defaults=FAMILY_DEFAULTS.get(model_type))
+        for key in cfg:
+            if key not in ("text_config", "model_type"):
+                outer.ignore(key, "outside text_config: the vision tower and projector are not counted")
+    if model_type is None:
+        raise InputError(path, "model_type", "missing; archcalc needs it to read the config")
+    if r is outer and model_type in FAMILY_DEFAULTS:
+        r.family_defaults = FAMILY_DEFAULTS[model_type]
+    if model_type not in FAMILIES:
+        raise InputError(path, "model_type", f"{model_type!r} is not supported; supported: {', '.join(sorted(FAMILIES))}")
+    report.used[r.prefix + "model_type" if "model_type" in r.cfg else "model_type"] = model_type
+    spec = FAMILIES[model_type](r)
+    spec = {k: v for k, v in spec.items() if v not in ({}, None)}
+    if r.has("quantization_config"):
+        q = r.cfg["quantization_config"]
+        r.ignore("quantization_config", f"checkpoint stored as {q.get('quant_method', '?')}; size it with --dtype")
+    r.finish()
+    if r is not outer:
+        outer.finish()
+    return spec, report

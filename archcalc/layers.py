@@ -1,0 +1,247 @@
+"""model_ops(spec, workload): the one list of operations a model runs in a step.
+
+This is the only architecture-specific code: it decides WHICH ops a spec has
+and their dims; ops.py holds every formula.  Ops are grouped by concern, not
+by layer: the QKV projection of every layer is one Op with count L, while the
+attention core is split by layer kind (global / local) because the window
+changes its cost.  Letters as in ops.py; L layers, U = 2L sublayers
+(attention and FFN are one residual unit each), n residual streams.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+
+from . import ops
+from .conventions import CONVENTIONS, DEFAULT_CONVENTION, FlopsConvention
+from .ops import Op
+from .spec import BASE_ACTIVATION, ModelSpec
+from .workload import Workload
+
+
+def model_ops(spec: ModelSpec, wl: Workload, convention: FlopsConvention | None = None) -> list[Op]:
+    conv = convention or CONVENTIONS[DEFAULT_CONVENTION]
+    return [
+        *_embedding_ops(spec, wl),
+        *_attention_ops(spec, wl, conv),
+        *_ffn_ops(spec, wl),
+        *_residual_ops(spec, wl),
+        *_head_ops(spec, wl),
+    ]
+
+
+def _norm(spec: ModelSpec, wl: Workload, name: str, width: int, **kw) -> list[Op]:
+    if spec.norm.kind == "none":
+        return []
+    return [ops.norm(name, wl, width, spec.norm.kind, spec.norm.bias, **kw)]
+
+
+def _sublayer_norms(spec: ModelSpec, wl: Workload, prefix: str, where: str) -> list[Op]:
+    """Norms around one sublayer, `where` = "before" or "after" it."""
+    placement, L = spec.norm.placement, spec.n_layers
+    if spec.residual.kind == "parallel":
+        if where == "after":
+            return []
+        # One norm shared by attention and FFN, or one each, both on the same x.
+        if spec.residual.parallel_norms == 1:
+            return _norm(spec, wl, "layers.norm", spec.d_model, count=L) if prefix == "layers.attn" else []
+    wanted = {"before": ("pre", "both"), "after": ("post", "both")}[where]
+    if placement not in wanted:
+        return []
+    name = f"{prefix}.norm" if where == "before" else f"{prefix}.post_norm"
+    return _norm(spec, wl, name, spec.d_model, count=L)
+
+
+# ---- embedding -------------------------------------------------------------------
+
+
+def _embedding_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    D = spec.d_model
+    out = [ops.gather("embedding", "embedding", wl, spec.vocab_size, D)]
+    if spec.position.kind == "learned":
+        out += [ops.gather("position.embedding", "position", wl, spec.max_context, D),
+                ops.elementwise("position.add", "position", wl, D, 1, inputs=2)]
+    return out
+
+
+# ---- attention -------------------------------------------------------------------
+
+
+def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
+    a, D, L = spec.attention, spec.d_model, spec.n_layers
+    H, K, dk, dv = a.n_heads, spec.n_kv_heads, spec.qk_head_dim, spec.v_head_dim
+    out = _sublayer_norms(spec, wl, "layers.attn", "before")
+
+    if a.kind == "mla":
+        nope_rope = H * dk
+        if a.q_lora_rank:
+            out += [ops.matmul("layers.attn.q_a", "attention", wl, D, a.q_lora_rank, count=L),
+                    *_norm(spec, wl, "layers.attn.q_a_norm", a.q_lora_rank, count=L),
+                    ops.matmul("layers.attn.q_b", "attention", wl, a.q_lora_rank, nope_rope, count=L)]
+        else:
+            out.append(ops.matmul("layers.attn.q", "attention", wl, D, nope_rope, count=L))
+        out += [
+            # One D -> latent + shared rope key projection; the latent is what the cache keeps.
+            ops.matmul("layers.attn.kv_a", "attention", wl, D, a.kv_lora_rank + a.qk_rope_head_dim, count=L),
+            *_norm(spec, wl, "layers.attn.kv_a_norm", a.kv_lora_rank, count=L),
+            # Latent -> per-head K (nope part) and V: the non-absorbed form, as HF runs it.
+            ops.matmul("layers.attn.kv_b", "attention", wl, a.kv_lora_rank, H * (a.qk_nope_head_dim + dv), count=L),
+        ]
+        kv_width = a.kv_lora_rank + a.qk_rope_head_dim
+        rotated = (H + 1) * spec.rope_dim  # every query head and the one shared rope key
+    else:
+        # Q, K and V as one fused projection: D -> (H + 2K)·d_k; biases where listed.
+        widths = {"q": H * dk, "k": K * dk, "v": K * dv}
+        bias = sum(w for p, w in widths.items() if p in a.bias)
+        out.append(ops.matmul("layers.attn.qkv", "attention", wl, D, sum(widths.values()), bias_width=bias, count=L))
+        if a.qk_norm == "head":  # one norm of d_k shared by all heads: rows are (token, head)
+            out += _norm(spec, wl, "layers.attn.q_norm", dk, count=L, tokens=wl.tokens * H)
+            out += _norm(spec, wl, "layers.attn.k_norm", dk, count=L, tokens=wl.tokens * K)
+        elif a.qk_norm == "full":
+            out += _norm(spec, wl, "layers.attn.q_norm", H * dk, count=L)
+            out += _norm(spec, wl, "layers.attn.k_norm", K * dk, count=L)
+        kv_width = K * (dk + dv)
+        rotated = (H + K) * spec.rope_dim
+
+    kinds = Counter(spec.layer_attention)
+    if spec.position.kind == "rope":
+        rope_layers = L if a.global_rope else kinds["local"]
+        if rope_layers:
+            out.append(ops.elementwise("layers.attn.rope", "position", wl, rotated, ops.ROPE_FLOPS, count=rope_layers))
+    for kind in ("global", "local"):
+        if kinds[kind]:
+            out.append(ops.attention(
+                f"layers.attn.core.{kind}" if len(kinds) > 1 else "layers.attn.core", wl, conv,
+                n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
+                window=a.sliding_window if kind == "local" else None, layer_kind=kind,
+                softcap=a.softcap is not None, count=kinds[kind], params=H if a.sinks else 0))
+    out.append(ops.matmul("layers.attn.o", "attention", wl, H * dv, D, bias_width=D if "o" in a.bias else 0, count=L))
+    return out + _sublayer_norms(spec, wl, "layers.attn", "after")
+
+
+# ---- feed-forward ------------------------------------------------------------------
+
+
+def _mlp(spec: ModelSpec, wl: Workload, prefix: str, width: int, count: int, *, experts: tuple[int, int] | None = None,
+         component: str = "ffn") -> list[Op]:
+    """up (gate and up fused for gated FFNs), activation, down."""
+    f, D = spec.ffn, spec.d_model
+    up_width = 2 * width if f.gated else width
+    per_element = ops.ACTIVATION_FLOPS[BASE_ACTIVATION[f.activation]] + (ops.GATE_PRODUCT_FLOPS if f.gated else 0)
+    inputs = 2 if f.gated else 1
+    if experts:
+        E, k = experts
+        routed = wl.tokens * k
+        return [ops.expert_matmul(f"{prefix}.up", wl, D, up_width, E, k, bias=f.bias, count=count),
+                ops.elementwise(f"{prefix}.act", "experts", wl, width, per_element, inputs=inputs, count=count, tokens=routed),
+                ops.expert_matmul(f"{prefix}.down", wl, width, D, E, k, bias=f.bias, count=count)]
+    return [ops.matmul(f"{prefix}.up", component, wl, D, up_width, bias_width=up_width if f.bias else 0, count=count),
+            ops.elementwise(f"{prefix}.act", component, wl, width, per_element, inputs=inputs, count=count),
+            ops.matmul(f"{prefix}.down", component, wl, width, D, bias_width=D if f.bias else 0, count=count)]
+
+
+def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    kinds = Counter(spec.layer_ffn)
+    out = _sublayer_norms(spec, wl, "layers.ffn", "before")
+    if kinds["dense"]:
+        out += _mlp(spec, wl, "layers.ffn", spec.d_ff, kinds["dense"])
+    moe, n_moe, D = spec.ffn.moe, kinds["moe"], spec.d_model
+    if n_moe:
+        out += [
+            ops.matmul("layers.moe.router", "router", wl, D, moe.n_experts,
+                       bias_width=moe.n_experts if moe.router_bias else 0, count=n_moe, quantizable=False),
+            *_mlp(spec, wl, "layers.moe.experts", moe.d_expert, n_moe, experts=(moe.n_experts, moe.top_k)),
+            # Weighted sum of the k expert outputs: a multiply and an add per value.
+            ops.elementwise("layers.moe.combine", "experts", wl, D, 2 * moe.top_k, inputs=moe.top_k, count=n_moe),
+        ]
+        if moe.d_shared:
+            out += _mlp(spec, wl, "layers.moe.shared", moe.d_shared, n_moe)
+        if moe.shared_gate:
+            out.append(ops.matmul("layers.moe.shared_gate", "ffn", wl, D, 1, count=n_moe, quantizable=False))
+    return out + _sublayer_norms(spec, wl, "layers.ffn", "after")
+
+
+# ---- residual stream -----------------------------------------------------------------
+
+
+def _residual_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    r, D, L = spec.residual, spec.d_model, spec.n_layers
+    U = 2 * L
+    if r.kind == "standard":  # x + F(x) after each sublayer
+        return [ops.elementwise("layers.residual.add", "residual", wl, D, 1, inputs=2, count=U)]
+    if r.kind == "parallel":  # x + attn + ffn: two adds, once per layer
+        return [ops.elementwise("layers.residual.add", "residual", wl, D, 2, inputs=3, count=L)]
+    if r.kind in ("hyper", "mhc"):
+        return _hyper_ops(spec, wl)
+    return _attnres_ops(spec, wl)
+
+
+def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """Hyper-connections (arXiv:2409.19606) and mHC (arXiv:2512.24880): n
+    streams of width D, one module per sublayer (count U = 2L)."""
+    r, D, U = spec.residual, spec.d_model, 2 * spec.n_layers
+    n, m = r.streams, wl.tokens
+    out = []
+    if r.kind == "mhc":
+        # φ: the flattened n·D state -> n² + 2n coefficient logits, with a bias
+        # b; kept in fp32 (paper §4.3).  Its RMS norm has no weight (absorbed in φ).
+        coeffs = n * n + 2 * n
+        out += [ops.matmul("layers.mhc.coeffs", "residual", wl, n * D, coeffs, bias_width=coeffs, count=U,
+                           quantizable=False, weight_dtype="fp32"),
+                ops.elementwise("layers.mhc.rms", "residual", wl, n * D, 2, count=U),  # square, sum
+                # exp, then t × (column + row normalisation: a sum and a divide each);
+                # α_pre, α_post, α_res: three learned scalars.
+                ops.elementwise("layers.mhc.sinkhorn", "residual", wl, n * n, 4 * r.sinkhorn_iters + 1, count=U, params=3)]
+        static_params = 0
+    elif r.dynamic:
+        # Per-stream norm, then each stream's D -> (n + 2): W_β (1), W_m (1), W_r (n).
+        out += [*_norm(spec, wl, "layers.hc.norm", D, count=U, tokens=m * n, component="residual"),
+                ops.matmul("layers.hc.proj", "residual", wl, D, n + 2, count=U, tokens=m * n, quantizable=False)]
+        static_params = n * (n + 2) + 2  # static B, A_m, A_r, plus the scales s_α, s_β
+    else:
+        static_params = n * (n + 2)  # B (n), A_m (n), A_r (n × n)
+    out += [
+        ops.contraction("layers.hc.read", "residual", wl, n * D, (n + 1) * D, count=U, params=static_params),  # h0 = A_mᵀH
+        ops.contraction("layers.hc.mix", "residual", wl, n * n * D, 2 * n * D, count=U),  # A_rᵀH
+        ops.elementwise("layers.hc.write", "residual", wl, n * D, 2, inputs=2, count=U),  # Bᵀ·F(h0) + A_rᵀH
+        ops.elementwise("hc.expand", "residual", wl, n * D, 0),  # the embedding copied to n streams
+        ops.elementwise("hc.merge", "residual", wl, D, n - 1, inputs=n),  # streams summed before the final norm
+    ]
+    return out
+
+
+def _attnres_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """Attention residuals (arXiv:2603.15031): each sublayer's input is a
+    softmax-weighted sum of earlier block representations.  Units differ in
+    how many sources they see, so each op here covers all of them (count 1)."""
+    D, U = spec.d_model, 2 * spec.n_layers
+    N = spec.residual.blocks or U  # blocks; N = U is Full AttnRes
+    S = U // N  # sublayers per block
+    # Unit i of block n sees n sources (i = 1) or n + 1 (i ≥ 2, the partial sum);
+    # the output aggregation sees all N + 1.
+    sources = S * N * (N + 1) // 2 + N * (S - 1) + (N + 1)
+    queries = U + 1  # one pseudo-query and one key-norm weight per unit, and for the output
+    return [
+        ops.elementwise("attnres.key_norm", "residual", wl, D, ops.RMSNORM_FLOPS * sources, params=D * queries),
+        ops.contraction("attnres.logits", "residual", wl, sources * D, sources * D, params=D * queries),
+        ops.elementwise("attnres.softmax", "residual", wl, sources, ops.SOFTMAX_FLOPS),
+        ops.contraction("attnres.sum", "residual", wl, sources * D, (sources + 1) * D),
+        ops.elementwise("layers.attnres.block_sum", "residual", wl, D, 1, inputs=2, count=U),  # b_n += f(h)
+    ]
+
+
+# ---- head ------------------------------------------------------------------------------
+
+
+def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    out = _norm(spec, wl, "final_norm", spec.d_model) if spec.norm.final else []
+    head = ops.matmul("lm_head", "lm_head", wl, spec.d_model, spec.vocab_size, tokens=wl.logit_tokens,
+                      quantizable=False)
+    if spec.tie_embeddings:  # the embedding's weight, counted there; still read here
+        head = replace(head, params=0, active_params=0)
+    out.append(head)
+    if spec.final_softcap:
+        out.append(ops.elementwise("lm_head.softcap", "lm_head", wl, spec.vocab_size, ops.SOFTCAP_FLOPS,
+                                   tokens=wl.logit_tokens))
+    return out

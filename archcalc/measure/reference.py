@@ -1,0 +1,570 @@
+"""Plain-PyTorch reference model of the decoder-only Transformer a ModelSpec describes.
+
+Ground truth for tests, written from the architectures' own definitions (HF
+transformers modules, the papers), never from archcalc's formulas:
+
+- parameters: ``sum(p.numel() for p in model.parameters())`` on the meta device
+  (tied weights once, buffers never);
+- FLOPs: ``torch.utils.flop_counter.FlopCounterMode`` on a tiny CPU forward and
+  backward.  That counter sees only mm/addmm/bmm/baddbmm (and SDPA, unused
+  here), so every projection is its own ``nn.Linear``, the attention core is
+  two explicit matmuls over the full T×S rectangle, and every contraction over
+  residual streams or depth sources is a matmul.  Masks, softmax, norms,
+  activations, RoPE, gathers and adds all count 0.
+
+Letters: B batch, T tokens, D d_model, H query heads, K KV heads, F d_ff,
+E experts, n residual streams, s depth sources, U = 2L residual units.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from archcalc.spec import GATED_ACTIVATIONS, ModelSpec, NormSpec, RopeScaling
+
+ACTIVATIONS = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "silu": F.silu,
+    "relu2": lambda x: F.relu(x).square(),
+    "reglu": F.relu,  # gated: act(gate(x)) * up(x)
+    "geglu": F.gelu,
+    "swiglu": F.silu,
+}
+
+
+def build_reference_model(spec: ModelSpec, device: str | torch.device = "meta") -> nn.Module:
+    """The model `spec` describes; ``forward(tokens [B, T]) -> logits [B, T, V]``.
+
+    On "meta" (the default) nothing is allocated: use it to count parameters.
+    Run forwards on "cpu" with tiny dims.
+    """
+    device = torch.device(device)
+    with torch.device(device), _skip_random_init(device.type == "meta"):
+        return ReferenceModel(spec)
+
+
+@contextlib.contextmanager
+def _skip_random_init(skip: bool):
+    """Meta tensors hold no values: skip nn.init's random fills (as HF's no_init_weights does).
+
+    nn.Linear's kaiming init dominates building a 256-expert model on meta.
+    """
+    names = ("kaiming_uniform_", "uniform_", "normal_") if skip else ()
+    saved = {name: getattr(nn.init, name) for name in names}
+    for name in names:
+        setattr(nn.init, name, lambda tensor, *args, **kwargs: tensor)
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(nn.init, name, fn)
+
+
+def count_flops(model: nn.Module, tokens: torch.Tensor, backward: bool = False) -> int:
+    """FlopCounterMode's total for one forward (and backward of logits.sum())."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        logits = model(tokens)
+        if backward:
+            logits.sum().backward()
+    return counter.get_total_flops()
+
+
+# ---- small pieces -----------------------------------------------------------
+
+
+def make_norm(norm: NormSpec, dim: int) -> nn.Module:
+    """The spec's norm over the last `dim` features; identity (no params) for kind none."""
+    if norm.kind == "rmsnorm":
+        return nn.RMSNorm(dim, eps=1e-6)
+    if norm.kind == "layernorm":
+        return nn.LayerNorm(dim, bias=norm.bias)
+    return nn.Identity()
+
+
+def contract(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """Σ_s weights[..., s] · values[..., s, :] as a batched matmul (2·s·D FLOPs per row).
+
+    Not einsum: einsum turns a contraction over a size-1 dim (one depth source,
+    one stream) into a broadcast multiply, which FlopCounterMode counts as 0.
+    Both operands stay ≥ 2-D so this is never `mv` (also uncounted).
+    """
+    weights = weights.expand(values.shape[:-1])
+    return (weights.unsqueeze(-2) @ values).squeeze(-2)
+
+
+def rope_frequencies(dim: int, theta: float, scaling: RopeScaling | None, max_context: int) -> tuple[torch.Tensor, float]:
+    """RoPE inverse frequencies and cos/sin factor (after HF rope_utils); scaling adds no params or FLOPs."""
+    inv = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    if scaling is None:
+        return inv.float(), 1.0
+    f, kind = scaling.factor, scaling.type
+    original = scaling.original_context or max(1, round(max_context / f))
+    if kind in ("ntk", "dynamic"):  # NTK-aware base (dynamic: its value at the full extended length)
+        return rope_frequencies(dim, theta * f ** (dim / max(dim - 2, 1)), None, max_context)
+    if kind == "linear":  # position interpolation
+        return (inv / f).float(), 1.0
+    if kind == "longrope":  # per-dim short/long factors are not in the spec: uniform interpolation
+        return (inv / f).float(), math.sqrt(1 + math.log(f) / math.log(original)) if f > 1 and original > 1 else 1.0
+    if kind == "llama3":  # low_freq_factor 1, high_freq_factor 4
+        old = scaling.original_context or 8192
+        wavelen = 2 * math.pi / inv
+        smooth = (old / wavelen - 1.0) / (4.0 - 1.0)
+        blended = (1 - smooth) * inv / f + smooth * inv
+        inv = torch.where(wavelen > old, inv / f, torch.where(wavelen < old / 4.0, inv, blended))
+        return inv.float(), 1.0
+    # yarn: beta_fast 32, beta_slow 1; interpolate low frequencies, keep high ones
+    def correction_dim(rotations: float) -> float:
+        return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low = max(math.floor(correction_dim(32)), 0)
+    high = min(math.ceil(correction_dim(1)), dim - 1)
+    ramp = ((torch.arange(dim // 2, dtype=torch.float64) - low) / max(high - low, 1e-3)).clamp(0, 1)
+    inv = inv / f * ramp + inv * (1 - ramp)
+    return inv.float(), (0.1 * math.log(f) + 1.0) if f > 1 else 1.0
+
+
+def alibi_slopes(n_heads: int) -> torch.Tensor:
+    """ALiBi head slopes (Press et al.; HF build_alibi_tensor for non-powers of 2)."""
+    closest = 2 ** math.floor(math.log2(n_heads))
+    slopes = [2 ** (-8 * (i + 1) / closest) for i in range(closest)]
+    slopes += [2 ** (-4 * (2 * i + 1) / closest) for i in range(n_heads - closest)]
+    return torch.tensor(slopes)
+
+
+def sinusoidal_table(n_positions: int, dim: int, base: float) -> torch.Tensor:
+    """Vaswani et al. absolute positions: sin on even features, cos on odd ones."""
+    pos = torch.arange(n_positions, dtype=torch.float32)[:, None]
+    freq = base ** (-torch.arange(0, dim, 2, dtype=torch.float32) / dim)
+    table = torch.zeros(n_positions, dim)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq[: dim // 2])
+    return table
+
+
+class Rotary(nn.Module):
+    """RoPE on features [offset, offset + dim) of each head, rotate-half layout; buffers only."""
+
+    def __init__(self, dim: int, offset: int, theta: float, scaling: RopeScaling | None, max_context: int):
+        super().__init__()
+        inv_freq, self.factor = rope_frequencies(dim, theta, scaling, max_context)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.dim, self.offset = dim, offset
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: [B, T, heads, d]
+        angles = torch.arange(x.shape[1], device=x.device, dtype=torch.float32)[:, None] * self.inv_freq
+        angles = torch.cat([angles, angles], -1)[:, None, :]  # [T, 1, dim]
+        start, stop = self.offset, self.offset + self.dim
+        part = x[..., start:stop]
+        half1, half2 = part.chunk(2, dim=-1)
+        rotated = (part * angles.cos() + torch.cat([-half2, half1], -1) * angles.sin()) * self.factor
+        return torch.cat([x[..., :start], rotated, x[..., stop:]], -1)
+
+
+# ---- attention --------------------------------------------------------------
+
+
+class Attention(nn.Module):
+    """What both attention kinds share: qk-norm, RoPE, the explicit-matmul core, o_proj.
+
+    Subclasses define `project(x) -> q [B,T,H,dq], k [B,T,Hk,dq], v [B,T,Hk,dv]`.
+    """
+
+    def __init__(self, spec: ModelSpec, layer: int, rope_offset: int):
+        super().__init__()
+        a, pos = spec.attention, spec.position
+        self.n_heads, self.qk_dim, self.v_dim = a.n_heads, spec.qk_head_dim, spec.v_head_dim
+        self.scale = 1.0 / math.sqrt(self.qk_dim)
+        self.softcap = a.softcap
+        local = spec.layer_attention[layer] == "local"
+        self.window = a.sliding_window if local else None
+        # qk-norm, same kind as every other norm: "head" shares one qk_dim norm
+        # across heads; "full" spans H·dq for q and K·dq for k (OLMo 2).
+        widths = {"none": (None, None), "head": (1, 1), "full": (a.n_heads, spec.n_kv_heads)}[a.qk_norm]
+        self.qk_norm_widths = tuple(w and w * self.qk_dim for w in widths)
+        if a.qk_norm != "none":
+            self.q_norm = make_norm(spec.norm, self.qk_norm_widths[0])
+            self.k_norm = make_norm(spec.norm, self.qk_norm_widths[1])
+        self.rotary = None
+        if pos.kind == "rope" and (local or a.global_rope):
+            own_theta = local and pos.local_theta is not None  # Gemma 3: local layers unscaled, own base
+            self.rotary = Rotary(
+                spec.rope_dim,
+                rope_offset,
+                pos.local_theta if own_theta else pos.theta,
+                None if own_theta else pos.scaling,
+                spec.max_context,
+            )
+        if pos.kind == "alibi":
+            self.register_buffer("alibi_slopes", alibi_slopes(a.n_heads), persistent=False)
+        self.sinks = nn.Parameter(torch.zeros(a.n_heads)) if a.sinks else None  # gpt-oss: one logit per head
+        self.o_proj = nn.Linear(a.n_heads * self.v_dim, spec.d_model, bias="o" in a.bias)
+
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def normalize_qk(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.qk_norm_widths[0] is None:
+            return q, k
+        B, T = q.shape[:2]
+        q = self.q_norm(q.reshape(B, T, -1, self.qk_norm_widths[0])).reshape(q.shape)
+        k = self.k_norm(k.reshape(B, T, -1, self.qk_norm_widths[1])).reshape(k.shape)
+        return q, k
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        q, k, v = self.project(x)
+        q, k = self.normalize_qk(q, k)
+        if self.rotary is not None:
+            q, k = self.rotary(q), self.rotary(k)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # heads first: [B, heads, T, d]
+        groups = self.n_heads // k.shape[1]
+        k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)  # GQA: a copy, no FLOPs
+        scores = (q @ k.transpose(-1, -2)) * self.scale  # [B, H, T, S], the full rectangle
+        if self.softcap is not None:
+            scores = self.softcap * torch.tanh(scores / self.softcap)
+        i = torch.arange(T, device=x.device)[:, None]
+        j = torch.arange(T, device=x.device)[None, :]
+        if hasattr(self, "alibi_slopes"):
+            scores = scores - self.alibi_slopes[:, None, None] * (i - j)
+        allowed = j <= i
+        if self.window is not None:
+            allowed = allowed & (i - j < self.window)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        if self.sinks is not None:  # an extra softmax column per head, dropped after
+            scores = torch.cat([scores, self.sinks.view(1, -1, 1, 1).expand(B, -1, T, 1)], -1)
+        probs = scores.softmax(-1)[..., :T]
+        out = probs @ v  # [B, H, T, dv]
+        return self.o_proj(out.transpose(1, 2).reshape(B, T, -1))
+
+
+class MultiHeadAttention(Attention):
+    """MHA / GQA / MQA: separate q, k, v projections (Llama)."""
+
+    def __init__(self, spec: ModelSpec, layer: int):
+        super().__init__(spec, layer, rope_offset=0)  # partial rotary rotates the first rope_dim features
+        D, a, K = spec.d_model, spec.attention, spec.n_kv_heads
+        self.n_kv_heads = K
+        self.q_proj = nn.Linear(D, a.n_heads * self.qk_dim, bias="q" in a.bias)
+        self.k_proj = nn.Linear(D, K * self.qk_dim, bias="k" in a.bias)
+        self.v_proj = nn.Linear(D, K * self.v_dim, bias="v" in a.bias)
+
+    def project(self, x):
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.n_heads, self.qk_dim)
+        k = self.k_proj(x).view(B, T, self.n_kv_heads, self.qk_dim)
+        v = self.v_proj(x).view(B, T, self.n_kv_heads, self.v_dim)
+        return q, k, v
+
+
+class LatentAttention(Attention):
+    """MLA as HF DeepseekV3Attention runs it (not absorbed): q and kv through low-rank latents."""
+
+    def __init__(self, spec: ModelSpec, layer: int):
+        a, D, H = spec.attention, spec.d_model, spec.attention.n_heads
+        super().__init__(spec, layer, rope_offset=a.qk_nope_head_dim)  # rope part is the tail of each head
+        self.nope, self.rope, self.kv_rank = a.qk_nope_head_dim, a.qk_rope_head_dim, a.kv_lora_rank
+        if a.q_lora_rank is None:
+            self.q_proj = nn.Linear(D, H * self.qk_dim, bias=False)
+        else:
+            self.q_a_proj = nn.Linear(D, a.q_lora_rank, bias=False)
+            self.q_a_layernorm = nn.RMSNorm(a.q_lora_rank, eps=1e-6)
+            self.q_b_proj = nn.Linear(a.q_lora_rank, H * self.qk_dim, bias=False)
+        self.kv_a_proj_with_mqa = nn.Linear(D, self.kv_rank + self.rope, bias=False)
+        self.kv_a_layernorm = nn.RMSNorm(self.kv_rank, eps=1e-6)
+        self.kv_b_proj = nn.Linear(self.kv_rank, H * (self.nope + self.v_dim), bias=False)
+
+    def project(self, x):
+        B, T, _ = x.shape
+        H = self.n_heads
+        q = self.q_proj(x) if hasattr(self, "q_proj") else self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
+        latent, k_rope = self.kv_a_proj_with_mqa(x).split([self.kv_rank, self.rope], -1)
+        kv = self.kv_b_proj(self.kv_a_layernorm(latent)).view(B, T, H, self.nope + self.v_dim)
+        k_nope, v = kv.split([self.nope, self.v_dim], -1)
+        k = torch.cat([k_nope, k_rope[:, :, None, :].expand(B, T, H, self.rope)], -1)  # rope key shared by all heads
+        return q.view(B, T, H, self.qk_dim), k, v
+
+
+# ---- feed-forward -----------------------------------------------------------
+
+
+class MLP(nn.Module):
+    """Dense FFN of width F: down(act(up(x))), or down(act(gate(x)) * up(x)) when gated."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool):
+        super().__init__()
+        self.act = ACTIVATIONS[activation]
+        self.gated = activation in GATED_ACTIVATIONS
+        if self.gated:
+            self.gate_proj = nn.Linear(d_model, d_ff, bias=bias)
+        self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
+        self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
+
+    def forward(self, x):
+        hidden = self.act(self.gate_proj(x)) * self.up_proj(x) if self.gated else self.act(self.up_proj(x))
+        return self.down_proj(hidden)
+
+
+class MoE(nn.Module):
+    """Top-k routed experts (+ an optional, optionally gated, shared expert).
+
+    Each expert runs only on the tokens routed to it (index, run, index_add),
+    so matmul FLOPs are exactly tokens·top_k·(one expert's matmuls).
+    """
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        moe, ffn, D = spec.ffn.moe, spec.ffn, spec.d_model
+        self.top_k = moe.top_k
+        self.router = nn.Linear(D, moe.n_experts, bias=moe.router_bias)
+        self.experts = nn.ModuleList(MLP(D, moe.d_expert, ffn.activation, ffn.bias) for _ in range(moe.n_experts))
+        self.shared_expert = MLP(D, moe.d_shared, ffn.activation, ffn.bias) if moe.d_shared else None
+        # the gate belongs to the shared expert: none without one
+        self.shared_expert_gate = nn.Linear(D, 1, bias=False) if moe.shared_gate and moe.d_shared else None
+
+    def forward(self, x):
+        shape = x.shape
+        x = x.reshape(-1, shape[-1])  # [B·T, D]
+        weights, chosen = self.router(x).softmax(-1).topk(self.top_k, dim=-1)  # [B·T, k]
+        weights = weights / weights.sum(-1, keepdim=True)  # renormalised over the chosen (Mixtral)
+        out = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):
+            token, slot = torch.where(chosen == e)
+            if token.numel():
+                out = out.index_add(0, token, expert(x[token]) * weights[token, slot, None])
+        if self.shared_expert is not None:
+            shared = self.shared_expert(x)
+            if self.shared_expert_gate is not None:
+                shared = torch.sigmoid(self.shared_expert_gate(x)) * shared
+            out = out + shared
+        return out.reshape(shape)
+
+
+# ---- layers -----------------------------------------------------------------
+
+
+class Sublayer(nn.Module):
+    """One residual unit's branch with its norms: pre N_in, post N_out, both (sandwich)."""
+
+    def __init__(self, spec: ModelSpec, inner: nn.Module, norm_in: nn.Module | None = None):
+        super().__init__()
+        placement, D = spec.norm.placement, spec.d_model
+        if norm_in is None:
+            norm_in = make_norm(spec.norm, D) if placement in ("pre", "both") else nn.Identity()
+        self.norm_in = norm_in
+        self.inner = inner
+        self.norm_out = make_norm(spec.norm, D) if placement in ("post", "both") else nn.Identity()
+
+    def forward(self, x):
+        return self.norm_out(self.inner(self.norm_in(x)))
+
+
+class DecoderLayer(nn.Module):
+    """Attention unit and FFN unit of layer i; the residual scheme decides how they combine."""
+
+    def __init__(self, spec: ModelSpec, layer: int):
+        super().__init__()
+        f = spec.ffn
+        attn = LatentAttention(spec, layer) if spec.attention.kind == "mla" else MultiHeadAttention(spec, layer)
+        mlp = MoE(spec) if spec.layer_ffn[layer] == "moe" else MLP(spec.d_model, spec.d_ff, f.activation, f.bias)
+        shared = None  # parallel with one norm: both units read the same N(x) (GPT-J)
+        if spec.residual.kind == "parallel" and spec.residual.parallel_norms == 1:
+            shared = make_norm(spec.norm, spec.d_model)
+        self.attn = Sublayer(spec, attn, norm_in=shared)
+        self.mlp = Sublayer(spec, mlp, norm_in=shared)
+
+
+# ---- residual schemes: forward(x [B,T,D], units) -> [B,T,D] ------------------
+
+
+class StandardResidual(nn.Module):
+    def forward(self, x, units):
+        for unit in units:
+            x = x + unit(x)
+        return x
+
+
+class ParallelResidual(nn.Module):
+    def forward(self, x, units):
+        for attn, mlp in zip(units[0::2], units[1::2]):
+            x = x + attn(x) + mlp(x)
+        return x
+
+
+class HyperConnection(nn.Module):
+    """One hyper-connection module around one unit (arXiv:2409.19606, Eqs. 1-13); H: [B, T, n, D].
+
+    Static: A_m (n), A_r (n×n), B (n).  Dynamic adds a per-stream RMSNorm (D),
+    W_beta (D×1), W_m (D×1), W_r (D×n) and the scalars s_alpha, s_beta.
+    """
+
+    def __init__(self, d_model: int, n: int, unit_index: int, dynamic: bool):
+        super().__init__()
+        a_m = torch.zeros(n)
+        a_m[unit_index % n] = 1.0  # Eq. 14: A_m = e_{k mod n}, A_r = I, B = 1 reproduce pre-norm
+        self.A_m, self.A_r, self.B = nn.Parameter(a_m), nn.Parameter(torch.eye(n)), nn.Parameter(torch.ones(n))
+        self.dynamic = dynamic
+        if dynamic:  # W zero-initialised, scales 0.01 (Algorithm 2)
+            self.norm = nn.RMSNorm(d_model, eps=1e-6)
+            self.W_beta = nn.Parameter(torch.zeros(d_model, 1))
+            self.W_m = nn.Parameter(torch.zeros(d_model, 1))
+            self.W_r = nn.Parameter(torch.zeros(d_model, n))
+            self.s_alpha = nn.Parameter(torch.tensor(0.01))
+            self.s_beta = nn.Parameter(torch.tensor(0.01))
+
+    def coefficients(self, H):
+        if not self.dynamic:
+            return self.B, self.A_m, self.A_r
+        proj = self.norm(H) @ torch.cat([self.W_beta, self.W_m, self.W_r], 1)  # [B,T,n,n+2]: 2n(n+2)D per token
+        b = self.s_beta * torch.tanh(proj[..., 0]) + self.B
+        a_m = self.s_alpha * torch.tanh(proj[..., 1]) + self.A_m
+        a_r = self.s_alpha * torch.tanh(proj[..., 2:]) + self.A_r  # row j: weights of input stream j
+        return b, a_m, a_r
+
+    def forward(self, H, unit):
+        b, a_m, a_r = self.coefficients(H)
+        n = H.shape[-2]
+        h0 = contract(a_m, H)  # A_mᵀH, the unit's input: 2nD per token
+        mixed = a_r.expand(*H.shape[:-2], n, n).transpose(-1, -2) @ H  # A_rᵀH: 2n²D per token
+        return b.expand(H.shape[:-1])[..., None] * unit(h0)[..., None, :] + mixed  # Bᵀ·T(h0): outer product
+
+
+def sinkhorn(logits: torch.Tensor, iters: int) -> torch.Tensor:
+    """Sinkhorn-Knopp of exp(logits) over the last two dims: alternate column and row normalisation."""
+    m = (logits - logits.amax((-2, -1), keepdim=True)).exp()  # the shift cancels in the normalisation
+    for _ in range(iters):
+        m = m / m.sum(-2, keepdim=True)
+        m = m / m.sum(-1, keepdim=True)
+    return m
+
+
+class ManifoldHyperConnection(nn.Module):
+    """One mHC module around one unit (arXiv:2512.24880 §4, Eqs. 7-9); H: [B, T, n, D].
+
+    phi (nD × (n²+2n), the RMSNorm weight absorbed), bias b (n²+2n), alpha (3).
+    """
+
+    def __init__(self, d_model: int, n: int, sinkhorn_iters: int):
+        super().__init__()
+        self.n, self.iters = n, sinkhorn_iters
+        self.phi = nn.Linear(n * d_model, n * n + 2 * n, bias=False)  # [phi_pre | phi_post | phi_res]
+        self.bias = nn.Parameter(torch.zeros(n * n + 2 * n))  # [b_pre | b_post | b_res]
+        self.alpha = nn.Parameter(torch.full((3,), 0.01))  # alpha_pre, alpha_post, alpha_res (Table 5)
+
+    def forward(self, H, unit):
+        n = self.n
+        x = H.flatten(-2)  # x_vec [B, T, nD]
+        logits = self.phi(F.rms_norm(x, (x.shape[-1],)))  # 2·nD·(n²+2n) per token
+        pre, post, res = logits.split([n, n, n * n], -1)
+        b_pre, b_post, b_res = self.bias.split([n, n, n * n])
+        h_pre = torch.sigmoid(self.alpha[0] * pre + b_pre)
+        h_post = 2 * torch.sigmoid(self.alpha[1] * post + b_post)
+        h_res = sinkhorn((self.alpha[2] * res + b_res).unflatten(-1, (n, n)), self.iters)
+        y = unit(contract(h_pre, H))  # H_pre·x: 2nD per token
+        return h_res @ H + h_post[..., None] * y[..., None, :]  # H_res·x: 2n²D per token; H_postᵀ·F: outer
+
+
+class StreamResidual(nn.Module):
+    """HC / mHC: the embedding copied to n streams, one module per unit, streams summed at the end."""
+
+    def __init__(self, connections: list[nn.Module], n: int):
+        super().__init__()
+        self.connections = nn.ModuleList(connections)
+        self.n = n
+
+    def forward(self, x, units):
+        H = x.unsqueeze(-2).expand(*x.shape[:-1], self.n, x.shape[-1])
+        for connection, unit in zip(self.connections, units):
+            H = connection(H, unit)
+        return H.sum(-2)
+
+
+class DepthAttention(nn.Module):
+    """softmax_i(w · RMSNorm(v_i)) weighted sum of sources v_i (arXiv:2603.15031 Eqs. 2-4); no temperature."""
+
+    def __init__(self, d_model: int):
+        super().__init__()
+        self.key_norm = nn.RMSNorm(d_model, eps=1e-6)
+        self.query = nn.Parameter(torch.zeros(d_model))  # zero: uniform weights at init (§5)
+
+    def forward(self, sources: list[torch.Tensor]) -> torch.Tensor:
+        values = torch.stack(sources, -2)  # [B, T, s, D]
+        logits = (self.key_norm(values) @ self.query[:, None]).squeeze(-1)  # 2sD per token
+        return contract(logits.softmax(-1), values)  # 2sD per token
+
+
+class AttentionResiduals(nn.Module):
+    """Block AttnRes (Full when blocks is None): units attend over block sums instead of adding."""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        n_units = 2 * spec.n_layers
+        self.units_per_block = n_units // (spec.residual.blocks or n_units)
+        # one per unit, plus the output's own (it attends over all block representations)
+        self.depth = nn.ModuleList(DepthAttention(spec.d_model) for _ in range(n_units + 1))
+
+    def forward(self, x, units):
+        S = self.units_per_block
+        blocks, partial = [x], None  # b_0 is the embedding
+        for u, unit in enumerate(units):
+            first = u % S == 0  # unit 1 of its block: no partial sum yet (Eq. 6)
+            out = unit(self.depth[u](blocks if first else [*blocks, partial]))
+            partial = out if first else partial + out
+            if u % S == S - 1:
+                blocks.append(partial)
+        return self.depth[-1](blocks)
+
+
+def make_residual(spec: ModelSpec) -> nn.Module:
+    r, D, U = spec.residual, spec.d_model, 2 * spec.n_layers
+    if r.kind == "parallel":
+        return ParallelResidual()
+    if r.kind == "hyper":
+        return StreamResidual([HyperConnection(D, r.streams, u, r.dynamic) for u in range(U)], r.streams)
+    if r.kind == "mhc":
+        return StreamResidual([ManifoldHyperConnection(D, r.streams, r.sinkhorn_iters) for _ in range(U)], r.streams)
+    if r.kind == "attnres":
+        return AttentionResiduals(spec)
+    return StandardResidual()
+
+
+# ---- the model --------------------------------------------------------------
+
+
+class ReferenceModel(nn.Module):
+    """Embeddings, L decoder layers under the spec's residual scheme, final norm, unembedding."""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.spec = spec
+        D, V = spec.d_model, spec.vocab_size
+        self.embed_tokens = nn.Embedding(V, D)
+        if spec.position.kind == "learned":
+            self.embed_positions = nn.Embedding(spec.max_context, D)  # GPT-2 wpe
+        self.layers = nn.ModuleList(DecoderLayer(spec, i) for i in range(spec.n_layers))
+        self.residual = make_residual(spec)
+        self.final_norm = make_norm(spec.norm, D) if spec.norm.final else nn.Identity()
+        self.lm_head = nn.Linear(D, V, bias=False)
+        if spec.tie_embeddings:
+            self.lm_head.weight = self.embed_tokens.weight
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        T = tokens.shape[1]
+        x = self.embed_tokens(tokens)
+        kind = self.spec.position.kind
+        if kind == "learned":
+            x = x + self.embed_positions(torch.arange(T, device=tokens.device))
+        elif kind == "sinusoidal":
+            x = x + sinusoidal_table(T, x.shape[-1], self.spec.position.theta).to(x.device)
+        units = [unit for layer in self.layers for unit in (layer.attn, layer.mlp)]
+        x = self.residual(x, units)
+        logits = self.lm_head(self.final_norm(x))
+        cap = self.spec.final_softcap
+        return logits if cap is None else cap * torch.tanh(logits / cap)

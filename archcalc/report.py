@@ -1,0 +1,191 @@
+"""Rendering: rich tables and JSON-ready dicts.  All unit formatting lives here.
+
+GiB = 2^30 bytes and GB = 10^9 bytes; tables show both where they differ.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from .dtypes import BITS, INT4_GROUP, WEIGHT_DTYPES
+from .hf import MappingReport
+from .ops import Op
+from .totals import TRAIN_FLOPS_FACTOR, SizeResult
+
+SIZE_SCHEMA = "archcalc.size/1"
+GiB, GB = 2**30, 10**9
+
+
+# ---- units ---------------------------------------------------------------------------
+
+
+def si(value: float, unit: str = "") -> str:
+    """1.23 K/M/G/T/P with the unit glued on: si(8.03e9, "FLOP") -> '8.03 GFLOP'."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
+        if abs(value) >= factor:
+            return f"{value / factor:.2f} {prefix}{unit}"
+    return f"{value:.4g} {unit}".rstrip()
+
+
+def count(n: float) -> str:
+    """Exact integer with separators, and a short form: '8,030,261,248 (8.03 B)'."""
+    short = si(n).replace(" G", " B").replace(" K", " K")
+    return f"{int(round(n)):,}" + (f" ({short})" if n >= 1e3 else "")
+
+
+def binary(n: float) -> str:
+    for factor, unit in ((2**40, "TiB"), (GiB, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if n >= factor:
+            return f"{n / factor:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def nbytes(n: float) -> str:
+    """'1.00 GiB = 1.07 GB'; small values as exact bytes too."""
+    text = f"{binary(n)} = {si(n, 'B')}" if n >= 1e3 else f"{n:.0f} B"
+    return text
+
+
+# ---- size ----------------------------------------------------------------------------
+
+
+def size_json(r: SizeResult) -> dict:
+    """The stable `archcalc size --json` document (README: JSON schema)."""
+    wl, spec, p, f, kv = r.workload, r.spec, r.params, r.flops, r.kv
+    return {
+        "schema": SIZE_SCHEMA,
+        "model": {"name": spec.name, "source": spec.source},
+        "workload": {"context": wl.context, "batch": wl.batch, "dtype": wl.weight_dtype, "kv_dtype": wl.kv_dtype,
+                     "flops_convention": r.convention.name},
+        "params": {
+            "total": p.total, "active": p.active, "embedding": p.embedding, "non_embedding": p.non_embedding,
+            "tied_embeddings": spec.tie_embeddings, "by_component": p.by_component,
+        },
+        "weights": {
+            "bytes": r.weight_bytes[wl.weight_dtype] if wl.weight_dtype in r.weight_bytes else None,
+            "bytes_by_dtype": r.weight_bytes,
+            "bits_per_weight": {d: BITS[d] for d in WEIGHT_DTYPES},
+        },
+        "flops": {
+            "convention": r.convention.name,
+            "convention_description": r.convention.description,
+            "forward": f.forward,
+            "forward_per_token": r.forward_per_token,
+            "matmul": f.matmul, "attention": f.attention, "vector": f.vector,
+            "train_per_token": TRAIN_FLOPS_FACTOR * r.forward_per_token,
+            "six_n_per_token": r.six_n_per_token,
+            "macs_per_token": r.forward_per_token / 2,
+        },
+        "kv_cache": {
+            "dtype": kv.dtype,
+            "bytes_per_token": kv.bytes_per_token,
+            "bytes": kv.bytes,
+            "by_layer_kind": [{"kind": k.kind, "layers": k.layers, "window": k.window,
+                               "bytes_per_token": k.bytes_per_token, "bytes": k.bytes} for k in kv.by_kind],
+        },
+    }
+
+
+def size_tables(r: SizeResult) -> Group:
+    wl, spec, p, f, kv = r.workload, r.spec, r.params, r.flops, r.kv
+    title = Text.assemble((spec.name, "bold"), f"  context {wl.context:,} × batch {wl.batch:,}, "
+                          f"weights {wl.weight_dtype}, KV cache {wl.kv_dtype}")
+    params = Table(title="Parameters", title_justify="left", show_edge=False)
+    params.add_column("")
+    params.add_column("count", justify="right")
+    params.add_column("share", justify="right")
+    params.add_row("total" + (" (tied embeddings counted once)" if spec.tie_embeddings else ""), count(p.total), "100%")
+    if p.active != p.total:
+        params.add_row("active per token", count(p.active), f"{p.active / p.total:.1%}")
+    params.add_row("non-embedding", count(p.non_embedding), f"{p.non_embedding / p.total:.1%}")
+    for component, n in p.by_component.items():
+        params.add_row(f"  {component}", count(n), f"{n / p.total:.1%}")
+
+    weights = Table(title="Weight memory", title_justify="left", show_edge=False)
+    for col in ("dtype", "bits/weight", "bytes"):
+        weights.add_column(col, justify="right" if col != "dtype" else "left")
+    for d, b in r.weight_bytes.items():
+        weights.add_row(d + (" ◂" if d == wl.weight_dtype else ""), f"{BITS[d]:g}", nbytes(b))
+    weights_note = (f"int4: 4 bits + one fp16 scale per {INT4_GROUP} weights. fp8/int8/int4 quantize layer "
+                       "weights only; embeddings, lm_head, norms, routers and biases stay bf16.")
+
+    flops = Table(title=f"FLOPs (convention {r.convention.name}: {r.convention.description})",
+                  title_justify="left", show_edge=False)
+    flops.add_column("")
+    flops.add_column("per token", justify="right")
+    flops.add_column("whole forward", justify="right")
+    tok = r.tokens
+    flops.add_row("forward", si(r.forward_per_token, "FLOP"), si(f.forward, "FLOP"))
+    flops.add_row("  matmul", si(f.matmul / tok, "FLOP"), si(f.matmul, "FLOP"))
+    flops.add_row("  attention (QKᵀ, PV)", si(f.attention / tok, "FLOP"), si(f.attention, "FLOP"))
+    vector_note = "" if r.convention.count_vector else " (not in total)"
+    flops.add_row(f"  elementwise{vector_note}", si(f.vector / tok, "FLOP"), si(f.vector, "FLOP"))
+    flops.add_row(f"training (forward + backward = {TRAIN_FLOPS_FACTOR}× forward)",
+                  si(TRAIN_FLOPS_FACTOR * r.forward_per_token, "FLOP"), si(f.train, "FLOP"))
+    flops.add_row("6N rule (N = active non-embedding params)", si(r.six_n_per_token, "FLOP"), "")
+    flops_note = ("FLOPs = 2 × multiply-accumulates. Per token = whole forward / (context × batch); "
+                     "logits at every position, as a training forward computes them.")
+
+    cache = Table(title=f"KV cache ({kv.dtype})", title_justify="left", show_edge=False)
+    for col in ("layers", "kind", "window", "per token", f"at {wl.context:,} × {wl.batch:,}"):
+        cache.add_column(col, justify="right" if col not in ("kind",) else "left")
+    for k in kv.by_kind:
+        cache.add_row(str(k.layers), k.kind, f"{k.window:,}" if k.window else "—", nbytes(k.bytes_per_token),
+                      nbytes(k.bytes))
+    if len(kv.by_kind) > 1:
+        cache.add_row(str(spec.n_layers), "all", "", nbytes(kv.bytes_per_token), nbytes(kv.bytes), style="bold")
+    cache_note = ("Per token: every layer stores the token (no window cap). GiB = 2^30 bytes, GB = 10^9 bytes."
+                  + (" MLA: one compressed latent + the shared rope key per token per layer." if spec.attention.kind
+                     == "mla" else ""))
+    return Group(title, params, Text(""), weights, _note(weights_note), flops, _note(flops_note), cache,
+                 _note(cache_note))
+
+
+def _note(text: str) -> Text:
+    return Text(text + "\n", style="dim")
+
+
+def ops_table(ops: list[Op], convention) -> Table:
+    """`size --layers`: every op of the step with its dims and share."""
+    table = Table(title="Operations (per execution; × count per step)", title_justify="left", show_edge=False)
+    for col in ("op", "kind", "count", "dims", "params", "FLOPs", "share"):
+        table.add_column(col, justify="right" if col in ("count", "params", "FLOPs", "share") else "left")
+    total = sum(op.counted_flops(convention) * op.count for op in ops) or 1
+    for op in ops:
+        dims = " ".join(f"{k}={v}" for k, v in op.dims.items() if v is not None)
+        flops = op.counted_flops(convention)
+        table.add_row(op.name, op.kind, str(op.count), dims, f"{op.params:,}", si(flops, "FLOP") if flops else "0",
+                      f"{flops * op.count / total:.1%}")
+    return table
+
+
+# ---- show / list --------------------------------------------------------------------------
+
+
+def mapping_tables(report: MappingReport) -> Group:
+    parts = []
+    for title, rows in (("used", report.used), ("defaulted (absent from config.json)", report.defaulted),
+                        ("ignored", report.ignored)):
+        table = Table(title=f"config.json keys {title}", title_justify="left", show_edge=False)
+        table.add_column("key")
+        table.add_column("value" if title != "ignored" else "why")
+        for key, value in rows.items():
+            table.add_row(key, _short(value))
+        parts += [table, Text("")]
+    return Group(*parts)
+
+
+def _short(value) -> str:
+    text = str(value)
+    return text if len(text) <= 70 else text[:67] + "..."
+
+
+def model_list(rows: list[tuple[str, int, int, str]]) -> Table:
+    table = Table(title="Bundled models", title_justify="left", show_edge=False)
+    for col in ("name", "params", "active", "source"):
+        table.add_column(col, justify="right" if col in ("params", "active") else "left")
+    for name, total, active, source in rows:
+        table.add_row(name, si(total).replace(" G", " B"), si(active).replace(" G", " B"), source or "")
+    return table

@@ -1,0 +1,156 @@
+"""Sums over the op list: parameters, weight bytes, FLOPs, KV cache.
+
+Nothing here knows an architecture; it only adds up Ops.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from . import ops as opsmod
+from .conventions import FlopsConvention
+from .dtypes import HIGH_PRECISION, WEIGHT_DTYPES, nbytes
+from .layers import model_ops
+from .ops import Op
+from .spec import ModelSpec
+from .workload import Workload
+
+# Training = forward + backward.  Each forward matmul y = xW has two backward
+# matmuls of the same size (dL/dx = dL/dy·Wᵀ and dL/dW = xᵀ·dL/dy), so a
+# training step costs 3× the forward matmul and attention FLOPs (the "6N" of
+# 2N forward + 4N backward).  Activation recomputation would add one forward.
+TRAIN_FLOPS_FACTOR = 3
+COMPONENTS = ("embedding", "position", "attention", "ffn", "experts", "router", "norms", "residual", "lm_head")
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    total: int
+    active: int  # used by one token: top-k routed experts, everything else in full
+    embedding: int  # the input token embedding, V·D (a learned position table is "position")
+    by_component: dict[str, int]
+
+    @property
+    def non_embedding(self) -> int:
+        return self.total - self.embedding - self.by_component.get("position", 0)
+
+    @property
+    def active_non_embedding(self) -> int:
+        return self.active - self.embedding - self.by_component.get("position", 0)
+
+
+def param_counts(ops: list[Op]) -> ParamCounts:
+    by = defaultdict(int)
+    for op in ops:
+        by[op.component] += op.params * op.count
+    return ParamCounts(
+        total=sum(by.values()),
+        active=sum(op.active_params * op.count for op in ops),
+        embedding=by["embedding"],
+        by_component={c: by[c] for c in COMPONENTS if by[c]},
+    )
+
+
+def weight_bytes(ops: list[Op], dtype: str) -> float:
+    """Bytes of all stored parameters in `dtype`.  Below 16 bits only layer
+    weights are quantized; embeddings, lm_head, norms, routers and biases stay
+    at 16 bits, as real 8/4-bit checkpoints keep them."""
+    low = dtype not in ("fp32", "bf16", "fp16")
+    total = 0.0
+    for op in ops:
+        n = op.params * op.count
+        if low:
+            quantized = (op.params - op.bias_params) * op.count if op.quantizable else 0
+            total += nbytes(quantized, dtype) + nbytes(n - quantized, HIGH_PRECISION)
+        else:
+            total += nbytes(n, dtype)
+    return total
+
+
+@dataclass(frozen=True)
+class FlopCounts:
+    matmul: int  # projections, FFN, experts, router, lm_head, residual contractions
+    attention: int  # QKᵀ and PV
+    vector: int  # elementwise work (counted in `forward` only under conventions that say so)
+    forward: int  # the total under the convention
+
+    @property
+    def train(self) -> int:
+        return TRAIN_FLOPS_FACTOR * self.forward
+
+
+def flop_counts(ops: list[Op], convention: FlopsConvention) -> FlopCounts:
+    matmul = sum(op.flops * op.count for op in ops if op.kind != "attention")
+    attention = sum(op.flops * op.count for op in ops if op.kind == "attention")
+    vector = sum(op.vector_flops * op.count for op in ops)
+    return FlopCounts(matmul, attention, vector, matmul + attention + (vector if convention.count_vector else 0))
+
+
+@dataclass(frozen=True)
+class KVLayerKind:
+    kind: str  # global / local
+    layers: int
+    window: int | None
+    bytes_per_token: float  # one token, all layers of this kind
+    bytes: float  # at the workload's context × batch, windows capped
+
+
+@dataclass(frozen=True)
+class KVCache:
+    dtype: str
+    bytes_per_token: float  # every layer stores the token: no window cap
+    bytes: float  # context × batch, windows capped
+    by_kind: list[KVLayerKind] = field(default_factory=list)
+
+
+def kv_cache(ops: list[Op], context: int, batch: int, kv_dtype: str) -> KVCache:
+    kinds = []
+    for op in ops:
+        if op.kind != "attention":
+            continue
+        kinds.append(KVLayerKind(
+            op.dims["layer_kind"], op.count, op.dims["window"],
+            bytes_per_token=opsmod.cache_bytes(op, 1, 1, kv_dtype, cap_window=False) * op.count,
+            bytes=opsmod.cache_bytes(op, context, batch, kv_dtype) * op.count,
+        ))
+    return KVCache(kv_dtype, sum(k.bytes_per_token for k in kinds), sum(k.bytes for k in kinds), kinds)
+
+
+@dataclass(frozen=True)
+class SizeResult:
+    """Everything `archcalc size` reports, for one spec and one workload."""
+
+    spec: ModelSpec
+    workload: Workload
+    convention: FlopsConvention
+    ops: list[Op]
+    params: ParamCounts
+    weight_bytes: dict[str, float]
+    flops: FlopCounts
+    kv: KVCache
+
+    @property
+    def tokens(self) -> int:
+        return self.workload.batch * self.workload.context
+
+    @property
+    def forward_per_token(self) -> float:
+        return self.flops.forward / self.tokens
+
+    @property
+    def six_n_per_token(self) -> int:
+        """Kaplan's 6N training rule with N = active non-embedding parameters
+        (an untied lm_head stays in N, as HF's floating_point_ops counts)."""
+        return 6 * self.params.active_non_embedding
+
+
+def size(spec: ModelSpec, wl: Workload, convention: FlopsConvention) -> SizeResult:
+    op_list = model_ops(spec, wl, convention)
+    return SizeResult(
+        spec, wl, convention, op_list,
+        params=param_counts(op_list),
+        weight_bytes={d: weight_bytes(op_list, d) for d in WEIGHT_DTYPES},
+        flops=flop_counts(op_list, convention),
+        kv=kv_cache(op_list, wl.context, wl.batch, wl.kv_dtype),
+    )
