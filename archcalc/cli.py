@@ -44,7 +44,9 @@ class ArchcalcGroup(click.Group):
 
 
 def _out() -> Console:
-    return Console(width=max(100, Console().width), soft_wrap=False)
+    """Terminal width on a terminal; 160 columns into a pipe or a file."""
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
 
 
 def _warn(message: str) -> None:

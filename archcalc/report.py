@@ -151,7 +151,8 @@ def ops_table(ops: list[Op], convention) -> Table:
     """`size --layers`: every op of the step with its dims and share."""
     table = Table(title="Operations (per execution; × count per step)", title_justify="left", show_edge=False)
     for col in ("op", "kind", "count", "dims", "params", "FLOPs", "share"):
-        table.add_column(col, justify="right" if col in ("count", "params", "FLOPs", "share") else "left")
+        table.add_column(col, justify="right" if col in ("count", "params", "FLOPs", "share") else "left",
+                         no_wrap=col != "dims")
     total = sum(op.counted_flops(convention) * op.count for op in ops) or 1
     for op in ops:
         dims = " ".join(f"{k}={v}" for k, v in op.dims.items() if v is not None)

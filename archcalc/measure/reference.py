@@ -24,6 +24,7 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from archcalc.spec import GATED_ACTIVATIONS, ModelSpec, NormSpec, RopeScaling
 
@@ -68,8 +69,6 @@ def _skip_random_init(skip: bool):
 
 def count_flops(model: nn.Module, tokens: torch.Tensor, backward: bool = False) -> int:
     """FlopCounterMode's total for one forward (and backward of logits.sum())."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     with FlopCounterMode(display=False) as counter:
         logits = model(tokens)
         if backward:
@@ -100,14 +99,16 @@ def contract(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
     return (weights.unsqueeze(-2) @ values).squeeze(-2)
 
 
-def rope_frequencies(dim: int, theta: float, scaling: RopeScaling | None, max_context: int) -> tuple[torch.Tensor, float]:
+def rope_frequencies(
+    dim: int, theta: float, scaling: RopeScaling | None, max_context: int
+) -> tuple[torch.Tensor, float]:
     """RoPE inverse frequencies and cos/sin factor (after HF rope_utils); scaling adds no params or FLOPs."""
     inv = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
     if scaling is None:
         return inv.float(), 1.0
     f, kind = scaling.factor, scaling.type
     original = scaling.original_context or max(1, round(max_context / f))
-    if kind in ("ntk", "dynamic"):  # NTK-aware base (dynamic: its value at the full extended length)
+    if kind in ("ntk", "dynamic"):  # NTK-aware base change (dynamic's length dependence is dropped)
         return rope_frequencies(dim, theta * f ** (dim / max(dim - 2, 1)), None, max_context)
     if kind == "linear":  # position interpolation
         return (inv / f).float(), 1.0

@@ -1,0 +1,73 @@
+"""Hand-checkable cases for the formulas in ops.py, each against an
+independent computation (brute-force masks, simulation, arithmetic by hand)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from archcalc import ops
+from archcalc.conventions import CONVENTIONS
+from archcalc.workload import Workload
+
+
+def mask_pairs(new_tokens: int, context: int, window: int | None) -> int:
+    """Count the True entries of an explicit causal (sliding-window) mask."""
+    q = np.arange(context - new_tokens, context)[:, None]  # absolute query positions
+    k = np.arange(context)[None, :]
+    allowed = k <= q
+    if window:
+        allowed &= k > q - window
+    return int(allowed.sum())
+
+
+@pytest.mark.parametrize("t, s, w", [(1, 1, None), (7, 7, None), (1, 50, None), (5, 40, None), (40, 40, 8),
+                                     (3, 40, 8), (1, 40, 8), (10, 12, 11), (9, 9, 100), (16, 16, 1)])
+def test_causal_pairs_match_an_explicit_mask(t, s, w):
+    assert ops.score_pairs(t, s, w, CONVENTIONS["causal"]) == mask_pairs(t, s, w)
+
+
+def test_rectangle_conventions():
+    assert ops.score_pairs(4, 10, 3, CONVENTIONS["torch"]) == 40  # FlopCounterMode ignores masks
+    assert ops.score_pairs(4, 10, 3, CONVENTIONS["full"]) == 12  # vLLM clamps to the window
+
+
+def test_causal_prefill_closed_form_of_the_design():
+    # design.md: T·S − T(T−1)/2 pairs for a causal prefill of T new tokens on S total.
+    t, s = 100, 300
+    assert ops.score_pairs(t, s, None, CONVENTIONS["causal"]) == t * s - t * (t - 1) // 2
+
+
+def test_matmul_flops_bytes_and_intensity():
+    wl = Workload(batch=1, new_tokens=1, context=1)  # one token, bf16
+    op = ops.matmul("m", "ffn", wl, 4096, 4096)
+    assert op.flops == 2 * 4096 * 4096
+    assert op.weight_bytes == 2 * 4096 * 4096
+    # scaling book: intensity of [B,D]x[D,F] in bf16 ≈ B for B ≪ D, F; at B = 1 just under 1.
+    intensity = op.flops / (op.weight_bytes + op.act_bytes)
+    assert 0.99 < intensity < 1.0
+
+
+def test_decode_attention_intensity_tends_to_q_per_kv():
+    """Scaling book: decode attention intensity → H/K (the GQA group), memory bound."""
+    wl = Workload.decode(context=32_768, batch=1)
+    op = ops.attention("a", wl, CONVENTIONS["causal"], n_heads=32, kv_heads=8, qk_dim=128, v_dim=128,
+                       kv_width=8 * 256, window=None, layer_kind="global")
+    intensity = op.flops / (op.kv_bytes + op.act_bytes)
+    assert intensity == pytest.approx(32 / 8, rel=1e-3)
+
+
+def test_expected_experts_touched_matches_simulation():
+    rng = np.random.default_rng(0)
+    E, k, tokens, trials = 64, 6, 16, 4000
+    touched = [len(np.unique(np.concatenate([rng.choice(E, k, replace=False) for _ in range(tokens)])))
+               for _ in range(trials)]
+    assert ops.expected_experts_touched(E, k, tokens) == pytest.approx(np.mean(touched), rel=0.01)
+
+
+def test_cache_bytes_caps_the_window():
+    wl = Workload.forward(10)
+    op = ops.attention("a", wl, CONVENTIONS["causal"], n_heads=4, kv_heads=2, qk_dim=8, v_dim=8,
+                       kv_width=2 * 16, window=100, layer_kind="local")
+    assert ops.cache_bytes(op, 1000, 3, "bf16") == 3 * 100 * 32 * 2
+    assert ops.cache_bytes(op, 1000, 3, "fp8", cap_window=False) == 3 * 1000 * 32

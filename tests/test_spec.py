@@ -1,0 +1,78 @@
+"""The spec: validation and the values it resolves."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from conftest import sized, spec_of, tiny
+
+
+def test_llama_d_ff_rounding_rule_reproduces_llama2():
+    # Llama-2-7B's published intermediate_size, from int(8/3·4096) rounded up to 256.
+    spec = tiny(d_model=4096, attention={"n_heads": 32}, ffn={"d_ff_ratio": 8 / 3, "d_ff_multiple_of": 256})
+    assert spec.d_ff == 11008
+
+
+def test_default_ratios():
+    assert tiny(ffn={"activation": "gelu"}).d_ff == 256  # 4·D
+    assert tiny(ffn={"activation": "swiglu"}).d_ff == 170  # int(8/3·64)
+
+
+def test_layer_patterns_follow_the_hf_rules():
+    # Gemma 3: layer i is global iff (i + 1) % 6 == 0 (transformers' sliding_window_pattern rule).
+    spec = spec_of("gemma-3-27b")
+    assert spec.layer_attention == tuple("global" if (i + 1) % 6 == 0 else "local" for i in range(62))
+    # Gemma 2: even layers slide (is_sliding = not layer_idx % 2).
+    assert spec_of("gemma-2-9b").layer_attention[:4] == ("local", "global", "local", "global")
+    assert set(spec_of("mistral-7b-v0.1").layer_attention) == {"local"}
+    assert set(spec_of("qwen2.5-7b").layer_attention) == {"global"}  # use_sliding_window: false
+
+
+def test_moe_layer_placement():
+    v3 = spec_of("deepseek-v3")
+    assert v3.layer_ffn[:3] == ("dense",) * 3 and set(v3.layer_ffn[3:]) == {"moe"}
+
+
+def test_head_dim_is_explicit_when_given():
+    assert spec_of("qwen3-0.6b").qk_head_dim == 128  # d/H would be 64
+    assert spec_of("gemma-7b").qk_head_dim == 256
+
+
+@pytest.mark.parametrize("bad, fragment", [
+    ({"attention": {"n_heads": 6, "n_kv_heads": 4}}, "divisible by n_kv_heads"),
+    ({"attention": {"n_heads": 5}}, "not divisible by n_heads"),
+    ({"attention": {"n_heads": 4, "kind": "mla"}}, "kind mla needs"),
+    ({"attention": {"n_heads": 4, "layer_types": "x"}}, "use 'L:G'"),
+    ({"attention": {"n_heads": 4, "layer_types": "1:1"}}, "sliding_window is not set"),
+    ({"ffn": {"d_ff": 8, "d_ff_ratio": 2}}, "not both"),
+    ({"ffn": {"moe": {"n_experts": 2, "top_k": 3, "d_expert": 8}}}, "exceeds n_experts"),
+    ({"norm": {"kind": "rmsnorm", "bias": True}}, "only applies to layernorm"),
+    ({"position": {"kind": "alibi", "rotary_fraction": 0.5}}, "only apply to rope"),
+    ({"residual": {"kind": "parallel"}, "norm": {"placement": "post"}}, "placement pre"),
+    ({"residual": {"kind": "attnres", "blocks": 3}}, "must divide"),
+    ({"n_layers": 0}, "greater than 0"),
+    ({"bogus": 1}, "Extra inputs"),
+])
+def test_invalid_specs_are_rejected(bad, fragment):
+    with pytest.raises(ValidationError, match=fragment):
+        tiny(**bad)
+
+
+def test_each_choice_changes_only_what_it_changes():
+    base = sized(tiny(), context=16)
+    # A bigger KV-head count changes parameters and KV, not the attention-core FLOPs.
+    mha = sized(tiny(attention={"n_heads": 4, "n_kv_heads": 4}), context=16)
+    assert mha.params.total > base.params.total and mha.kv.bytes_per_token == 2 * base.kv.bytes_per_token
+    assert mha.flops.attention == base.flops.attention
+    # Tying removes V·D parameters and nothing from the FLOPs.
+    tied = sized(tiny(tie_embeddings=True), context=16)
+    assert base.params.total - tied.params.total == 97 * 64
+    assert tied.flops.forward == base.flops.forward
+    # A sliding window changes attention FLOPs and the capped KV only.
+    local = sized(tiny(attention={"n_heads": 4, "n_kv_heads": 2, "sliding_window": 4}), context=16)
+    assert local.params.total == base.params.total and local.kv.bytes_per_token == base.kv.bytes_per_token
+    assert local.flops.attention < base.flops.attention and local.kv.bytes < base.kv.bytes
+    # RoPE scaling changes nothing but the context limit.
+    scaled = sized(tiny(position={"scaling": {"type": "yarn", "factor": 4, "original_context": 16}}), context=16)
+    assert scaled.params.total == base.params.total and scaled.flops.forward == base.flops.forward
