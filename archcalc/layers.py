@@ -74,17 +74,18 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
     out = _sublayer_norms(spec, wl, "layers.attn", "before")
 
     if a.kind == "mla":
+        # MLA's latent norms are part of the mechanism: RMSNorm whatever norm.kind says (as in HF).
         nope_rope = H * dk
         if a.q_lora_rank:
             out += [ops.matmul("layers.attn.q_a", "attention", wl, D, a.q_lora_rank, count=L),
-                    *_norm(spec, wl, "layers.attn.q_a_norm", a.q_lora_rank, count=L),
+                    ops.norm("layers.attn.q_a_norm", wl, a.q_lora_rank, "rmsnorm", False, count=L),
                     ops.matmul("layers.attn.q_b", "attention", wl, a.q_lora_rank, nope_rope, count=L)]
         else:
             out.append(ops.matmul("layers.attn.q", "attention", wl, D, nope_rope, count=L))
         out += [
             # One D -> latent + shared rope key projection; the latent is what the cache keeps.
             ops.matmul("layers.attn.kv_a", "attention", wl, D, a.kv_lora_rank + a.qk_rope_head_dim, count=L),
-            *_norm(spec, wl, "layers.attn.kv_a_norm", a.kv_lora_rank, count=L),
+            ops.norm("layers.attn.kv_a_norm", wl, a.kv_lora_rank, "rmsnorm", False, count=L),
             # Latent -> per-head K (nope part) and V: the non-absorbed form, as HF runs it.
             ops.matmul("layers.attn.kv_b", "attention", wl, a.kv_lora_rank, H * (a.qk_nope_head_dim + dv), count=L),
         ]
@@ -195,8 +196,9 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
                 ops.elementwise("layers.mhc.sinkhorn", "residual", wl, n * n, 4 * r.sinkhorn_iters + 1, count=U, params=3)]
         static_params = 0
     elif r.dynamic:
-        # Per-stream norm, then each stream's D -> (n + 2): W_β (1), W_m (1), W_r (n).
-        out += [*_norm(spec, wl, "layers.hc.norm", D, count=U, tokens=m * n, component="residual"),
+        # A per-stream RMSNorm (part of the mechanism, whatever norm.kind says),
+        # then each stream's D -> (n + 2): W_β (1), W_m (1), W_r (n).
+        out += [ops.norm("layers.hc.norm", wl, D, "rmsnorm", False, count=U, tokens=m * n, component="residual"),
                 ops.matmul("layers.hc.proj", "residual", wl, D, n + 2, count=U, tokens=m * n, quantizable=False)]
         static_params = n * (n + 2) + 2  # static B, A_m, A_r, plus the scales s_α, s_β
     else:

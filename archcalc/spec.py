@@ -69,6 +69,8 @@ class AttentionSpec(_Frozen):
                 raise ValueError(f"kind mla needs {', '.join(missing)}")
             if self.bias:
                 raise ValueError("biases on MLA projections are not supported")
+            if self.qk_norm != "none":
+                raise ValueError("qk_norm does not apply to MLA (its latents have their own norms)")
             if self.n_kv_heads is not None or self.head_dim is not None:
                 raise ValueError("kind mla takes qk_nope/qk_rope/v_head_dim, not n_kv_heads or head_dim")
         else:
@@ -97,6 +99,8 @@ class MoESpec(_Frozen):
     def _check(self) -> MoESpec:
         if self.top_k > self.n_experts:
             raise ValueError(f"top_k ({self.top_k}) exceeds n_experts ({self.n_experts})")
+        if self.shared_gate and not self.d_shared:
+            raise ValueError("shared_gate needs a shared expert (d_shared > 0)")
         return self
 
 
