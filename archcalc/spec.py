@@ -181,7 +181,10 @@ class ModelSpec(_Frozen):
     d_model: PositiveInt
     n_layers: PositiveInt
     vocab_size: PositiveInt
-    max_context: PositiveInt  # longest context the model supports, context extension included
+    # Longest context the model supports, context extension included.  May be
+    # left out when position.scaling gives original_context: then it is
+    # original_context × factor (llama3 and longrope need it stated).
+    max_context: PositiveInt
     tie_embeddings: bool = False
     final_softcap: float | None = Field(default=None, gt=0)  # tanh soft-capping of the logits
     attention: AttentionSpec
@@ -189,6 +192,17 @@ class ModelSpec(_Frozen):
     norm: NormSpec = Field(default_factory=NormSpec)
     position: PositionSpec = Field(default_factory=PositionSpec)
     residual: ResidualSpec = Field(default_factory=ResidualSpec)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _context_from_scaling(cls, data):
+        if not isinstance(data, dict) or data.get("max_context") is not None:
+            return data
+        scaling = (data.get("position") or {}).get("scaling") if isinstance(data.get("position"), dict) else None
+        if isinstance(scaling, dict) and scaling.get("original_context") and scaling.get("type") not in (
+                "llama3", "longrope"):
+            return {**data, "max_context": int(scaling["original_context"] * scaling.get("factor", 1))}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:

@@ -76,3 +76,10 @@ def test_each_choice_changes_only_what_it_changes():
     # RoPE scaling changes nothing but the context limit.
     scaled = sized(tiny(position={"scaling": {"type": "yarn", "factor": 4, "original_context": 16}}), context=16)
     assert scaled.params.total == base.params.total and scaled.flops.forward == base.flops.forward
+
+
+def test_max_context_follows_the_extension_when_left_out():
+    spec = tiny(max_context=None, position={"scaling": {"type": "yarn", "factor": 40, "original_context": 4096}})
+    assert spec.max_context == 163_840  # DeepSeek-V3's 4096 × 40
+    with pytest.raises(ValidationError, match="max_context"):
+        tiny(max_context=None, position={"scaling": {"type": "llama3", "factor": 8, "original_context": 8192}})
