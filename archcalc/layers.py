@@ -77,14 +77,15 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         # MLA's latent norms are part of the mechanism: RMSNorm whatever norm.kind says (as in HF).
         nope_rope = H * dk
         if a.q_lora_rank:
-            out += [ops.matmul("layers.attn.q_a", "attention", wl, D, a.q_lora_rank, count=L),
+            out += [ops.matmul("layers.attn.q_a", "attention", wl, D, a.q_lora_rank, count=L, tp="replicated"),
                     ops.norm("layers.attn.q_a_norm", wl, a.q_lora_rank, "rmsnorm", False, count=L),
                     ops.matmul("layers.attn.q_b", "attention", wl, a.q_lora_rank, nope_rope, count=L)]
         else:
             out.append(ops.matmul("layers.attn.q", "attention", wl, D, nope_rope, count=L))
         out += [
             # One D -> latent + shared rope key projection; the latent is what the cache keeps.
-            ops.matmul("layers.attn.kv_a", "attention", wl, D, a.kv_lora_rank + a.qk_rope_head_dim, count=L),
+            ops.matmul("layers.attn.kv_a", "attention", wl, D, a.kv_lora_rank + a.qk_rope_head_dim, count=L,
+                       tp="replicated"),
             ops.norm("layers.attn.kv_a_norm", wl, a.kv_lora_rank, "rmsnorm", False, count=L),
             # Latent -> per-head K (nope part) and V: the non-absorbed form, as HF runs it.
             ops.matmul("layers.attn.kv_b", "attention", wl, a.kv_lora_rank, H * (a.qk_nope_head_dim + dv), count=L),
@@ -95,7 +96,9 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         # Q, K and V as one fused projection: D -> (H + 2K)·d_k; biases where listed.
         widths = {"q": H * dk, "k": K * dk, "v": K * dv}
         bias = sum(w for p, w in widths.items() if p in a.bias)
-        out.append(ops.matmul("layers.attn.qkv", "attention", wl, D, sum(widths.values()), bias_width=bias, count=L))
+        out.append(ops.matmul("layers.attn.qkv", "attention", wl, D, sum(widths.values()), bias_width=bias, count=L,
+                              tp="qkv", extra_dims={"q_width": widths["q"], "kv_width": widths["k"] + widths["v"],
+                                                    "kv_heads": K}))
         if a.qk_norm == "head":  # one norm of d_k shared by all heads: rows are (token, head)
             out += _norm(spec, wl, "layers.attn.q_norm", dk, count=L, tokens=wl.tokens * H)
             out += _norm(spec, wl, "layers.attn.k_norm", dk, count=L, tokens=wl.tokens * K)
@@ -109,7 +112,8 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
     if spec.position.kind == "rope":
         rope_layers = L if a.global_rope else kinds["local"]
         if rope_layers:
-            out.append(ops.elementwise("layers.attn.rope", "position", wl, rotated, ops.ROPE_FLOPS, count=rope_layers))
+            out.append(ops.elementwise("layers.attn.rope", "position", wl, rotated, ops.ROPE_FLOPS, count=rope_layers,
+                                       tp="split"))
     for kind in ("global", "local"):
         if kinds[kind]:
             out.append(ops.attention(
@@ -135,10 +139,11 @@ def _mlp(spec: ModelSpec, wl: Workload, prefix: str, width: int, count: int, *, 
         E, k = experts
         routed = wl.tokens * k
         return [ops.expert_matmul(f"{prefix}.up", wl, D, up_width, E, k, bias=f.bias, count=count),
-                ops.elementwise(f"{prefix}.act", "experts", wl, width, per_element, inputs=inputs, count=count, tokens=routed),
+                ops.elementwise(f"{prefix}.act", "experts", wl, width, per_element, inputs=inputs, count=count,
+                                tokens=routed, tp="split"),
                 ops.expert_matmul(f"{prefix}.down", wl, width, D, E, k, bias=f.bias, count=count)]
     return [ops.matmul(f"{prefix}.up", component, wl, D, up_width, bias_width=up_width if f.bias else 0, count=count),
-            ops.elementwise(f"{prefix}.act", component, wl, width, per_element, inputs=inputs, count=count),
+            ops.elementwise(f"{prefix}.act", component, wl, width, per_element, inputs=inputs, count=count, tp="split"),
             ops.matmul(f"{prefix}.down", component, wl, width, D, bias_width=D if f.bias else 0, count=count)]
 
 
@@ -151,7 +156,8 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     if n_moe:
         out += [
             ops.matmul("layers.moe.router", "router", wl, D, moe.n_experts,
-                       bias_width=moe.n_experts if moe.router_bias else 0, count=n_moe, quantizable=False),
+                       bias_width=moe.n_experts if moe.router_bias else 0, count=n_moe, quantizable=False,
+                       tp="replicated"),
             *_mlp(spec, wl, "layers.moe.experts", moe.d_expert, n_moe, experts=(moe.n_experts, moe.top_k)),
             # Weighted sum of the k expert outputs: a multiply and an add per value.
             ops.elementwise("layers.moe.combine", "experts", wl, D, 2 * moe.top_k, inputs=moe.top_k, count=n_moe),
@@ -159,7 +165,8 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         if moe.d_shared:
             out += _mlp(spec, wl, "layers.moe.shared", moe.d_shared, n_moe)
         if moe.shared_gate:
-            out.append(ops.matmul("layers.moe.shared_gate", "ffn", wl, D, 1, count=n_moe, quantizable=False))
+            out.append(ops.matmul("layers.moe.shared_gate", "ffn", wl, D, 1, count=n_moe, quantizable=False,
+                                  tp="replicated"))
     return out + _sublayer_norms(spec, wl, "layers.ffn", "after")
 
 
@@ -189,7 +196,7 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         # b; kept in fp32 (paper §4.3).  Its RMS norm has no weight (absorbed in φ).
         coeffs = n * n + 2 * n
         out += [ops.matmul("layers.mhc.coeffs", "residual", wl, n * D, coeffs, bias_width=coeffs, count=U,
-                           quantizable=False, weight_dtype="fp32"),
+                           quantizable=False, weight_dtype="fp32", tp="replicated"),
                 ops.elementwise("layers.mhc.rms", "residual", wl, n * D, 2, count=U),  # square, sum
                 # exp, then t × (column + row normalisation: a sum and a divide each);
                 # α_pre, α_post, α_res: three learned scalars.
@@ -199,7 +206,8 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         # A per-stream RMSNorm (part of the mechanism, whatever norm.kind says),
         # then each stream's D -> (n + 2): W_β (1), W_m (1), W_r (n).
         out += [ops.norm("layers.hc.norm", wl, D, "rmsnorm", False, count=U, tokens=m * n, component="residual"),
-                ops.matmul("layers.hc.proj", "residual", wl, D, n + 2, count=U, tokens=m * n, quantizable=False)]
+                ops.matmul("layers.hc.proj", "residual", wl, D, n + 2, count=U, tokens=m * n, quantizable=False,
+                           tp="replicated")]
         static_params = n * (n + 2) + 2  # static B, A_m, A_r, plus the scales s_α, s_β
     else:
         static_params = n * (n + 2)  # B (n), A_m (n), A_r (n × n)
@@ -245,5 +253,5 @@ def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     out.append(head)
     if spec.final_softcap:
         out.append(ops.elementwise("lm_head.softcap", "lm_head", wl, spec.vocab_size, ops.SOFTCAP_FLOPS,
-                                   tokens=wl.logit_tokens))
+                                   tokens=wl.logit_tokens, tp="split"))
     return out

@@ -19,6 +19,12 @@ from .dtypes import nbytes
 from .workload import Workload
 
 OpKind = Literal["matmul", "attention", "norm", "elementwise", "gather"]
+# How tensor parallelism (t ranks) places an op's parameters and work:
+# split: 1/t per rank (column/row-parallel linears, vocab-parallel embedding,
+# attention heads, experts); replicated: whole on every rank (norms, routers,
+# MLA's down-projections, residual-stream mixing); qkv: query heads split,
+# KV heads split but at least one per rank (replicated when t > K, as vLLM does).
+Sharding = Literal["split", "replicated", "qkv"]
 Component = Literal["embedding", "position", "attention", "ffn", "experts", "router", "norms", "residual", "lm_head"]
 
 # Elementwise FLOPs per element.  Conventions, not measurements: they follow
@@ -44,6 +50,7 @@ class Op:
     active_params: int = 0  # parameters one token uses (top-k experts)
     bias_params: int = 0  # part of `params` that are biases (kept 16-bit when quantized)
     quantizable: bool = False  # a layer weight that 8/4-bit checkpoints quantize
+    tp: Sharding = "split"
     flops: int = 0  # matmul / attention-contraction work (tensor cores)
     vector_flops: int = 0  # elementwise work
     weight_bytes: float = 0  # parameters read
@@ -53,12 +60,28 @@ class Op:
     def counted_flops(self, convention: FlopsConvention) -> int:
         return self.flops + (self.vector_flops if convention.count_vector else 0)
 
+    def rank_fraction(self, tp: int) -> float:
+        """Share of this op's parameters (and work) one of `tp` ranks holds."""
+        if self.tp == "replicated" or tp == 1:
+            return 1.0
+        if self.tp == "qkv":  # fused Q, K, V: H/t query heads, max(1, K/t) KV heads per rank
+            q, kv, heads = self.dims["q_width"], self.dims["kv_width"], self.dims["kv_heads"]
+            return (q / tp + kv * max(1, heads // tp) / heads) / (q + kv)
+        return 1.0 / tp
+
+    def kv_heads_per_rank(self, tp: int) -> float:
+        """Share of an attention op's cache one rank holds: max(1, K/t) of K
+        heads; MLA's single latent is replicated on every rank."""
+        heads = self.dims["K"]
+        return max(1, heads // tp) / heads
+
 
 # ---- matmuls -----------------------------------------------------------------
 
 
 def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int, *, bias_width: int = 0,
-           count: int = 1, tokens: int | None = None, quantizable: bool = True, weight_dtype: str | None = None) -> Op:
+           count: int = 1, tokens: int | None = None, quantizable: bool = True, weight_dtype: str | None = None,
+           tp: Sharding = "split", extra_dims: dict | None = None) -> Op:
     """y[m, d_out] = x[m, d_in] @ W[d_in, d_out] (+ b), m = tokens (default B·T).
 
     bias_width: how many of the d_out outputs have a bias (a fused QKV
@@ -67,8 +90,8 @@ def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int,
     bias_params = bias_width
     params = d_in * d_out + bias_params
     return Op(
-        name, "matmul", component, {"m": m, "k": d_in, "n": d_out}, count,
-        params=params, active_params=params, bias_params=bias_params, quantizable=quantizable,
+        name, "matmul", component, {"m": m, "k": d_in, "n": d_out, **(extra_dims or {})}, count,
+        params=params, active_params=params, bias_params=bias_params, quantizable=quantizable, tp=tp,
         flops=2 * m * d_in * d_out,
         weight_bytes=nbytes(params, weight_dtype or wl.weight_dtype),
         act_bytes=nbytes(m * (d_in + d_out), wl.act_dtype),
@@ -81,7 +104,7 @@ def contraction(name: str, component: Component, wl: Workload, macs_per_token: i
     residuals): no weight matrix, `macs_per_token` MACs, reads and writes
     `width` activations per token."""
     return Op(name, "matmul", component, {"m": wl.tokens, "macs_per_token": macs_per_token}, count,
-              params=params, active_params=params, flops=2 * wl.tokens * macs_per_token,
+              tp="replicated", params=params, active_params=params, flops=2 * wl.tokens * macs_per_token,
               weight_bytes=nbytes(params, wl.weight_dtype), act_bytes=nbytes(wl.tokens * width, wl.act_dtype))
 
 
@@ -168,17 +191,18 @@ def norm(name: str, wl: Workload, width: int, kind: str, bias: bool, *, count: i
     m = wl.tokens if tokens is None else tokens
     params = width * (2 if bias else 1)
     per_element = RMSNORM_FLOPS if kind == "rmsnorm" else LAYERNORM_FLOPS + (1 if bias else 0)
-    return Op(name, "norm", component, {"m": m, "width": width, "norm": kind}, count,
+    return Op(name, "norm", component, {"m": m, "width": width, "norm": kind}, count, tp="replicated",
               params=params, active_params=params, bias_params=width if bias else 0,
               vector_flops=per_element * m * width,
               weight_bytes=nbytes(params, wl.weight_dtype), act_bytes=nbytes(2 * m * width, wl.act_dtype))
 
 
 def elementwise(name: str, component: Component, wl: Workload, width: int, flops_per_element: int, *,
-                inputs: int = 1, count: int = 1, params: int = 0, tokens: int | None = None) -> Op:
+                inputs: int = 1, count: int = 1, params: int = 0, tokens: int | None = None,
+                tp: Sharding = "replicated") -> Op:
     """`inputs` tensors of [m, width] in, one out."""
     m = wl.tokens if tokens is None else tokens
-    return Op(name, "elementwise", component, {"m": m, "width": width, "inputs": inputs}, count,
+    return Op(name, "elementwise", component, {"m": m, "width": width, "inputs": inputs}, count, tp=tp,
               params=params, active_params=params, vector_flops=flops_per_element * m * width,
               weight_bytes=nbytes(params, wl.weight_dtype),
               act_bytes=nbytes((inputs + 1) * m * width, wl.act_dtype))
