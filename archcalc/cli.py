@@ -167,5 +167,81 @@ def list_models(as_json):
     _out().print(report.model_list(rows))
 
 
+@cli.group()
+def hardware():
+    """Bundled hardware profiles."""
+
+
+@hardware.command("list")
+@click.option("--json", "as_json", is_flag=True)
+def hardware_list(as_json):
+    """Every bundled device with its memory, bandwidth and peaks."""
+    from .hardware import all_hardware
+    from .report_roofline import hardware_list as table
+
+    profiles = all_hardware()
+    if as_json:
+        click.echo(json.dumps([hw.model_dump(mode="json") for hw in profiles], indent=2))
+        return
+    _out().print(table(profiles))
+
+
+@hardware.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True)
+def hardware_show(name, as_json):
+    """One device: every number and its source."""
+    from .hardware import load_hardware
+    from .report_roofline import hardware_detail
+
+    hw = load_hardware(name)
+    if as_json:
+        click.echo(json.dumps(hw.model_dump(mode="json"), indent=2))
+        return
+    _out().print(hardware_detail(hw))
+
+
+ACT_DTYPES = ("bf16", "fp16", "fp32")
+
+
+@cli.command()
+@click.argument("model")
+@click.option("--gpu", required=True, help="Hardware profile: a bundled name or alias, or a YAML file.")
+@click.option("--phase", type=click.Choice(["prefill", "decode", "both"]), default="both", show_default=True)
+@click.option("--prompt", type=click.IntRange(min=1), default=2048, show_default=True, help="Prefill tokens.")
+@click.option("--context", type=click.IntRange(min=1), help="Context of the decode step shown (default prompt + gen).")
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--gen", type=click.IntRange(min=1), default=256, show_default=True, help="Tokens generated per sequence.")
+@click.option("--dtype", type=click.Choice(WEIGHT_DTYPES), default="bf16", show_default=True, help="Weight dtype.")
+@click.option("--act-dtype", type=click.Choice(ACT_DTYPES), default="bf16", show_default=True)
+@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True)
+@click.option("--plot", "plot_path", help="Write a roofline chart (.png or .svg; needs matplotlib).")
+@click.option("--json", "as_json", is_flag=True)
+def roofline(model, gpu, phase, prompt, context, batch, gen, dtype, act_dtype, kv_dtype, plot_path, as_json):
+    """Prefill and decode time of MODEL on a device, op by op."""
+    from .hardware import load_hardware
+    from .report_roofline import roofline_json, roofline_view
+    from .roofline import predict
+
+    spec, _ = _load(model)
+    hw = load_hardware(gpu)
+    context = context or prompt + gen
+    if max(prompt + gen, context) > spec.max_context:
+        _warn(f"context {max(prompt + gen, context):,} exceeds {spec.name}'s max context {spec.max_context:,}")
+    dtypes = {"weight_dtype": dtype, "act_dtype": act_dtype, "kv_dtype": kv_dtype}
+    preds = predict(spec, hw, prompt=prompt, context=context, gen=gen, batch=batch, **dtypes)
+    if plot_path:
+        from .plot import roofline_chart
+
+        steps = {"prefill": preds[0].prefill, "decode": preds[0].decode}
+        roofline_chart({k: v for k, v in steps.items() if phase in (k, "both")}, plot_path,
+                       f"{spec.name} on {hw.name} (batch {batch}, prompt {prompt:,}, decode at {context:,})")
+    if as_json:
+        click.echo(json.dumps(roofline_json(preds, spec.name, hw, prompt, context, batch, gen), indent=2))
+        return
+    phases = ("prefill", "decode") if phase == "both" else (phase,)
+    _out().print(roofline_view(preds, hw, phases, prompt, context, batch))
+
+
 def main() -> None:
     cli()

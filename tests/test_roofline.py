@@ -1,0 +1,126 @@
+"""Roofline predictions: hand-checkable rules, the closed-form decode sum
+against a step-by-step sum, and the hardware profiles."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from click.testing import CliRunner
+
+from archcalc import ops
+from archcalc.cli import cli
+from archcalc.hardware import Calibration, all_hardware, load_hardware
+from archcalc.roofline import Rates, _sum_max_affine, critical_batch, decode_time, predict, rate_sets, step, time_op
+from archcalc.workload import Workload
+from conftest import spec_of
+
+H100 = load_hardware("h100")
+PEAK = rate_sets(H100, Workload())[0]
+
+
+@pytest.mark.parametrize("hw", all_hardware(), ids=lambda hw: hw.name)
+def test_every_profile_loads_with_a_source_and_a_ridge(hw):
+    assert hw.source.startswith("http") and hw.memory_bytes > 0
+    assert hw.ridge("bf16") == hw.peak("bf16") / hw.memory_bandwidth
+
+
+def test_ridge_points_of_the_references():
+    # anchors-analytic.md appendix: H100-SXM 989e12 / 3.35e12 ≈ 295, A100-80GB ≈ 153, A100-40GB ≈ 200.
+    assert round(load_hardware("h100").ridge("bf16")) == 295
+    assert round(load_hardware("a100-80gb").ridge("bf16")) == 153
+    assert 200 <= load_hardware("a100-40gb").ridge("bf16") <= 201
+
+
+def test_names_resolve_case_insensitively_with_aliases():
+    assert load_hardware("H100").name == "H100 SXM" == load_hardware("h100-sxm").name
+    with pytest.raises(Exception, match="did you mean 'h100'"):
+        load_hardware("h10")
+
+
+def test_bound_flips_exactly_at_the_ridge():
+    rates = Rates("test", matmul=100.0, vector=10.0, bandwidth=10.0)  # ridge 10 FLOP/byte
+    below = ops.Op("a", "matmul", "ffn", flops=99, weight_bytes=10)
+    above = ops.Op("b", "matmul", "ffn", flops=101, weight_bytes=10)
+    assert time_op(below, rates).bound == "memory" and time_op(above, rates).bound == "compute"
+    assert time_op(above, rates).time == pytest.approx(1.01)
+
+
+def test_sum_of_max_of_two_lines_matches_brute_force():
+    rng = random.Random(1)
+    for _ in range(500):
+        f0, df, m0, dm = (rng.uniform(-5, 5) for _ in range(4))
+        n = rng.randint(1, 40)
+        brute = sum(max(f0 + i * df, m0 + i * dm) for i in range(n))
+        assert _sum_max_affine(f0, df, m0, dm, n) == pytest.approx(brute, rel=1e-12, abs=1e-9)
+
+
+@pytest.mark.parametrize("name, prompt", [("gemma-2-9b", 4000), ("mixtral-8x7b", 100), ("deepseek-v2-lite", 50),
+                                          ("gpt2", 10)])
+def test_closed_form_decode_equals_the_step_by_step_sum(name, prompt):
+    """Context grows by one each step; gemma-2's 4096 window is crossed mid-way."""
+    spec, gen, batch = spec_of(name), 200, 3
+    brute = sum(step(spec, Workload.decode(c, batch), PEAK).time for c in range(prompt + 1, prompt + gen + 1))
+    assert decode_time(spec, prompt, gen, batch, PEAK) == pytest.approx(brute, rel=1e-12)
+
+
+def test_decode_is_memory_bound_and_reads_the_weights():
+    spec = spec_of("llama-3.1-8b")
+    s = step(spec, Workload.decode(4096, 1), PEAK)
+    assert all(o.bound == "memory" for o in s.ops if o.op.kind in ("matmul", "attention"))
+    # One token: the step reads every weight once in bf16, but only one row of the embedding.
+    weights = sum(o.op.count * o.op.weight_bytes for o in s.ops)
+    assert weights == 2 * (8_030_261_248 - 128_256 * 4096) + 2 * 4096
+    assert s.time == pytest.approx((weights + 4096 * 131_072) / H100.memory_bandwidth, rel=0.01)
+
+
+def test_critical_batch_is_near_the_ridge_for_bf16_weights():
+    """Weight matmul intensity ≈ B (2 FLOPs per 2-byte weight per token), so
+    decode turns compute-bound near B = ridge; activation traffic pushes it up a little."""
+    b = critical_batch(spec_of("llama-3.1-70b"), 4096, PEAK)
+    assert PEAK.ridge <= b <= 1.1 * PEAK.ridge
+    # int4 weight-only with bf16 math: ~4.125 bits per weight -> about a quarter of that.
+    b4 = critical_batch(spec_of("llama-3.1-70b"), 4096, PEAK, weight_dtype="int4")
+    assert PEAK.ridge / 4.3 <= b4 <= PEAK.ridge / 3.5
+
+
+def test_norms_are_a_sliver_of_flops_and_a_real_part_of_time():
+    """The seeds' point: in prefill, norms, activations and adds are <0.1% of FLOPs but several % of time."""
+    s = step(spec_of("llama-3.1-8b"), Workload(batch=8, new_tokens=2048, context=2048, logits="last"), PEAK)
+    small = [o for o in s.ops if o.op.kind in ("norm", "elementwise")]
+    assert sum(o.flops for o in small) / s.flops < 0.001
+    assert sum(o.time for o in small) / s.time > 0.05
+
+
+def test_calibrated_rates_are_shown_beside_peak():
+    hw = H100.model_copy(update={"calibration": Calibration(flops={"bf16": 700e12}, memory_bandwidth=2.9e12)})
+    preds = predict(spec_of("gpt2"), hw, prompt=64, context=128, gen=8, batch=1)
+    assert [p.rates.label for p in preds] == ["peak", "calibrated"]
+    assert preds[1].tpot > preds[0].tpot
+
+
+def test_roofline_cli_json_and_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    png, svg = tmp_path / "r.png", tmp_path / "r.svg"
+    r = CliRunner().invoke(cli, ["roofline", "qwen3-30b-a3b", "--gpu", "h200", "--prompt", "512", "--gen", "16",
+                                 "--batch", "4", "--json", "--plot", str(png)])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "archcalc.roofline/1" and doc["hardware"] == "H200 SXM"
+    p = doc["predictions"][0]
+    assert p["decode_tokens_per_s"] == pytest.approx(4 / p["tpot_s"])
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+    r = CliRunner().invoke(cli, ["roofline", "gpt2", "--gpu", "l4", "--prompt", "64", "--plot", str(svg)])
+    assert r.exit_code == 0 and svg.read_text().lstrip().startswith("<?xml")
+
+
+def test_hardware_commands_and_bad_names():
+    r = CliRunner().invoke(cli, ["hardware", "list", "--json"])
+    assert len(json.loads(r.stdout)) >= 14
+    r = CliRunner().invoke(cli, ["hardware", "show", "MI300X", "--json"])
+    assert json.loads(r.stdout)["memory_bytes"] == 192 * 2**30
+    r = CliRunner().invoke(cli, ["roofline", "gpt2", "--gpu", "h1000"])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "did you mean" in r.stderr
+    r = CliRunner().invoke(cli, ["roofline", "gpt2", "--gpu", "h100", "--plot", "x.pdf"])
+    assert r.exit_code == 2 and "--plot writes .png or .svg" in r.stderr
