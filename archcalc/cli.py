@@ -243,5 +243,49 @@ def roofline(model, gpu, phase, prompt, context, batch, gen, dtype, act_dtype, k
     _out().print(roofline_view(preds, hw, phases, prompt, context, batch))
 
 
+@cli.command()
+@click.argument("models", nargs=-1, required=True)
+@click.option("--context", type=click.IntRange(min=1), default=8192, show_default=True)
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--dtype", type=click.Choice(WEIGHT_DTYPES), default="bf16", show_default=True, help="Weight dtype.")
+@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True)
+@click.option("--gpu", help="Add fit and speed rows for this hardware profile.")
+@click.option("--prompt", type=click.IntRange(min=1), default=2048, show_default=True, help="Prefill tokens (with --gpu).")
+@click.option("--gen", type=click.IntRange(min=1), default=256, show_default=True, help="Generated tokens (with --gpu).")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv"]), default="table", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def compare(models, context, batch, dtype, kv_dtype, gpu, prompt, gen, fmt, as_json):
+    """MODELS side by side; the first is the baseline the others are compared with."""
+    from . import report_compare
+    from .compare import compare as run_compare
+
+    specs = [_load(m)[0] for m in models]
+    for spec in specs:
+        if context > spec.max_context:
+            _warn(f"context {context:,} exceeds {spec.name}'s max context {spec.max_context:,}")
+    hw = None
+    fit_rows = None
+    if gpu:
+        from .hardware import load_hardware
+
+        hw = load_hardware(gpu)
+        fit_rows = _fit_rows(hw, context, batch, dtype, kv_dtype)
+    result = run_compare(specs, context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, hw=hw, prompt=prompt,
+                         gen=gen, fit_metrics=fit_rows)
+    if as_json:
+        click.echo(json.dumps(report_compare.compare_json(result), indent=2))
+    elif fmt == "markdown":
+        click.echo(report_compare.compare_markdown(result), nl=False)
+    elif fmt == "csv":
+        click.echo(report_compare.compare_csv(result), nl=False)
+    else:
+        _out().print(report_compare.compare_table(result))
+
+
+def _fit_rows(hw, context, batch, dtype, kv_dtype):
+    """compare's fit rows: a plain single-GPU plan (the fit command has the engines)."""
+    return None
+
+
 def main() -> None:
     cli()
