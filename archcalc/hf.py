@@ -36,9 +36,8 @@ NO_COST_KEYS = {
     "reorder_and_upcast_attn", "use_return_dict", "torchscript", "id2label", "label2id", "max_length",
     "swiglu_limit", "initial_context_length", "router_jitter_noise", "bos_token", "eos_token",
     "tokenizer_class", "use_flash_attn", "use_memory_efficient_attention", "rope_interleaved",
-    "apply_residual_connection_post_layernorm", "hidden_act_param", "mlp_type", "qk_layernorm",
-    "use_qkv_bias", "max_window_layers_comment", "is_decoder", "do_sample", "gradient_checkpointing",
-    "activation_function_comment", "image_token_index", "boi_token_index", "eoi_token_index",
+    "apply_residual_connection_post_layernorm", "is_decoder", "do_sample", "gradient_checkpointing",
+    "image_token_index", "boi_token_index", "eoi_token_index",
     "mm_tokens_per_image", "vision_config", "initializer_factor", "attn_implementation",
     "use_mrope",  # Qwen2-VL's split of the rotary dims by section: the same rotations
 }
@@ -374,6 +373,9 @@ def _starcoder2(r: ConfigReader) -> dict:
         att["bias"] = ["q", "k", "v", "o"]
     att.update(_window(r, spec["n_layers"]))
     r.ignore("activation_function", "legacy key; hidden_act is the one Starcoder2 uses")
+    if r.cfg.get("mlp_type", "default") != "default":
+        raise InputError(r.path, "mlp_type", f"{r.cfg['mlp_type']!r} is not supported; only 'default' (c_fc, c_proj)")
+    r.ignore("mlp_type", "'default': the plain two-matrix MLP")
     norm_type = r.get("norm_type", default="layer_norm")
     return {**spec, "max_context": limit, "attention": att,
             "ffn": {"activation": _activation(r, False, "gelu_pytorch_tanh", keys=("hidden_act",)),
