@@ -284,7 +284,22 @@ def compare(models, context, batch, dtype, kv_dtype, gpu, prompt, gen, fmt, as_j
 
 def _fit_rows(hw, context, batch, dtype, kv_dtype):
     """compare's fit rows: a plain single-GPU plan (the fit command has the engines)."""
-    return None
+    from .fit import Deployment, Planner
+
+    def rows(spec):
+        planner = Planner(spec, hw, Deployment(weight_dtype=dtype, kv_dtype=kv_dtype))
+        plan = planner.plan(context, batch)
+        return {"fits": (f"fits one {hw.name} at {context:,} × {batch}", "text", plan.fits),
+                "memory_per_gpu": (f"memory on one {hw.name} (weights, KV, activations, reserve)", "bytes", plan.total),
+                "max_context_on_gpu": (f"largest context on one {hw.name} at batch {batch}", "tokens",
+                                       planner.max_context(batch).value)}
+
+    return rows
+
+
+from .cli_fit import fit as _fit_command  # noqa: E402  `archcalc fit` lives in cli_fit.py
+
+cli.add_command(_fit_command)
 
 
 def main() -> None:

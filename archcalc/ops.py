@@ -75,6 +75,25 @@ class Op:
         heads = self.dims["K"]
         return max(1, heads // tp) / heads
 
+    def rank_act_bytes(self, tp: int) -> float:
+        """Activations one of `tp` ranks reads and writes for this op.
+
+        A split matmul shards its wider side, as Megatron pairs them (column-
+        parallel when the output is wider: QKV, up, lm_head; row-parallel when
+        the input is: o, down); the fused QKV shards its output by
+        rank_fraction.  An embedding gather ends in an all-reduce, so every rank
+        holds the whole [m, D] output.  Other split ops (attention heads,
+        activations) shard everything; replicated ops nothing."""
+        if tp == 1 or self.tp == "replicated" or self.kind == "gather":
+            return self.act_bytes
+        d = self.dims
+        if self.kind == "matmul" and "k" in d and "n" in d:
+            k, n = d["k"], d["n"]
+            if self.tp == "qkv":
+                return self.act_bytes * (k + n * self.rank_fraction(tp)) / (k + n)
+            return self.act_bytes * (min(k, n) + max(k, n) / tp) / (k + n)
+        return self.act_bytes / tp
+
 
 # ---- matmuls -----------------------------------------------------------------
 
@@ -181,6 +200,14 @@ def cache_bytes(op: Op, context: int, batch: int, kv_dtype: str, *, cap_window: 
     window = op.dims["window"] if cap_window else None
     tokens = min(context, window) if window else context
     return nbytes(batch * tokens * op.dims["kv_width"], kv_dtype)
+
+
+def cache_token_bytes(op: Op, bytes_per_value: float, share: float = 1.0) -> float:
+    """KV-cache bytes one cached token costs in ONE layer of an attention op:
+    kv_width values (K·(d_k + d_v), or MLA's latent + shared rope key) at
+    `bytes_per_value`, times the `share` of them one GPU keeps (for example
+    Op.kv_heads_per_rank under tensor parallelism)."""
+    return op.dims["kv_width"] * share * bytes_per_value
 
 
 # ---- elementwise, norms, gathers -------------------------------------------------

@@ -120,9 +120,15 @@ def test_convert_writes_nothing_on_error(tmp_path):
     assert list(tmp_path.iterdir()) == [bad]
 
 
-def test_the_console_script_never_imports_torch():
+@pytest.mark.parametrize("args", [
+    ["size", "deepseek-v3", "--json"],
+    ["fit", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--engine", "vllm"],
+    ["roofline", "mixtral-8x7b", "--gpu", "h100"],
+    ["compare", "gpt2", "llama-3.2-1b", "--gpu", "l4"],
+])
+def test_analytic_commands_never_import_torch(args):
     code = ("import sys; from archcalc.cli import cli; from click.testing import CliRunner; "
-            "r = CliRunner().invoke(cli, ['size', 'deepseek-v3', '--json']); "
-            "assert r.exit_code == 0; print('torch' in sys.modules)")
+            f"r = CliRunner().invoke(cli, {args!r}); "
+            "assert r.exit_code == 0, r.output; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

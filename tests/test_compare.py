@@ -52,3 +52,14 @@ def test_markdown_and_csv():
 def test_compare_bad_model_is_one_line():
     r = CliRunner().invoke(cli, ["compare", "gpt2", "gpt-5"])
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "unknown model 'gpt-5'" in r.stderr
+
+
+def test_compare_fit_rows_are_the_fit_commands():
+    doc = json.loads(invoke("compare", "llama-3.1-8b", "qwen3-8b", "--gpu", "rtx-4090", "--context", "8192",
+                            "--json").stdout)
+    metrics = {m["key"]: m["values"] for m in doc["metrics"]}
+    for i, name in enumerate(doc["models"]):
+        alone = json.loads(invoke("fit", name, "--gpu", "rtx-4090", "--context", "8192", "--json").stdout)
+        assert metrics["max_context_on_gpu"][i] == alone["solve"]["max_context"]["value"]
+        assert metrics["fits"][i] == alone["plan"]["fits"]
+        assert metrics["memory_per_gpu"][i] == alone["plan"]["total"]

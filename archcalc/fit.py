@@ -1,0 +1,385 @@
+"""Does it fit: the memory plan of a deployment, per GPU, and the solvers.
+
+plan = weights + KV cache + activation peak + runtime reserve, each a sum over
+the one op list (layers.model_ops) with ops.py's formulas; engines.py says how
+an engine sizes the cache, which chunk it prefills and what it keeps back.
+
+Weights: Σ totals.weight_bytes(op) × the engine's share (Op.rank_fraction
+under tensor parallelism).  KV cache: Σ cells × ops.cache_token_bytes.
+Activation peak of one prefill chunk (an estimate, stated in the output):
+  the residual stream  [chunk tokens × D, × n streams for hyper-connections]
++ the largest transient op's input + output on one GPU (Op.rank_act_bytes),
+  with flash attention (no S × S scores materialised)
++ fp32 logits for the tokens whose logits the chunk computes
+(the lm_head's own activations are the logits term).
+
+Solvers: the largest context at a batch and the largest batch at a context
+use closed forms where the plan is linear (plain engine: KV and activations
+are affine in context between window breakpoints and in batch; vLLM's batch
+is its concurrency floor) and binary search on the same plan elsewhere; the
+fewest GPUs tries TP 1, 2, 4, 8.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+
+from . import ops as opsmod
+from .dtypes import WEIGHT_DTYPES
+from .engines import ENGINES, LOGIT_BYTES, AttnKind, Chunk, Engine, LayerKV, VllmReport
+from .errors import InputError
+from .hardware import HardwareProfile, all_hardware
+from .layers import model_ops
+from .ops import Op
+from .spec import ModelSpec
+from .totals import weight_bytes
+from .workload import Workload
+
+FIT_SCHEMA = "archcalc.fit/1"
+TP_CHOICES = (1, 2, 4, 8)  # what the fewest-GPUs solver tries: one node's NVLink domain
+MAX_BATCH_SEARCH = 1 << 24  # the batch solvers stop doubling here
+TERMS = ("reserve", "weights", "activations", "kv_cache")  # stacking order for the binding term
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """How the model is served; context and batch are given to each plan."""
+
+    engine: str = "plain"
+    gpus: int = 1
+    tp: int | None = None  # tensor parallel degree; default: all GPUs
+    weight_dtype: str = "bf16"
+    kv_dtype: str | None = None  # default: the engine's
+    gpu_memory_utilization: float = 0.9  # vLLM
+    max_num_batched_tokens: int = 8192  # vLLM (engines.VLLM_MAX_NUM_BATCHED_TOKENS)
+    ubatch: int = 512  # llama.cpp n_ubatch (engines.LLAMACPP_UBATCH)
+    reserve: float | None = None  # bytes; default: the engine's
+
+    @property
+    def tensor_parallel(self) -> int:
+        return self.tp or self.gpus
+
+    @property
+    def replicas(self) -> int:
+        """GPUs beyond one TP group serve whole copies (data parallel)."""
+        return self.gpus // self.tensor_parallel
+
+    @property
+    def kv_type(self) -> str:
+        return self.kv_dtype or ENGINES[self.engine].default_kv_dtype
+
+
+@dataclass(frozen=True)
+class Weights:
+    split: float  # bytes of ops divided among the GPUs, this GPU's part
+    replicated: float  # bytes of ops every GPU holds whole (norms, routers, MLA down-projections, ...)
+
+    @property
+    def bytes(self) -> float:
+        return self.split + self.replicated
+
+
+@dataclass(frozen=True)
+class Activations:
+    chunk: Chunk
+    residual: float  # the hidden state carried between layers
+    largest_op: str
+    largest_op_bytes: float  # its input + output on this GPU
+    logits: float  # fp32
+
+    @property
+    def bytes(self) -> float:
+        return self.residual + self.largest_op_bytes + self.logits
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """Memory of one GPU of a deployment at `context` × `batch`."""
+
+    spec: ModelSpec
+    hardware: HardwareProfile
+    deployment: Deployment
+    context: int
+    batch: int  # all replicas together
+    batch_per_gpu: int  # sequences one TP group serves
+    capacity: int
+    weights: Weights
+    kv: list[LayerKV]
+    kv_bytes_per_value: float
+    activations: Activations
+    reserve: dict[str, float]
+    vllm: VllmReport | None = None
+
+    @property
+    def engine(self) -> Engine:
+        return ENGINES[self.deployment.engine]
+
+    @property
+    def kv_bytes(self) -> float:
+        return sum(k.bytes for k in self.kv)
+
+    @property
+    def reserve_bytes(self) -> float:
+        return sum(self.reserve.values())
+
+    @property
+    def terms(self) -> dict[str, float]:
+        return {"reserve": self.reserve_bytes, "weights": self.weights.bytes, "activations": self.activations.bytes,
+                "kv_cache": self.kv_bytes}
+
+    @property
+    def total(self) -> float:
+        return sum(self.terms.values())
+
+    @property
+    def headroom(self) -> float:
+        return self.capacity - self.total
+
+    @property
+    def fits(self) -> bool:
+        if self.vllm is not None:  # vLLM's own integer test: start-up check, then blocks for the batch
+            r = self.vllm
+            return r.error is None and self.batch_per_gpu * r.blocks_per_request <= r.num_blocks
+        return self.total <= self.capacity
+
+    @property
+    def binding(self) -> str:
+        """The term that overflows the GPU when the terms are stacked reserve ->
+        weights -> activations -> KV cache; for a plan that fits, the KV cache,
+        the term that grows with context and batch."""
+        running = 0.0
+        for name in TERMS:
+            running += self.terms[name]
+            if running > self.capacity:
+                return name
+        return "kv_cache"
+
+
+@dataclass(frozen=True)
+class Solution:
+    value: int | None  # None: no value fits
+    binding: str  # what stops value + 1 ("model max context" when capped)
+    method: str  # "closed form" | "binary search" | "search over TP"
+    capped: bool = False  # max context reached the model's maximum
+    detail: dict = field(default_factory=dict)
+
+
+def parse_bytes(text: str) -> float:
+    """'24GiB', '1024 MiB', '1.5GB', '512MB' or plain bytes."""
+    units = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+             "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in units:
+        raise InputError(None, "--reserve", f"{text!r} is not a size; give bytes or a number with B, KB, MB, GB, "
+                                            "KiB, MiB or GiB (e.g. 2GiB)")
+    return float(m.group(1)) * units[m.group(2).lower()]
+
+
+def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
+    """Every bad option as one InputError."""
+    if dep.engine not in ENGINES:
+        raise InputError(None, "--engine", f"unknown engine {dep.engine!r}; valid: {', '.join(ENGINES)}")
+    if dep.weight_dtype not in WEIGHT_DTYPES:
+        raise InputError(None, "--dtype", f"{dep.weight_dtype!r}; valid: {', '.join(WEIGHT_DTYPES)}")
+    ENGINES[dep.engine].kv_bytes_per_value(dep.kv_type)
+    heads, tp = spec.attention.n_heads, dep.tensor_parallel
+    if heads % tp:
+        valid = ", ".join(str(t) for t in range(1, heads + 1) if heads % t == 0)
+        raise InputError(None, "--tp", f"{tp} does not divide {spec.name}'s {heads} attention heads; valid: {valid}")
+    if dep.gpus % tp:
+        raise InputError(None, "--gpus", f"{dep.gpus} GPUs are not a whole number of TP groups of {tp}")
+    if not 0 < dep.gpu_memory_utilization <= 1:
+        raise InputError(None, "--gpu-memory-utilization", "must be in (0, 1]")
+
+
+def warnings(spec: ModelSpec, dep: Deployment, context: int) -> list[str]:
+    out = []
+    if context > spec.max_context:
+        out.append(f"context {context:,} exceeds {spec.name}'s max context {spec.max_context:,}")
+    if dep.engine == "llamacpp" and dep.tensor_parallel > 1:
+        out.append(f"llama.cpp splits layers across GPUs (-sm layer): --tp {dep.tensor_parallel} is planned as "
+                   f"{dep.tensor_parallel} GPUs holding 1/{dep.tensor_parallel} of the layers each")
+    return out
+
+
+class Planner:
+    """Plans of one spec, device and deployment at any context and batch: the
+    op list, the weights and the KV widths are computed once."""
+
+    def __init__(self, spec: ModelSpec, hardware: HardwareProfile, dep: Deployment):
+        check_deployment(spec, dep)
+        self.spec, self.hardware, self.dep = spec, hardware, dep
+        self.engine = ENGINES[dep.engine]
+        self.tp = dep.tensor_parallel
+        self.capacity = hardware.capacity
+        self._ops_cache: dict[tuple[int, str], list[Op]] = {}
+        self.kv_bytes_per_value = self.engine.kv_bytes_per_value(dep.kv_type)
+        base = model_ops(spec, Workload(weight_dtype=dep.weight_dtype))
+        split = replicated = 0.0
+        for op in base:
+            share = self.engine.weight_share(op, self.tp, spec.tie_embeddings)
+            w = weight_bytes([op], dep.weight_dtype) * share
+            if self.tp > 1 and share == 1.0:
+                replicated += w
+            else:
+                split += w
+        self.weights = Weights(split, replicated)
+        self.kinds = [AttnKind(op.dims["layer_kind"], op.count, op.dims["window"],
+                               opsmod.cache_token_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)))
+                      for op in base if op.kind == "attention"]
+        self.vocab = next(op.dims["n"] for op in base if op.name == "lm_head")
+        r = spec.residual
+        # Hyper-connections carry n streams; attention residuals keep every
+        # block's sum (N blocks + the partial one).
+        if r.kind in ("hyper", "mhc"):
+            self.residual_copies = r.streams
+        elif r.kind == "attnres":
+            self.residual_copies = (r.blocks or 2 * spec.n_layers) + 1
+        else:
+            self.residual_copies = 1
+
+    def _chunk_ops(self, tokens: int, act_dtype: str) -> list[Op]:
+        """The op list of a prefill step of `tokens` tokens (cached: the solvers ask often)."""
+        key = (tokens, act_dtype)
+        if key not in self._ops_cache:
+            wl = Workload(batch=1, new_tokens=tokens, context=tokens, weight_dtype=self.dep.weight_dtype,
+                          act_dtype=act_dtype, logits="last")
+            self._ops_cache[key] = model_ops(self.spec, wl)
+        return self._ops_cache[key]
+
+    def activations(self, context: int, batch: int) -> Activations:
+        chunk = self.engine.chunk(context, batch, self.dep)
+        ops = self._chunk_ops(chunk.tokens, chunk.act_dtype)
+        act_tp = self.engine.act_tp(self.tp)
+        residual = next(op.act_bytes for op in ops if op.kind == "gather" and op.component == "embedding")
+        largest = max((op for op in ops if op.component != "lm_head"), key=lambda op: op.rank_act_bytes(act_tp))
+        return Activations(chunk, residual * self.residual_copies, largest.name, largest.rank_act_bytes(act_tp),
+                           chunk.logit_tokens * self.vocab * LOGIT_BYTES)
+
+    def plan(self, context: int, batch: int = 1) -> FitPlan:
+        """Batch counts all replicas; each TP group serves its share."""
+        return self.plan_per_gpu(context, math.ceil(batch / self.dep.replicas), batch)
+
+    def plan_per_gpu(self, context: int, batch_per_gpu: int, batch: int | None = None) -> FitPlan:
+        if context < 1 or batch_per_gpu < 1:
+            raise InputError(None, "--context" if context < 1 else "--batch", "must be at least 1")
+        kv = self.engine.kv_layers(self.kinds, context, batch_per_gpu, self.dep)
+        act = self.activations(context, batch_per_gpu)
+        reserve = self.engine.reserve(self.capacity, self.dep)
+        report = None
+        if self.engine.name == "vllm":
+            # vLLM works in whole bytes: requested = ceil(total × utilization).
+            available = int(self.capacity - sum(reserve.values()) - math.ceil(self.weights.bytes)
+                            - math.ceil(act.bytes))
+            report = self.engine.report(self.kinds, context, available, self.dep.max_num_batched_tokens)
+        return FitPlan(self.spec, self.hardware, self.dep, context, batch or batch_per_gpu * self.dep.replicas,
+                       batch_per_gpu, self.capacity, self.weights, kv, self.kv_bytes_per_value, act, reserve, report)
+
+    # ---- solvers -------------------------------------------------------------------
+
+    def max_context(self, batch: int = 1) -> Solution:
+        """Largest context (≤ the model's max) at which `batch` sequences fit."""
+        b = math.ceil(batch / self.dep.replicas)
+        top = self.spec.max_context
+
+        def fits(s: int) -> bool:
+            return self.plan_per_gpu(s, b).fits
+
+        first = self.plan_per_gpu(1, b)
+        if not first.fits:
+            return Solution(0, first.binding, "binary search")
+        if fits(top):
+            return Solution(top, "model max context", "model limit", capped=True)
+        if self.engine.name == "plain":
+            best, method = self._plain_max_context(b, top), "closed form"
+        else:
+            best, method = _last_true(fits, 1, top), "binary search"
+        return Solution(best, self.plan_per_gpu(best + 1, b).binding, method)
+
+    def _plain_max_context(self, b: int, top: int) -> int:
+        """Total memory is affine in context between the window breakpoints
+        (min(S, w) stops growing at S = w): solve each segment in closed form."""
+        def total(s: int) -> float:
+            return self.plan_per_gpu(s, b).total
+
+        cap = self.capacity
+        points = [1, *sorted({k.window for k in self.kinds if k.window and 1 < k.window < top}), top]
+        for lo, hi in zip(points, points[1:]):
+            if total(hi) <= cap:
+                continue
+            slope = total(lo + 1) - total(lo)
+            s = lo + int((cap - total(lo)) // slope) if slope > 0 else lo
+            s = max(lo, min(s, hi - 1))
+            while s > lo and total(s) > cap:  # float rounding of the division
+                s -= 1
+            while s + 1 < hi and total(s + 1) <= cap:
+                s += 1
+            return s
+        return top
+
+    def max_batch(self, context: int) -> Solution:
+        """Largest number of sequences of `context` tokens that fit (all replicas)."""
+        first = self.plan_per_gpu(context, 1)
+        if not first.fits:
+            return Solution(0, first.binding, "closed form" if self.engine.name != "llamacpp" else "binary search")
+        if self.engine.name == "vllm":
+            r = first.vllm
+            best, method = r.num_blocks // r.blocks_per_request, "closed form"  # floor of vLLM's max concurrency
+        elif self.engine.name == "plain":
+            # Affine in batch: total(b) = total(1) + (b − 1)·(total(2) − total(1)).
+            t1, t2 = first.total, self.plan_per_gpu(context, 2).total
+            best = 1 + int((self.capacity - t1) // (t2 - t1)) if t2 > t1 else MAX_BATCH_SEARCH
+            best = min(best, MAX_BATCH_SEARCH)
+            while best > 1 and not self.plan_per_gpu(context, best).fits:  # float rounding
+                best -= 1
+            while best < MAX_BATCH_SEARCH and self.plan_per_gpu(context, best + 1).fits:
+                best += 1
+            method = "closed form"
+        else:
+            hi = 1
+            while hi < MAX_BATCH_SEARCH and self.plan_per_gpu(context, hi * 2).fits:
+                hi *= 2
+            best, method = _last_true(lambda b: self.plan_per_gpu(context, b).fits, hi, min(hi * 2, MAX_BATCH_SEARCH)), \
+                "binary search"
+        return Solution(best * self.dep.replicas, self.plan_per_gpu(context, best + 1).binding, method,
+                        detail={"per_tp_group": best, "replicas": self.dep.replicas})
+
+
+def _last_true(pred, lo: int, hi: int) -> int:
+    """Largest n in [lo, hi] with pred(n), for pred monotone (true then false) and pred(lo) true."""
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if pred(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def min_gpus(spec: ModelSpec, hardware: HardwareProfile, dep: Deployment, context: int, batch: int = 1) -> Solution:
+    """Fewest GPUs (one TP group of 1, 2, 4 or 8 dividing the heads) that fit."""
+    stopped = "nothing: one GPU fits"  # what made the next smaller TP fail
+    for tp in TP_CHOICES:
+        if spec.attention.n_heads % tp:
+            continue
+        plan = Planner(spec, hardware, replace(dep, gpus=tp, tp=tp)).plan(context, batch)
+        if plan.fits:
+            return Solution(tp, stopped, "search over TP", detail={"tp": tp, "headroom": plan.headroom})
+        stopped = plan.binding
+    return Solution(None, stopped, "search over TP")
+
+
+def fit(spec: ModelSpec, hardware: HardwareProfile, dep: Deployment, context: int, batch: int = 1) -> FitPlan:
+    return Planner(spec, hardware, dep).plan(context, batch)
+
+
+def fit_all(spec: ModelSpec, dep: Deployment, context: int, batch: int = 1
+            ) -> list[tuple[HardwareProfile, FitPlan, Solution]]:
+    """Every bundled device: the plan at `context` × `batch` and the largest context."""
+    rows = []
+    for hw in all_hardware():
+        planner = Planner(spec, hw, dep)
+        rows.append((hw, planner.plan(context, batch), planner.max_context(batch)))
+    return rows

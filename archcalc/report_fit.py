@@ -1,0 +1,211 @@
+"""Rendering of `archcalc fit`: rich tables and the `archcalc.fit/1` JSON
+document.  Units come from report.py (GiB = 2^30, GB = 10^9)."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from .engines import LLAMACPP_PAD, VLLM_BLOCK_SIZE
+from .fit import FIT_SCHEMA, FitPlan, Solution
+from .hardware import HardwareProfile
+from .report import binary, nbytes
+
+TERM_LABELS = {"reserve": "runtime reserve", "weights": "weights", "activations": "activation peak",
+               "kv_cache": "KV cache", "model max context": "model max context"}
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{part / whole:.1%}" if whole else ""
+
+
+def _solution_json(s: Solution) -> dict:
+    return {"value": s.value, "binding": s.binding, "method": s.method, "capped": s.capped, **s.detail}
+
+
+def assumptions(plan: FitPlan) -> list[str]:
+    a, dep = plan.activations, plan.deployment
+    out = [
+        f"engine {plan.engine.name}: {plan.engine.description}.",
+        f"activation peak: {a.chunk.description}; residual stream + the largest op's input and output "
+        f"({a.largest_op}) on one GPU + fp32 logits; flash attention (no S×S scores); an estimate.",
+        f"weights at {dep.weight_dtype}; below 16 bits, embeddings, lm_head, norms, routers and biases stay bf16.",
+        f"capacity = the driver's total memory of {plan.hardware.name} where known, else the datasheet size.",
+    ]
+    if plan.deployment.replicas > 1:
+        out.append(f"{dep.gpus} GPUs = {dep.replicas} data-parallel copies of TP {dep.tensor_parallel}; "
+                   f"each serves {plan.batch_per_gpu:,} of the {plan.batch:,} sequences.")
+    return out
+
+
+def fit_json(plan: FitPlan, solutions: dict[str, Solution], warnings: list[str] = ()) -> dict:
+    """The `archcalc fit --json` document (README: fit JSON schema).  Bytes in bytes, per GPU."""
+    spec, hw, act = plan.spec, plan.hardware, plan.activations
+    doc = {
+        "schema": FIT_SCHEMA,
+        "model": {"name": spec.name, "source": spec.source, "max_context": spec.max_context},
+        "hardware": _hardware_json(hw),
+        "deployment": _deployment_json(plan),
+        "plan": {
+            "capacity": plan.capacity,
+            "weights": {"bytes": plan.weights.bytes, "split": plan.weights.split,
+                        "replicated": plan.weights.replicated},
+            "kv_cache": {
+                "bytes": plan.kv_bytes,
+                "by_layer_kind": [{"kind": k.kind, "layers": k.layers, "charged_layers": k.charged_layers,
+                                   "window": k.window, "cells": k.cells, "bytes_per_token": k.token_bytes,
+                                   "bytes": k.bytes} for k in plan.kv],
+            },
+            "activations": {"bytes": act.bytes, "chunk_tokens": act.chunk.tokens, "dtype": act.chunk.act_dtype,
+                            "residual": act.residual, "largest_op": act.largest_op,
+                            "largest_op_bytes": act.largest_op_bytes, "logit_tokens": act.chunk.logit_tokens,
+                            "logits": act.logits},
+            "reserve": {"bytes": plan.reserve_bytes, "parts": plan.reserve},
+            "total": plan.total,
+            "headroom": plan.headroom,
+            "fits": plan.fits,
+            "binding": plan.binding,
+        },
+        "vllm": _vllm_json(plan) if plan.vllm else None,
+        "solve": {name: _solution_json(s) for name, s in solutions.items()},
+        "assumptions": assumptions(plan),
+        "warnings": list(warnings),
+    }
+    return doc
+
+
+def _hardware_json(hw: HardwareProfile) -> dict:
+    return {"name": hw.name, "kind": hw.kind, "memory_bytes": hw.memory_bytes, "capacity_bytes": hw.capacity}
+
+
+def _deployment_json(plan: FitPlan) -> dict:
+    dep = plan.deployment
+    out = {"engine": dep.engine, "gpus": dep.gpus, "tp": dep.tensor_parallel, "replicas": dep.replicas,
+           "context": plan.context, "batch": plan.batch, "batch_per_gpu": plan.batch_per_gpu,
+           "dtype": dep.weight_dtype, "kv_dtype": dep.kv_type, "kv_bytes_per_value": plan.kv_bytes_per_value,
+           "reserve_override": dep.reserve}
+    if dep.engine == "vllm":
+        out |= {"gpu_memory_utilization": dep.gpu_memory_utilization,
+                "max_num_batched_tokens": dep.max_num_batched_tokens, "block_size": VLLM_BLOCK_SIZE}
+    if dep.engine == "llamacpp":
+        out |= {"ubatch": dep.ubatch, "pad": LLAMACPP_PAD}
+    return out
+
+
+def _vllm_json(plan: FitPlan) -> dict:
+    r = plan.vllm
+    return {"available_kv_bytes": r.available, "needed_kv_bytes": r.needed, "layers_kv_bytes": r.layers_needed,
+            "page_bytes": r.page_bytes, "group_size": r.group_size, "groups": r.groups,
+            "padding_layers": r.padding_layers, "num_blocks": r.num_blocks,
+            "blocks_per_request": r.blocks_per_request, "max_concurrency": r.max_concurrency,
+            "kv_cache_tokens": r.kv_tokens, "estimated_max_model_len": r.estimated_max_model_len,
+            "error": r.error, "log": r.lines}
+
+
+def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
+    dep, hw, cap = plan.deployment, plan.hardware, plan.capacity
+    title = Text.assemble(
+        (plan.spec.name, "bold"), f" on {dep.gpus} × {hw.name} ({binary(cap)} each), engine {dep.engine}, "
+        f"TP {dep.tensor_parallel}, context {plan.context:,} × batch {plan.batch:,}, weights {dep.weight_dtype}, "
+        f"KV {dep.kv_type}")
+    table = Table(title="Memory per GPU", title_justify="left", show_edge=False)
+    for col in ("term", "bytes", "of capacity", "how"):
+        table.add_column(col, justify="right" if col in ("bytes", "of capacity") else "left")
+    w = plan.weights
+    how = f"TP {dep.tensor_parallel}" + (f": split {binary(w.split)}, replicated {binary(w.replicated)}"
+                                         if dep.tensor_parallel > 1 else "")
+    if dep.engine == "llamacpp" and not plan.spec.tie_embeddings:
+        how += "; token embedding in host memory"
+    table.add_row("weights", nbytes(w.bytes), _pct(w.bytes, cap), how)
+    table.add_row("KV cache", nbytes(plan.kv_bytes), _pct(plan.kv_bytes, cap), f"{dep.kv_type}, "
+                  f"{plan.kv_bytes_per_value:g} B per value")
+    for k in plan.kv:
+        padded = f" (+{k.charged_layers - k.layers} padding)" if k.charged_layers != k.layers else ""
+        window = f", window {k.window:,}" if k.window else ""
+        table.add_row(f"  {k.kind}", nbytes(k.bytes), _pct(k.bytes, cap),
+                      f"{k.layers} layers{padded} × {k.cells:,} cells × {k.token_bytes:g} B{window}")
+    a = plan.activations
+    table.add_row("activation peak", nbytes(a.bytes), _pct(a.bytes, cap),
+                  f"{a.chunk.tokens:,} tokens, {a.chunk.act_dtype}")
+    table.add_row("  residual stream", nbytes(a.residual), "", "")
+    table.add_row("  largest op", nbytes(a.largest_op_bytes), "", a.largest_op)
+    table.add_row("  logits (fp32)", nbytes(a.logits), "", f"{a.chunk.logit_tokens:,} tokens")
+    table.add_row("runtime reserve", nbytes(plan.reserve_bytes), _pct(plan.reserve_bytes, cap), "")
+    for name, b in plan.reserve.items():
+        table.add_row(f"  {name}", nbytes(b), "", "")
+    table.add_row("total", nbytes(plan.total), _pct(plan.total, cap), "", style="bold")
+    table.add_row("capacity", nbytes(cap), "100.0%", hw.name)
+    if plan.fits:
+        verdict = Text(f"FITS: {binary(plan.headroom)} headroom per GPU; the KV cache is the term that grows.",
+                       style="bold green")
+    else:
+        over = f"over by {binary(-plan.headroom)}; " if plan.headroom < 0 else ""
+        verdict = Text(f"DOES NOT FIT: {over}binding term: {TERM_LABELS.get(plan.binding, plan.binding)}.",
+                       style="bold red")
+    parts = [title, table, verdict, Text("")]
+    if plan.vllm:
+        parts += _vllm_block(plan)
+    if dep.engine == "llamacpp":
+        parts += _llamacpp_block(plan)
+    parts += [solve_table(solutions, plan), Text("")]
+    parts.append(Text("\n".join(f"- {line}" for line in assumptions(plan)) + "\n", style="dim"))
+    return Group(*parts)
+
+
+def _vllm_block(plan: FitPlan) -> list:
+    r = plan.vllm
+    groups = f"{r.groups} group{'s' * (r.groups > 1)} of {r.group_size} layers"
+    note = (f"KV for one request of {r.max_model_len:,}: the layers need {binary(r.layers_needed)}; vLLM allocates "
+            f"{groups}" + (f" ({r.padding_layers} of them padding)" if r.padding_layers else "")
+            + f": {binary(r.needed)}.")
+    return [Text("What vLLM would report:", style="bold"),
+            Text("\n".join(r.lines), style="cyan"), Text(note + "\n", style="dim")]
+
+
+def _llamacpp_block(plan: FitPlan) -> list:
+    dep = plan.deployment
+    lines = [f"{k.kind}: {k.layers} layers × {k.cells:,} cells"
+             + (f" = min(n_ctx, pad({k.window:,}·{plan.batch_per_gpu} + {dep.ubatch}, {LLAMACPP_PAD}))"
+                if k.window else f" = n_ctx padded to {LLAMACPP_PAD}")
+             + f", {binary(k.bytes)}" for k in plan.kv]
+    return [Text(f"llama.cpp KV cache ({dep.kv_type}, K and V): {binary(plan.kv_bytes)}", style="bold"),
+            Text("\n".join(lines) + "\n", style="cyan")]
+
+
+def solve_table(solutions: dict[str, Solution], plan: FitPlan) -> Table:
+    table = Table(title="Solvers", title_justify="left", show_edge=False)
+    for col in ("question", "answer", "stopped by", "method"):
+        table.add_column(col, justify="right" if col == "answer" else "left")
+    labels = {"max_context": f"largest context at batch {plan.batch:,}",
+              "max_batch": f"largest batch at context {plan.context:,}",
+              "min_gpus": f"fewest GPUs (TP {', '.join(map(str, (1, 2, 4, 8)))})"}
+    for name, s in solutions.items():
+        value = "none" if s.value is None else f"{s.value:,}" + (" (model max)" if s.capped else "")
+        table.add_row(labels.get(name, name), value, TERM_LABELS.get(s.binding, s.binding), s.method)
+    return table
+
+
+def fit_all_json(rows: list[tuple[HardwareProfile, FitPlan, Solution]], plan0: FitPlan) -> dict:
+    return {
+        "schema": FIT_SCHEMA,
+        "model": {"name": plan0.spec.name, "source": plan0.spec.source, "max_context": plan0.spec.max_context},
+        "deployment": _deployment_json(plan0),
+        "devices": [{**_hardware_json(hw), "fits": p.fits, "total": p.total, "headroom": p.headroom,
+                     "binding": p.binding, "max_context": s.value, "max_context_capped": s.capped,
+                     "max_context_binding": s.binding} for hw, p, s in rows],
+    }
+
+
+def fit_all_table(rows: list[tuple[HardwareProfile, FitPlan, Solution]], plan0: FitPlan) -> Table:
+    dep = plan0.deployment
+    table = Table(title=f"{plan0.spec.name}: {dep.gpus} × each device, engine {dep.engine}, TP "
+                        f"{dep.tensor_parallel}, context {plan0.context:,} × batch {plan0.batch:,}, weights "
+                        f"{dep.weight_dtype}, KV {dep.kv_type}", title_justify="left", show_edge=False)
+    for col in ("device", "memory", f"fits {plan0.context:,}?", "per GPU", "max context", "binding term"):
+        table.add_column(col, justify="right" if col in ("memory", "per GPU", "max context") else "left")
+    for hw, p, s in rows:
+        max_ctx = f"{s.value:,}" + (" (model max)" if s.capped else "")
+        table.add_row(hw.name, binary(hw.capacity), "yes" if p.fits else "no", binary(p.total), max_ctx,
+                      TERM_LABELS.get(s.binding, s.binding))
+    return table

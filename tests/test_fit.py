@@ -1,0 +1,383 @@
+"""`archcalc fit`: engine KV rules, the memory plan, the solvers and the CLI.
+
+Pinned to numbers we did not write: the Gemma-3-27B 128k KV table of
+reference/anchors-memory-flops.md §C.4, vLLM's and llama.cpp's published
+rules worked by hand on small synthetic specs, vLLM's logged weight sizes
+(vllm#10511), DeepSeek-V3's 70,272 B MLA cache per token, and vLLM's error
+text as its source spells it."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from archcalc.cli import cli
+from archcalc.engines import ENGINES, VLLM_TOO_SMALL, format_gib, vllm_blocks
+from archcalc.fit import Deployment, Planner, _last_true, min_gpus, parse_bytes
+from archcalc.hardware import all_hardware, load_hardware
+
+from conftest import spec_of, tiny
+
+GiB, MiB = 2**30, 2**20
+H100 = load_hardware("h100")
+G27 = spec_of("gemma-3-27b")
+CTX_128K = 131072
+
+
+def planner(spec, engine="plain", hw=H100, **kw):
+    return Planner(spec, hw, Deployment(engine=engine, **kw))
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+# ---- §C.4: Gemma-3-27B at 128k, bf16, 16 KV heads × 128 = 8 KiB per token and layer ----------
+
+
+def test_gemma3_27b_kv_table_of_anchors_c4():
+    plain = planner(G27).plan(CTX_128K)
+    by_kind = {k.kind: k for k in plain.kv}
+    assert {k: v.layers for k, v in by_kind.items()} == {"global": 10, "local": 52}
+    assert all(k.token_bytes == 8 * 1024 for k in plain.kv)
+    # Naive (every layer at full context) 62.0 GiB; full layers only 10.0 GiB.
+    assert sum(k.layers * k.token_bytes for k in plain.kv) * CTX_128K == 62 * GiB
+    assert by_kind["global"].bytes == 10 * GiB
+    # llama.cpp: 52 SWA layers × pad(1024 + 512, 256) = 1536 cells: ≈ 10.6 GiB.
+    llama = planner(G27, "llamacpp").plan(CTX_128K)
+    assert {k.kind: k.cells for k in llama.kv} == {"global": CTX_128K, "local": 1536}
+    assert round(llama.kv_bytes / GiB, 1) == 10.6
+    # vLLM: each sliding layer keeps ceil((1024 − 1 + 8192) / 16) + 1 = 577 blocks: ≈ 13.7 GiB over the layers.
+    vllm = planner(G27, "vllm").plan(CTX_128K)
+    assert round(vllm.vllm.layers_needed / GiB, 1) == 13.7
+    assert vllm.vllm.layers_needed == (10 * 8192 + 52 * 577) * 16 * 8192
+
+
+def test_vllm_pads_hybrid_groups_as_its_allocator_does():
+    # 52 local + 10 global: group size 10 (the smaller kind, 52 ≥ 1.5 × 10),
+    # 6 local groups + 1 global = 7 groups, 60 − 52 = 8 padding layers; the check
+    # charges 10 × page × (8192 + 6 × 577) blocks.
+    r = planner(G27, "vllm").plan(CTX_128K).vllm
+    assert (r.group_size, r.groups, r.padding_layers) == (10, 7, 8)
+    assert r.page_bytes == 16 * 8192
+    assert r.needed == 10 * 16 * 8192 * (8192 + 6 * 577)
+    assert r.blocks_per_request == 8192 + 6 * 577
+    # gpt-oss-20b: 12 + 12 layers, no padding; a uniform model is one group.
+    assert planner(spec_of("gpt-oss-20b"), "vllm").plan(8192).vllm.padding_layers == 0
+    r = planner(spec_of("llama-3.1-8b"), "vllm").plan(8192).vllm
+    assert (r.group_size, r.groups, r.needed) == (32, 1, r.layers_needed)
+
+
+# ---- engine rules on small synthetic specs, worked by hand -------------------------------------
+
+# tiny(): 2 layers, 4 heads, 2 KV heads of 16 dims: K and V = 64 values per token and layer.
+TINY = tiny(max_context=100_000)
+TINY_SWA = tiny(max_context=100_000, attention={"n_heads": 4, "n_kv_heads": 2, "sliding_window": 100})
+
+
+def test_vllm_rounds_each_layer_to_16_token_blocks():
+    p = planner(TINY, "vllm")
+    for context, blocks in ((1, 1), (16, 1), (17, 2), (1000, 63)):
+        (layer,) = p.plan(context).kv
+        assert layer.cells == 16 * blocks
+        assert layer.bytes == 2 * 16 * blocks * 64 * 2  # 2 layers, bf16
+        assert p.plan(context).vllm.needed == layer.bytes
+    (plain,) = planner(TINY).plan(17).kv
+    assert plain.bytes == 2 * 17 * 128
+
+
+def test_vllm_sliding_window_budget():
+    # (ceil(min(window − 1 + max_num_batched_tokens, max_model_len) / 16) + 1) blocks.
+    assert vllm_blocks(100, 1000, 64) == math.ceil(163 / 16) + 1 == 12
+    assert vllm_blocks(100, 50, 64) == math.ceil(50 / 16) + 1 == 5
+    assert vllm_blocks(4096, 32768, 8192) == 769  # Mistral-7B at its 32k limit
+    assert vllm_blocks(None, 32768, 8192) == 2048
+    p = planner(TINY_SWA, "vllm", max_num_batched_tokens=64)
+    (layer,) = p.plan(1000).kv
+    assert layer.cells == 12 * 16 and layer.window == 100
+    # max_num_batched_tokens moves the budget, not the full layers.
+    (wide,) = planner(TINY_SWA, "vllm", max_num_batched_tokens=512).plan(1000).kv
+    assert wide.cells == (math.ceil(611 / 16) + 1) * 16
+
+
+def test_llamacpp_pads_cells_and_sizes_the_swa_cache():
+    p = planner(TINY_SWA, "llamacpp")
+    (layer,) = p.plan(1000).kv
+    assert layer.cells == min(1024, 768)  # n_ctx 1000 -> 1024; SWA pad(100 + 512, 256) = 768
+    (layer,) = p.plan(300).kv
+    assert layer.cells == 512  # n_ctx pad(300) = 512 < 768
+    (layer,) = p.plan(1000, batch=4).kv  # unified cache: n_swa · n_seq + n_ubatch = 912 -> 1024
+    assert layer.cells == 1024
+    (full,) = planner(TINY, "llamacpp").plan(1000).kv
+    assert full.cells == 1024
+
+
+def test_llamacpp_cache_types_in_blocks_of_32():
+    # 64 values per token and layer = 2 blocks: q8_0 2 × 34 B, q4_0 2 × 18 B, f16 128 B.
+    for kv, per_token in (("f16", 128), ("q8_0", 68), ("q4_0", 36), ("q4_1", 40), ("q5_0", 44), ("q5_1", 48),
+                          ("iq4_nl", 36), ("f32", 256)):
+        (layer,) = planner(TINY, "llamacpp", kv_dtype=kv).plan(256).kv
+        assert layer.token_bytes == per_token and layer.bytes == 2 * 256 * per_token, kv
+    assert set(ENGINES["llamacpp"].kv_types) == {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
+
+
+def test_vllm_fp8_kv_is_one_byte():
+    for kv in ("fp8", "fp8_e4m3", "fp8_e5m2"):
+        (layer,) = planner(TINY, "vllm", kv_dtype=kv).plan(16).kv
+        assert layer.token_bytes == 64
+
+
+# ---- tensor parallelism ----------------------------------------------------------------------------
+
+
+def test_kv_heads_are_replicated_when_tp_exceeds_k():
+    # Llama-3.1-70B: K = 8 heads of 128, 80 layers.  TP 8: one head per rank;
+    # TP 16: still one (replicated), not half.
+    spec = spec_of("llama-3.1-70b")
+    per_token = {tp: planner(spec, "vllm", gpus=tp).plan(CTX_128K).kv[0].token_bytes for tp in (1, 4, 8, 16)}
+    assert per_token == {1: 8 * 256 * 2, 4: 2 * 256 * 2, 8: 256 * 2, 16: 256 * 2}
+    kv8, kv16 = (planner(spec, "vllm", gpus=tp).plan(CTX_128K).kv_bytes for tp in (8, 16))
+    assert kv8 == kv16 == 80 * CTX_128K * 512
+
+
+def test_mla_latent_is_on_every_rank():
+    # DeepSeek-V3: 512 latent + 64 rope = 576 values, one "head": 1,152 B per token per layer on each rank.
+    spec = spec_of("deepseek-v3")
+    for tp in (1, 8):
+        plan = planner(spec, "vllm", gpus=tp).plan(4096)
+        assert [k.token_bytes for k in plan.kv] == [576 * 2]
+        assert sum(k.layers * k.token_bytes for k in plan.kv) == 61 * 576 * 2 == 70_272  # §C.4
+    # The MLA down-projections and norms stay whole on every rank.
+    assert planner(spec, "vllm", gpus=8).plan(4096).weights.replicated > 0
+
+
+def test_weights_per_rank_match_vllms_log():
+    # vllm#10511: Llama-3-8B "model weights take 14.96GiB" at TP 1 and 7.48GiB at TP 2.
+    spec = spec_of("llama-3.1-8b")
+    assert round(planner(spec, "vllm").plan(8192).weights.bytes / GiB, 2) == 14.96
+    w2 = planner(spec, "vllm", gpus=2).plan(8192).weights
+    assert round(w2.bytes / GiB, 2) == 7.48
+    assert w2.replicated == (2 * 32 + 1) * 4096 * 2  # the RMSNorm weights, whole on both ranks
+
+
+def test_activation_estimate_is_near_vllms_profile():
+    # vllm#10511: Llama-3-8B "PyTorch activation peak memory 1.26GiB" at 8192
+    # batched tokens.  Ours (an estimate: residual + the largest op + logits)
+    # must be of that order, not a multiple of it.
+    act = planner(spec_of("llama-3.1-8b"), "vllm").plan(8192).activations
+    assert 0.5 <= act.bytes / (1.26 * GiB) <= 1.2
+    assert act.chunk.tokens == 8192 and act.logits == 256 * 128256 * 4
+
+
+def test_tp_must_divide_the_heads():
+    with pytest.raises(Exception, match="does not divide"):
+        planner(G27, gpus=3)
+
+
+def test_data_parallel_replicas_split_the_batch():
+    p = planner(spec_of("llama-3.1-8b"), "plain", gpus=4, tp=2)
+    plan = p.plan(4096, batch=5)
+    assert (plan.batch, plan.batch_per_gpu, plan.deployment.replicas) == (5, 3, 2)
+
+
+# ---- vLLM's start-up report ------------------------------------------------------------------------
+
+
+def test_vllm_error_text_and_estimated_length():
+    # Llama-3.1-8B at 128k on one L4: 131,072 tokens × 128 KiB = 16 GiB of KV cannot fit.
+    spec, l4 = spec_of("llama-3.1-8b"), load_hardware("l4")
+    p = planner(spec, "vllm", hw=l4)
+    r = p.plan(CTX_128K).vllm
+    assert r.needed == 16 * GiB and format_gib(r.needed) == "16.0"
+    n = r.estimated_max_model_len
+    # One 16-token block of all 32 layers is 16 × 128 KiB = 2 MiB: n = 16 × floor(available / 2 MiB).
+    assert n == 16 * (r.available // (2 * MiB))
+    assert ENGINES["vllm"].needed(p.kinds, n, 8192) <= r.available < ENGINES["vllm"].needed(p.kinds, n + 1, 8192)
+    assert n == p.max_context(1).value  # the same per-layer functions as the solver
+    # The message exactly as vllm/v1/core/kv_cache_utils.py words it today.
+    expected = (f"To serve at least one request with the model's max seq len (131072), (16.0 GiB KV cache is "
+                f"needed, which is larger than the available KV cache memory ({format_gib(r.available)} GiB). "
+                f"Based on the available memory, the estimated maximum model length is {n}. Try increasing "
+                f"`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing "
+                f"`max_model_len` when initializing the engine. See "
+                f"https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+    assert r.error == expected
+    assert r.lines[-1] == "ValueError: " + expected
+    # The pattern users grep vLLM logs with matches it too.
+    assert re.search(r"max seq len \((\d+)\), \(([\d.]+) GiB KV cache is needed, which is larger than the available "
+                     r"KV cache memory \(([\d.]+) GiB\)\. Based on the available memory, the estimated maximum model "
+                     r"length is (\d+)\.", r.error)
+    assert "{estimated}" in VLLM_TOO_SMALL
+
+
+def test_format_gib_is_vllms():
+    assert (format_gib(16 * GiB), format_gib(13.6626 * GiB), format_gib(0.714 * GiB)) == ("16.0", "13.66", "0.71")
+
+
+def test_vllm_log_lines_when_it_fits():
+    r = planner(G27, "vllm").plan(CTX_128K).vllm
+    assert r.error is None
+    assert r.lines[0] == f"Available KV cache memory: {format_gib(r.available)} GiB"
+    assert r.num_blocks == r.available // (16 * 8192 * 10)  # pools of group size 10
+    assert r.lines[1] == f"GPU KV cache size: {int(r.num_blocks / r.blocks_per_request * CTX_128K):,} tokens"
+    assert r.lines[2] == (f"Maximum concurrency for 131,072 tokens per request: "
+                          f"{r.num_blocks / r.blocks_per_request:.2f}x")
+
+
+def test_no_memory_for_the_cache():
+    r = planner(spec_of("llama-3.1-70b"), "vllm").plan(8192).vllm  # 141 GB of bf16 weights on one H100
+    assert r.available <= 0 and r.error.startswith("No available memory for the cache blocks.")
+
+
+# ---- solvers -------------------------------------------------------------------------------------------
+
+# Each answer lies inside (1, max context) for at least one of the two batches.
+CASES = [("gemma-3-27b", "plain", "a100-40gb", {"weight_dtype": "int4"}),
+         ("gemma-3-27b", "llamacpp", "rtx-4090", {"weight_dtype": "int4", "kv_dtype": "q8_0"}),
+         ("gemma-3-27b", "vllm", "l40s", {"weight_dtype": "fp8"}),
+         ("llama-3.1-70b", "vllm", "h100", {"gpus": 2, "kv_dtype": "fp8"}),
+         ("mistral-7b-v0.1", "plain", "l4", {}), ("qwen2.5-7b", "vllm", "l4", {}),
+         ("deepseek-v2-lite", "llamacpp", "rtx-3090", {"weight_dtype": "int8"}),
+         ("llama-3.1-8b", "llamacpp", "l4", {}), ("gpt-oss-20b", "vllm", "l4", {"weight_dtype": "int4"})]
+
+
+@pytest.mark.parametrize("name,engine,gpu,kw", CASES)
+def test_solvers_are_consistent(name, engine, gpu, kw):
+    p = planner(spec_of(name), engine, hw=load_hardware(gpu), **kw)
+    interior = 0
+    for batch in (1, 3):
+        s = p.max_context(batch)
+        assert p.plan(s.value, batch).fits
+        if not s.capped:
+            interior += 1
+            assert not p.plan(s.value + 1, batch).fits, (batch, s)
+            assert s.binding == p.plan(s.value + 1, batch).binding
+    assert interior
+    b = p.max_batch(4096)
+    assert b.value > 0 and p.plan(4096, b.value).fits and not p.plan(4096, b.value + 1).fits
+
+
+def test_closed_forms_equal_binary_search():
+    # Gemma-2-9B (window 4096 on half the layers) at batch 8 on an L4: the
+    # answer lies past the window breakpoint; Gemma-3-27B at int4 on a 4090.
+    for name, gpu, batch in (("gemma-2-9b", "l4", 8), ("gemma-3-27b", "rtx-4090", 1)):
+        p = planner(spec_of(name), hw=load_hardware(gpu), weight_dtype="int4")
+        s = p.max_context(batch)
+        assert s.method == "closed form" and not s.capped
+        assert s.value == _last_true(lambda c: p.plan(c, batch).fits, 1, p.spec.max_context)
+    assert planner(spec_of("gemma-2-9b"), hw=load_hardware("l4"), weight_dtype="int4").max_context(8).value > 4096
+    p = planner(spec_of("mistral-7b-v0.1"), hw=load_hardware("rtx-4090"), weight_dtype="int4")
+    b = p.max_batch(8192)
+    assert b.value == _last_true(lambda n: p.plan(8192, n).fits, 1, 4096)
+    v = planner(spec_of("qwen2.5-7b"), "vllm")
+    assert v.max_batch(32768).value == _last_true(lambda n: v.plan(32768, n).fits, 1, 4096)
+
+
+def test_min_gpus():
+    spec = spec_of("llama-3.1-70b")
+    s = min_gpus(spec, H100, Deployment(engine="vllm"), CTX_128K)
+    assert s.value == 4  # bf16 weights 131 GiB need 4 × 80 GiB with a 40 GiB KV cache at 128k
+    assert Planner(spec, H100, Deployment(engine="vllm", gpus=4)).plan(CTX_128K).fits
+    assert not Planner(spec, H100, Deployment(engine="vllm", gpus=2)).plan(CTX_128K).fits
+    assert min_gpus(spec_of("llama-3.2-1b"), H100, Deployment(), 8192).value == 1
+
+
+def test_parse_bytes():
+    assert parse_bytes("1024MiB") == GiB and parse_bytes("2GB") == 2e9 and parse_bytes("512") == 512
+    assert parse_bytes("1.5 GiB") == 1.5 * GiB
+    with pytest.raises(Exception, match="--reserve"):
+        parse_bytes("lots")
+
+
+def test_reserve_override():
+    base = planner(G27, "vllm").plan(CTX_128K)
+    more = planner(G27, "vllm", reserve=4 * GiB).plan(CTX_128K)
+    assert more.vllm.available == base.vllm.available - 3 * GiB  # replaces the 1 GiB non-torch allowance
+    assert planner(G27, "llamacpp").plan(8192).reserve == {"fit margin": 1024 * MiB}
+
+
+# ---- the command line -------------------------------------------------------------------------------
+
+
+def test_fit_json_document():
+    r = run("fit", "gemma-3-27b", "--gpu", "h100", "--context", "131072", "--engine", "vllm", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "archcalc.fit/1"
+    plan = doc["plan"]
+    assert plan["total"] == pytest.approx(plan["weights"]["bytes"] + plan["kv_cache"]["bytes"]
+                                          + plan["activations"]["bytes"] + plan["reserve"]["bytes"])
+    assert plan["kv_cache"]["bytes"] == sum(k["bytes"] for k in plan["kv_cache"]["by_layer_kind"])
+    assert plan["capacity"] == H100.capacity and plan["fits"] is True and plan["binding"] == "kv_cache"
+    d = doc["deployment"]
+    assert (d["engine"], d["tp"], d["context"], d["kv_dtype"], d["block_size"]) == ("vllm", 1, 131072, "bf16", 16)
+    v = doc["vllm"]
+    assert v["needed_kv_bytes"] == 10 * 16 * 8192 * (8192 + 6 * 577) and v["padding_layers"] == 8
+    assert v["log"][0].startswith("Available KV cache memory: ")
+    assert set(doc["solve"]) == {"max_context", "max_batch", "min_gpus"}
+    assert doc["solve"]["max_context"]["capped"] is True
+
+
+def test_fit_tables():
+    r = run("fit", "llama-3.1-70b", "--gpu", "h100", "--gpus", "2", "--context", "131072", "--engine", "vllm",
+            "--kv-dtype", "fp8")
+    assert r.exit_code == 0
+    for text in ("Memory per GPU", "DOES NOT FIT", "What vLLM would report", "ValueError: To serve at least one",
+                 "Solvers", "fewest GPUs"):
+        assert text in r.stdout, text
+    r = run("fit", "gemma-3-27b", "--gpu", "rtx-4090", "--engine", "llamacpp", "--dtype", "int4", "--context", "32768")
+    assert r.exit_code == 0 and "llama.cpp KV cache" in r.stdout and "FITS" in r.stdout
+
+
+def test_fit_all_gpus():
+    r = run("fit", "llama-3.1-8b", "--all-gpus", "--context", "32768", "--json")
+    assert r.exit_code == 0
+    devices = json.loads(r.stdout)["devices"]
+    assert len(devices) == len(all_hardware())
+    for d in devices:
+        assert d["fits"] == (d["max_context"] >= 32768)
+    r = run("fit", "llama-3.1-8b", "--all-gpus", "--engine", "vllm")
+    assert r.exit_code == 0 and "H100 SXM" in r.stdout and "binding term" in r.stdout
+
+
+def test_context_beyond_the_maximum_warns():
+    r = run("fit", "gpt2", "--gpu", "l4", "--context", "4096", "--json")
+    assert r.exit_code == 0 and "warning: context 4,096 exceeds" in r.stderr
+    assert json.loads(r.stdout)["warnings"]
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--gpu", "h1000"], "unknown hardware 'h1000'; did you mean 'h100'?"),
+    (["--gpu", "h100", "--tp", "3"], "--tp: 3 does not divide gemma-3-27b's 32 attention heads"),
+    (["--gpu", "h100", "--engine", "vllm", "--kv-dtype", "q8_0"], "--kv-dtype: 'q8_0' is not a KV-cache type of engine vllm"),
+    (["--gpu", "h100", "--engine", "llamacpp", "--kv-dtype", "fp8"], "'fp8' is not a KV-cache type of engine llamacpp"),
+    (["--gpu", "h100", "--kv-dtype", "q4_0"], "'q4_0' is not a KV-cache type of engine plain"),
+    (["--gpu", "h100", "--engine", "sglang"], "'sglang' is not one of"),
+    (["--gpu", "h100", "--reserve", "much"], "--reserve: 'much' is not a size"),
+    (["--gpu", "h100", "--gpus", "4", "--tp", "8"], "--gpus"),
+    ([], "--gpu"),
+])
+def test_bad_fit_inputs_give_one_line_and_status_2(args, fragment):
+    r = CliRunner().invoke(cli, ["fit", "gemma-3-27b", *args])
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], r.stderr
+    assert r.stdout == "" and "Traceback" not in r.output
+
+
+def test_every_bundled_spec_and_device_plans_without_error():
+    from archcalc.catalog import bundled_names
+
+    for name in bundled_names("specs"):
+        spec = spec_of(name)
+        for engine in ENGINES:
+            p = Planner(spec, H100, Deployment(engine=engine))
+            plan = p.plan(min(8192, spec.max_context), 2)
+            assert plan.total > 0 and plan.binding in ("reserve", "weights", "activations", "kv_cache")
+    for hw in all_hardware():
+        for engine in ENGINES:
+            assert Planner(G27, hw, Deployment(engine=engine)).plan(4096).capacity == hw.capacity
