@@ -10,10 +10,12 @@ import tempfile
 from pathlib import Path
 
 import click
-from rich.console import Console
-
 from . import report
 from .catalog import bundled_names, load_model, spec_to_yaml
+from .cli_common import load as _load
+from .cli_common import out as _out
+from .cli_common import warn as _warn
+from .cli_fit import fit as fit_command
 from .conventions import CONVENTIONS, DEFAULT_CONVENTION
 from .dtypes import KV_DTYPES, WEIGHT_DTYPES
 from .errors import InputError
@@ -41,23 +43,6 @@ class ArchcalcGroup(click.Group):
         except InputError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(USAGE_ERROR)
-
-
-def _out() -> Console:
-    """Terminal width on a terminal; 160 columns into a pipe or a file."""
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
-
-
-def _warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
-
-
-def _load(model: str):
-    spec, mapping = load_model(model)
-    for w in mapping.warnings if mapping else ():
-        _warn(w)
-    return spec, mapping
 
 
 @click.group(cls=ArchcalcGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -297,9 +282,7 @@ def _fit_rows(hw, context, batch, dtype, kv_dtype):
     return rows
 
 
-from .cli_fit import fit as _fit_command  # noqa: E402  `archcalc fit` lives in cli_fit.py
-
-cli.add_command(_fit_command)
+cli.add_command(fit_command)  # `archcalc fit` lives in cli_fit.py
 
 
 def main() -> None:

@@ -10,24 +10,16 @@ import json
 from dataclasses import replace
 
 import click
-from rich.console import Console
 
 from . import report_fit
-from .catalog import load_model
+from .cli_common import load as _load
+from .cli_common import out as _out
+from .cli_common import warn as _warn
 from .dtypes import WEIGHT_DTYPES
 from .engines import ENGINES, LLAMACPP_UBATCH, VLLM_MAX_NUM_BATCHED_TOKENS
 from .errors import InputError
 from .fit import Deployment, Planner, check_deployment, fit_all, min_gpus, parse_bytes, warnings
 from .hardware import load_hardware
-
-
-def _warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
-
-
-def _out() -> Console:
-    console = Console()
-    return console if console.is_terminal else Console(width=160)
 
 
 @click.command("fit")
@@ -59,9 +51,7 @@ def fit(model, gpu, all_gpus, gpus, tp, context, batch, dtype, kv_dtype, engine,
     context, largest batch and fewest GPUs that fit."""
     if bool(gpu) == all_gpus:
         raise InputError(None, "--gpu", "give one device with --gpu NAME, or --all-gpus")
-    spec, mapping = load_model(model)
-    for w in mapping.warnings if mapping else ():
-        _warn(w)
+    spec, _ = _load(model)
     dep = Deployment(engine=engine, gpus=gpus, tp=tp, weight_dtype=dtype, kv_dtype=kv_dtype,
                      gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
                      ubatch=ubatch, reserve=parse_bytes(reserve) if reserve is not None else None)
