@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from .dtypes import BITS, KV_DTYPES
 from .errors import InputError
-from .ops import Op
+from .ops import Op, cached_tokens
 
 if TYPE_CHECKING:  # fit.Deployment; engines only read its fields
     from .fit import Deployment
@@ -109,8 +109,8 @@ class Engine:
         return tp
 
     def kv_layers(self, kinds: list[AttnKind], context: int, batch: int, dep: Deployment) -> list[LayerKV]:
-        return [LayerKV(k.kind, k.layers, k.layers, k.window, batch * (min(context, k.window) if k.window else context),
-                        k.token_bytes) for k in kinds]
+        return [LayerKV(k.kind, k.layers, k.layers, k.window, batch * cached_tokens(context, k.window), k.token_bytes)
+                for k in kinds]
 
     def chunk(self, context: int, batch: int, dep: Deployment) -> Chunk:
         return Chunk(batch * context, batch, "bf16", f"the whole prefill, {batch:,} × {context:,} tokens in one step")

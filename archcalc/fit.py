@@ -371,10 +371,6 @@ def min_gpus(spec: ModelSpec, hardware: HardwareProfile, dep: Deployment, contex
     return Solution(None, stopped, "search over TP")
 
 
-def fit(spec: ModelSpec, hardware: HardwareProfile, dep: Deployment, context: int, batch: int = 1) -> FitPlan:
-    return Planner(spec, hardware, dep).plan(context, batch)
-
-
 def fit_all(spec: ModelSpec, dep: Deployment, context: int, batch: int = 1
             ) -> list[tuple[HardwareProfile, FitPlan, Solution]]:
     """Every bundled device: the plan at `context` × `batch` and the largest context."""

@@ -195,10 +195,14 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     )
 
 
+def cached_tokens(context: int, window: int | None) -> int:
+    """Tokens one sequence keeps in a layer: a sliding-window layer stops at the window."""
+    return min(context, window) if window else context
+
+
 def cache_bytes(op: Op, context: int, batch: int, kv_dtype: str, *, cap_window: bool = True) -> float:
     """KV cache one attention op keeps for `batch` sequences of `context` tokens."""
-    window = op.dims["window"] if cap_window else None
-    tokens = min(context, window) if window else context
+    tokens = cached_tokens(context, op.dims["window"] if cap_window else None)
     return nbytes(batch * tokens * op.dims["kv_width"], kv_dtype)
 
 

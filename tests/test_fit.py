@@ -381,3 +381,12 @@ def test_every_bundled_spec_and_device_plans_without_error():
     for hw in all_hardware():
         for engine in ENGINES:
             assert Planner(G27, hw, Deployment(engine=engine)).plan(4096).capacity == hw.capacity
+
+
+def test_plain_plan_kv_is_what_size_reports():
+    """fit's plain engine and size share the cache rule: the same bytes."""
+    from conftest import sized
+
+    for name, ctx, batch in (("gemma-3-27b", CTX_128K, 1), ("mistral-7b-v0.1", 32_768, 3), ("deepseek-v3", 4096, 2)):
+        spec = spec_of(name)
+        assert planner(spec).plan(ctx, batch).kv_bytes == sized(spec, context=ctx, batch=batch).kv.bytes
