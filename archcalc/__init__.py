@@ -4,11 +4,11 @@ The data flow (see README): a ModelSpec and a Workload go into
 layers.model_ops(), which returns the one list of Ops; totals sums it.
 """
 
-from .catalog import load_model
-from .conventions import CONVENTIONS
-from .layers import model_ops
-from .spec import ModelSpec
-from .totals import size
-from .workload import Workload
+from archcalc.cost.totals import size
+from archcalc.ops.conventions import CONVENTIONS
+from archcalc.ops.layers import model_ops
+from archcalc.ops.workload import Workload
+from archcalc.spec.catalog import load_model
+from archcalc.spec.model import ModelSpec
 
 __all__ = ["CONVENTIONS", "ModelSpec", "Workload", "load_model", "model_ops", "size"]

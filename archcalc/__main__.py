@@ -1,3 +1,3 @@
-from .cli import main
+from archcalc.cli import main
 
 main()

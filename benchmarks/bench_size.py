@@ -15,10 +15,10 @@ import subprocess
 import sys
 import time
 
-from archcalc.catalog import load_model
-from archcalc.conventions import CONVENTIONS
-from archcalc.totals import size
-from archcalc.workload import Workload
+from archcalc.cost.totals import size
+from archcalc.ops.conventions import CONVENTIONS
+from archcalc.ops.workload import Workload
+from archcalc.spec.catalog import load_model
 
 NAMES = sys.argv[1:] or ["llama-3.1-8b", "deepseek-v3", "gemma-3-27b"]
 RUNS = 7

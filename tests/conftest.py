@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from archcalc.catalog import bundled_names, load_model
-from archcalc.conventions import CONVENTIONS
-from archcalc.spec import ModelSpec
-from archcalc.totals import size
-from archcalc.workload import Workload
+from archcalc.cost.totals import size
+from archcalc.files import bundled_names
+from archcalc.ops.conventions import CONVENTIONS
+from archcalc.ops.workload import Workload
+from archcalc.spec.catalog import load_model
+from archcalc.spec.model import ModelSpec
 
 BUNDLED = bundled_names("specs")
 

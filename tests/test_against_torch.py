@@ -10,9 +10,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from archcalc.measure.reference import build_reference_model, count_flops  # noqa: E402
-from archcalc.spec import ModelSpec  # noqa: E402
 from conftest import BUNDLED, sized, spec_of  # noqa: E402
+
+from archcalc.measure.reference import build_reference_model, count_flops  # noqa: E402
+from archcalc.spec.model import ModelSpec  # noqa: E402
 
 
 def numel(spec: ModelSpec) -> int:

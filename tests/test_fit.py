@@ -14,13 +14,14 @@ import re
 
 import pytest
 from click.testing import CliRunner
+from conftest import spec_of, tiny
 
 from archcalc.cli import cli
-from archcalc.engines import ENGINES, VLLM_TOO_SMALL, format_gib, vllm_blocks
-from archcalc.fit import Deployment, Planner, _last_true, min_gpus, parse_bytes
-from archcalc.hardware import all_hardware, load_hardware
-
-from conftest import spec_of, tiny
+from archcalc.fit.engines import ENGINES
+from archcalc.fit.engines.vllm import VLLM_TOO_SMALL, format_gib, vllm_blocks
+from archcalc.fit.deployment import Deployment, parse_bytes
+from archcalc.fit.planner import Planner, _last_true, min_gpus
+from archcalc.hardware.profile import all_hardware, load_hardware
 
 GiB, MiB = 2**30, 2**20
 H100 = load_hardware("h100")
@@ -53,22 +54,22 @@ def test_gemma3_27b_kv_table_of_anchors_c4():
     assert round(llama.kv_bytes / GiB, 1) == 10.6
     # vLLM: each sliding layer keeps ceil((1024 − 1 + 8192) / 16) + 1 = 577 blocks: ≈ 13.7 GiB over the layers.
     vllm = planner(G27, "vllm").plan(CTX_128K)
-    assert round(vllm.vllm.layers_needed / GiB, 1) == 13.7
-    assert vllm.vllm.layers_needed == (10 * 8192 + 52 * 577) * 16 * 8192
+    assert round(vllm.startup.layers_needed / GiB, 1) == 13.7
+    assert vllm.startup.layers_needed == (10 * 8192 + 52 * 577) * 16 * 8192
 
 
 def test_vllm_pads_hybrid_groups_as_its_allocator_does():
     # 52 local + 10 global: group size 10 (the smaller kind, 52 ≥ 1.5 × 10),
     # 6 local groups + 1 global = 7 groups, 60 − 52 = 8 padding layers; the check
     # charges 10 × page × (8192 + 6 × 577) blocks.
-    r = planner(G27, "vllm").plan(CTX_128K).vllm
+    r = planner(G27, "vllm").plan(CTX_128K).startup
     assert (r.group_size, r.groups, r.padding_layers) == (10, 7, 8)
     assert r.page_bytes == 16 * 8192
     assert r.needed == 10 * 16 * 8192 * (8192 + 6 * 577)
     assert r.blocks_per_request == 8192 + 6 * 577
     # gpt-oss-20b: 12 + 12 layers, no padding; a uniform model is one group.
-    assert planner(spec_of("gpt-oss-20b"), "vllm").plan(8192).vllm.padding_layers == 0
-    r = planner(spec_of("llama-3.1-8b"), "vllm").plan(8192).vllm
+    assert planner(spec_of("gpt-oss-20b"), "vllm").plan(8192).startup.padding_layers == 0
+    r = planner(spec_of("llama-3.1-8b"), "vllm").plan(8192).startup
     assert (r.group_size, r.groups, r.needed) == (32, 1, r.layers_needed)
 
 
@@ -85,7 +86,7 @@ def test_vllm_rounds_each_layer_to_16_token_blocks():
         (layer,) = p.plan(context).kv
         assert layer.cells == 16 * blocks
         assert layer.bytes == 2 * 16 * blocks * 64 * 2  # 2 layers, bf16
-        assert p.plan(context).vllm.needed == layer.bytes
+        assert p.plan(context).startup.needed == layer.bytes
     (plain,) = planner(TINY).plan(17).kv
     assert plain.bytes == 2 * 17 * 128
 
@@ -191,7 +192,7 @@ def test_vllm_error_text_and_estimated_length():
     # Llama-3.1-8B at 128k on one L4: 131,072 tokens × 128 KiB = 16 GiB of KV cannot fit.
     spec, l4 = spec_of("llama-3.1-8b"), load_hardware("l4")
     p = planner(spec, "vllm", hw=l4)
-    r = p.plan(CTX_128K).vllm
+    r = p.plan(CTX_128K).startup
     assert r.needed == 16 * GiB and format_gib(r.needed) == "16.0"
     n = r.estimated_max_model_len
     # One 16-token block of all 32 layers is 16 × 128 KiB = 2 MiB: n = 16 × floor(available / 2 MiB).
@@ -219,7 +220,7 @@ def test_format_gib_is_vllms():
 
 
 def test_vllm_log_lines_when_it_fits():
-    r = planner(G27, "vllm").plan(CTX_128K).vllm
+    r = planner(G27, "vllm").plan(CTX_128K).startup
     assert r.error is None
     assert r.lines[0] == f"Available KV cache memory: {format_gib(r.available)} GiB"
     assert r.num_blocks == r.available // (16 * 8192 * 10)  # pools of group size 10
@@ -229,7 +230,7 @@ def test_vllm_log_lines_when_it_fits():
 
 
 def test_no_memory_for_the_cache():
-    r = planner(spec_of("llama-3.1-70b"), "vllm").plan(8192).vllm  # 141 GB of bf16 weights on one H100
+    r = planner(spec_of("llama-3.1-70b"), "vllm").plan(8192).startup  # 141 GB of bf16 weights on one H100
     assert r.available <= 0 and r.error.startswith("No available memory for the cache blocks.")
 
 
@@ -296,7 +297,7 @@ def test_parse_bytes():
 def test_reserve_override():
     base = planner(G27, "vllm").plan(CTX_128K)
     more = planner(G27, "vllm", reserve=4 * GiB).plan(CTX_128K)
-    assert more.vllm.available == base.vllm.available - 3 * GiB  # replaces the 1 GiB non-torch allowance
+    assert more.startup.available == base.startup.available - 3 * GiB  # replaces the 1 GiB non-torch allowance
     assert planner(G27, "llamacpp").plan(8192).reserve == {"fit margin": 1024 * MiB}
 
 
@@ -307,7 +308,7 @@ def test_fit_json_document():
     r = run("fit", "gemma-3-27b", "--gpu", "h100", "--context", "131072", "--engine", "vllm", "--json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert doc["schema"] == "archcalc.fit/1"
+    assert doc["schema"] == "archcalc.fit/2"
     plan = doc["plan"]
     assert plan["total"] == pytest.approx(plan["weights"]["bytes"] + plan["kv_cache"]["bytes"]
                                           + plan["activations"]["bytes"] + plan["reserve"]["bytes"])
@@ -315,7 +316,7 @@ def test_fit_json_document():
     assert plan["capacity"] == H100.capacity and plan["fits"] is True and plan["binding"] == "kv_cache"
     d = doc["deployment"]
     assert (d["engine"], d["tp"], d["context"], d["kv_dtype"], d["block_size"]) == ("vllm", 1, 131072, "bf16", 16)
-    v = doc["vllm"]
+    v = doc["startup"]
     assert v["needed_kv_bytes"] == 10 * 16 * 8192 * (8192 + 6 * 577) and v["padding_layers"] == 8
     assert v["log"][0].startswith("Available KV cache memory: ")
     assert set(doc["solve"]) == {"max_context", "max_batch", "min_gpus"}
@@ -330,7 +331,7 @@ def test_fit_tables():
                  "Solvers", "fewest GPUs"):
         assert text in r.stdout, text
     r = run("fit", "gemma-3-27b", "--gpu", "rtx-4090", "--engine", "llamacpp", "--dtype", "int4", "--context", "32768")
-    assert r.exit_code == 0 and "llama.cpp KV cache" in r.stdout and "FITS" in r.stdout
+    assert r.exit_code == 0 and "n_ctx padded to 256" in r.stdout and "FITS" in r.stdout
 
 
 def test_fit_all_gpus():
@@ -370,7 +371,7 @@ def test_bad_fit_inputs_give_one_line_and_status_2(args, fragment):
 
 
 def test_every_bundled_spec_and_device_plans_without_error():
-    from archcalc.catalog import bundled_names
+    from archcalc.files import bundled_names
 
     for name in bundled_names("specs"):
         spec = spec_of(name)

@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-
-from archcalc.catalog import load_model
-from archcalc.errors import InputError
-from archcalc.hf import spec_dict_from_config
 from conftest import BUNDLED, spec_of
+
+from archcalc.errors import InputError
+from archcalc.spec.catalog import load_model
+from archcalc.spec.hf import spec_dict_from_config
 
 DATA = Path(__file__).parent / "data" / "hf"
 CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from archcalc import ops
-from archcalc.conventions import CONVENTIONS
-from archcalc.workload import Workload
+from archcalc.ops import op as ops
+from archcalc.ops.conventions import CONVENTIONS
+from archcalc.ops.workload import Workload
 
 
 def mask_pairs(new_tokens: int, context: int, window: int | None) -> int:

@@ -5,7 +5,6 @@ sources listed in tests/data/hf/SOURCES.md)."""
 from __future__ import annotations
 
 import pytest
-
 from conftest import sized, spec_of
 
 GiB = 2**30

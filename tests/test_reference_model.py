@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from archcalc.measure.reference import build_reference_model, contract, count_flops  # noqa: E402
-from archcalc.spec import ModelSpec  # noqa: E402
+from archcalc.spec.model import ModelSpec  # noqa: E402
 
 B, T, V = 2, 6, 32
 

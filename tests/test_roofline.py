@@ -8,13 +8,22 @@ import random
 
 import pytest
 from click.testing import CliRunner
-
-from archcalc import ops
-from archcalc.cli import cli
-from archcalc.hardware import Calibration, all_hardware, load_hardware
-from archcalc.roofline import Rates, _sum_max_affine, critical_batch, decode_time, predict, rate_sets, step, time_op
-from archcalc.workload import Workload
 from conftest import spec_of
+
+from archcalc.cli import cli
+from archcalc.cost.roofline import (
+    Rates,
+    _sum_max_affine,
+    critical_batch,
+    decode_time,
+    predict,
+    rate_sets,
+    step,
+    time_op,
+)
+from archcalc.hardware.profile import Calibration, all_hardware, load_hardware
+from archcalc.ops import op as ops
+from archcalc.ops.workload import Workload
 
 H100 = load_hardware("h100")
 PEAK = rate_sets(H100, Workload())[0]
@@ -41,8 +50,8 @@ def test_names_resolve_case_insensitively_with_aliases():
 
 def test_bound_flips_exactly_at_the_ridge():
     rates = Rates("test", matmul=100.0, vector=10.0, bandwidth=10.0)  # ridge 10 FLOP/byte
-    below = ops.Op("a", "matmul", "ffn", flops=99, weight_bytes=10)
-    above = ops.Op("b", "matmul", "ffn", flops=101, weight_bytes=10)
+    below = ops.Op("a", "matmul", "ffn", ops.MatmulDims(1, 1, 1), flops=99, weight_bytes=10)
+    above = ops.Op("b", "matmul", "ffn", ops.MatmulDims(1, 1, 1), flops=101, weight_bytes=10)
     assert time_op(below, rates).bound == "memory" and time_op(above, rates).bound == "compute"
     assert time_op(above, rates).time == pytest.approx(1.01)
 

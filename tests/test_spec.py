@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
-
 from conftest import sized, spec_of, tiny
+from pydantic import ValidationError
 
 
 def test_llama_d_ff_rounding_rule_reproduces_llama2():

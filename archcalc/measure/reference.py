@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from archcalc.spec import GATED_ACTIVATIONS, ModelSpec, NormSpec, RopeScaling
+from archcalc.spec.model import GATED_ACTIVATIONS, ModelSpec, NormSpec, RopeScaling
 
 ACTIVATIONS = {
     "relu": F.relu,

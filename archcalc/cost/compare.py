@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Literal
 
-from .conventions import CONVENTIONS, DEFAULT_CONVENTION
-from .hardware import HardwareProfile
-from .roofline import predict
-from .spec import ModelSpec
-from .totals import size
-from .workload import Workload
+from archcalc.cost.roofline import predict
+from archcalc.cost.totals import size
+from archcalc.hardware.profile import HardwareProfile
+from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION
+from archcalc.ops.workload import Workload
+from archcalc.spec.model import ModelSpec
 
 Unit = Literal["count", "bytes", "flops", "seconds", "per_s", "tokens", "text"]
 

@@ -4,71 +4,46 @@ plan = weights + KV cache + activation peak + runtime reserve, each a sum over
 the one op list (layers.model_ops) with ops.py's formulas; engines.py says how
 an engine sizes the cache, which chunk it prefills and what it keeps back.
 
-Weights: Σ totals.weight_bytes(op) × the engine's share (Op.rank_fraction
+Weights: Σ totals.weight_bytes(op) × the engine's share (parallel/tensor.py
 under tensor parallelism).  KV cache: Σ cells × ops.cache_token_bytes.
 Activation peak of one prefill chunk (an estimate, stated in the output):
   the residual stream  [chunk tokens × D, × n streams for hyper-connections]
-+ the largest transient op's input + output on one GPU (Op.rank_act_bytes),
++ the largest transient op's input + output on one GPU (parallel.tensor.act_bytes_per_rank),
   with flash attention (no S × S scores materialised)
 + fp32 logits for the tokens whose logits the chunk computes
 (the lm_head's own activations are the logits term).
 
 Solvers: the largest context at a batch and the largest batch at a context
-use closed forms where the plan is linear (plain engine: KV and activations
-are affine in context between window breakpoints and in batch; vLLM's batch
-is its concurrency floor) and binary search on the same plan elsewhere; the
-fewest GPUs tries TP 1, 2, 4, 8.
+use closed forms where the plan is linear (an engine with `affine` memory:
+KV and activations affine in context between window breakpoints and in
+batch; an engine whose start-up check has its own concurrency limit) and
+binary search on the same plan elsewhere; the fewest GPUs tries TP 1, 2, 4, 8.
+No engine is named here: engines/ holds what differs.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field, replace
 
-from . import ops as opsmod
-from .dtypes import WEIGHT_DTYPES
-from .engines import ENGINES, LOGIT_BYTES, AttnKind, Chunk, Engine, LayerKV, VllmReport
-from .errors import InputError
-from .hardware import HardwareProfile, all_hardware
-from .layers import model_ops
-from .ops import Op
-from .spec import ModelSpec
-from .totals import weight_bytes
-from .workload import Workload
+from archcalc.cost.totals import weight_bytes
+from archcalc.errors import InputError
+from archcalc.fit.deployment import Deployment
+from archcalc.fit.engines import AttnKind, Chunk, Engine, LayerKV, engine_named
+from archcalc.fit.engines.base import LOGIT_BYTES, StartupCheck
+from archcalc.hardware.profile import HardwareProfile, all_hardware
+from archcalc.ops import op as opsmod
+from archcalc.ops.dtypes import WEIGHT_DTYPES
+from archcalc.ops.layers import model_ops
+from archcalc.ops.op import Op
+from archcalc.ops.workload import Workload
+from archcalc.parallel.tensor import act_bytes_per_rank
+from archcalc.spec.model import ModelSpec
 
-FIT_SCHEMA = "archcalc.fit/1"
+FIT_SCHEMA = "archcalc.fit/2"  # /2: the engine-neutral "startup" replaced "vllm"
 TP_CHOICES = (1, 2, 4, 8)  # what the fewest-GPUs solver tries: one node's NVLink domain
 MAX_BATCH_SEARCH = 1 << 24  # the batch solvers stop doubling here
 TERMS = ("reserve", "weights", "activations", "kv_cache")  # stacking order for the binding term
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """How the model is served; context and batch are given to each plan."""
-
-    engine: str = "plain"
-    gpus: int = 1
-    tp: int | None = None  # tensor parallel degree; default: all GPUs
-    weight_dtype: str = "bf16"
-    kv_dtype: str | None = None  # default: the engine's
-    gpu_memory_utilization: float = 0.9  # vLLM
-    max_num_batched_tokens: int = 8192  # vLLM (engines.VLLM_MAX_NUM_BATCHED_TOKENS)
-    ubatch: int = 512  # llama.cpp n_ubatch (engines.LLAMACPP_UBATCH)
-    reserve: float | None = None  # bytes; default: the engine's
-
-    @property
-    def tensor_parallel(self) -> int:
-        return self.tp or self.gpus
-
-    @property
-    def replicas(self) -> int:
-        """GPUs beyond one TP group serve whole copies (data parallel)."""
-        return self.gpus // self.tensor_parallel
-
-    @property
-    def kv_type(self) -> str:
-        return self.kv_dtype or ENGINES[self.engine].default_kv_dtype
 
 
 @dataclass(frozen=True)
@@ -107,14 +82,15 @@ class FitPlan:
     capacity: int
     weights: Weights
     kv: list[LayerKV]
+    kv_type: str
     kv_bytes_per_value: float
     activations: Activations
     reserve: dict[str, float]
-    vllm: VllmReport | None = None
+    startup: StartupCheck | None = None  # the engine's own start-up check, where it has one
 
     @property
     def engine(self) -> Engine:
-        return ENGINES[self.deployment.engine]
+        return engine_named(self.deployment.engine)
 
     @property
     def kv_bytes(self) -> float:
@@ -139,9 +115,8 @@ class FitPlan:
 
     @property
     def fits(self) -> bool:
-        if self.vllm is not None:  # vLLM's own integer test: start-up check, then blocks for the batch
-            r = self.vllm
-            return r.error is None and self.batch_per_gpu * r.blocks_per_request <= r.num_blocks
+        if self.startup is not None:  # the engine's own test
+            return self.startup.admits(self.batch_per_gpu)
         return self.total <= self.capacity
 
     @property
@@ -166,24 +141,12 @@ class Solution:
     detail: dict = field(default_factory=dict)
 
 
-def parse_bytes(text: str) -> float:
-    """'24GiB', '1024 MiB', '1.5GB', '512MB' or plain bytes."""
-    units = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-             "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in units:
-        raise InputError(None, "--reserve", f"{text!r} is not a size; give bytes or a number with B, KB, MB, GB, "
-                                            "KiB, MiB or GiB (e.g. 2GiB)")
-    return float(m.group(1)) * units[m.group(2).lower()]
-
-
 def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
     """Every bad option as one InputError."""
-    if dep.engine not in ENGINES:
-        raise InputError(None, "--engine", f"unknown engine {dep.engine!r}; valid: {', '.join(ENGINES)}")
+    engine = engine_named(dep.engine)
     if dep.weight_dtype not in WEIGHT_DTYPES:
         raise InputError(None, "--dtype", f"{dep.weight_dtype!r}; valid: {', '.join(WEIGHT_DTYPES)}")
-    ENGINES[dep.engine].kv_bytes_per_value(dep.kv_type)
+    engine.kv_bytes_per_value(dep.kv_dtype or engine.default_kv_dtype)
     heads, tp = spec.attention.n_heads, dep.tensor_parallel
     if heads % tp:
         valid = ", ".join(str(t) for t in range(1, heads + 1) if heads % t == 0)
@@ -198,10 +161,7 @@ def warnings(spec: ModelSpec, dep: Deployment, context: int) -> list[str]:
     out = []
     if context > spec.max_context:
         out.append(f"context {context:,} exceeds {spec.name}'s max context {spec.max_context:,}")
-    if dep.engine == "llamacpp" and dep.tensor_parallel > 1:
-        out.append(f"llama.cpp splits layers across GPUs (-sm layer): --tp {dep.tensor_parallel} is planned as "
-                   f"{dep.tensor_parallel} GPUs holding 1/{dep.tensor_parallel} of the layers each")
-    return out
+    return out + engine_named(dep.engine).warnings(dep)
 
 
 class Planner:
@@ -211,11 +171,12 @@ class Planner:
     def __init__(self, spec: ModelSpec, hardware: HardwareProfile, dep: Deployment):
         check_deployment(spec, dep)
         self.spec, self.hardware, self.dep = spec, hardware, dep
-        self.engine = ENGINES[dep.engine]
+        self.engine = engine_named(dep.engine)
+        self.kv_type = dep.kv_dtype or self.engine.default_kv_dtype
         self.tp = dep.tensor_parallel
         self.capacity = hardware.capacity
         self._ops_cache: dict[tuple[int, str], list[Op]] = {}
-        self.kv_bytes_per_value = self.engine.kv_bytes_per_value(dep.kv_type)
+        self.kv_bytes_per_value = self.engine.kv_bytes_per_value(self.kv_type)
         base = model_ops(spec, Workload(weight_dtype=dep.weight_dtype))
         split = replicated = 0.0
         for op in base:
@@ -226,10 +187,10 @@ class Planner:
             else:
                 split += w
         self.weights = Weights(split, replicated)
-        self.kinds = [AttnKind(op.dims["layer_kind"], op.count, op.dims["window"],
+        self.kinds = [AttnKind(op.dims.layer_kind, op.count, op.dims.window,
                                opsmod.cache_token_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)))
                       for op in base if op.kind == "attention"]
-        self.vocab = next(op.dims["n"] for op in base if op.name == "lm_head")
+        self.vocab = next(op.dims.n for op in base if op.name == "lm_head")
         r = spec.residual
         # Hyper-connections carry n streams; attention residuals keep every
         # block's sum (N blocks + the partial one).
@@ -254,8 +215,8 @@ class Planner:
         ops = self._chunk_ops(chunk.tokens, chunk.act_dtype)
         act_tp = self.engine.act_tp(self.tp)
         residual = next(op.act_bytes for op in ops if op.kind == "gather" and op.component == "embedding")
-        largest = max((op for op in ops if op.component != "lm_head"), key=lambda op: op.rank_act_bytes(act_tp))
-        return Activations(chunk, residual * self.residual_copies, largest.name, largest.rank_act_bytes(act_tp),
+        largest = max((op for op in ops if op.component != "lm_head"), key=lambda op: act_bytes_per_rank(op, act_tp))
+        return Activations(chunk, residual * self.residual_copies, largest.name, act_bytes_per_rank(largest, act_tp),
                            chunk.logit_tokens * self.vocab * LOGIT_BYTES)
 
     def plan(self, context: int, batch: int = 1) -> FitPlan:
@@ -268,14 +229,12 @@ class Planner:
         kv = self.engine.kv_layers(self.kinds, context, batch_per_gpu, self.dep)
         act = self.activations(context, batch_per_gpu)
         reserve = self.engine.reserve(self.capacity, self.dep)
-        report = None
-        if self.engine.name == "vllm":
-            # vLLM works in whole bytes: requested = ceil(total × utilization).
-            available = int(self.capacity - sum(reserve.values()) - math.ceil(self.weights.bytes)
-                            - math.ceil(act.bytes))
-            report = self.engine.report(self.kinds, context, available, self.dep.max_num_batched_tokens)
+        # What is left for the KV cache, in whole bytes (vLLM: requested = ceil(total × utilization)).
+        available = int(self.capacity - sum(reserve.values()) - math.ceil(self.weights.bytes) - math.ceil(act.bytes))
+        startup = self.engine.startup(self.kinds, context, available, self.dep)
         return FitPlan(self.spec, self.hardware, self.dep, context, batch or batch_per_gpu * self.dep.replicas,
-                       batch_per_gpu, self.capacity, self.weights, kv, self.kv_bytes_per_value, act, reserve, report)
+                       batch_per_gpu, self.capacity, self.weights, kv, self.kv_type, self.kv_bytes_per_value, act, reserve,
+                       startup)
 
     # ---- solvers -------------------------------------------------------------------
 
@@ -292,13 +251,13 @@ class Planner:
             return Solution(0, first.binding, "binary search")
         if fits(top):
             return Solution(top, "model max context", "model limit", capped=True)
-        if self.engine.name == "plain":
-            best, method = self._plain_max_context(b, top), "closed form"
+        if self.engine.affine:
+            best, method = self._affine_max_context(b, top), "closed form"
         else:
             best, method = _last_true(fits, 1, top), "binary search"
         return Solution(best, self.plan_per_gpu(best + 1, b).binding, method)
 
-    def _plain_max_context(self, b: int, top: int) -> int:
+    def _affine_max_context(self, b: int, top: int) -> int:
         """Total memory is affine in context between the window breakpoints
         (min(S, w) stops growing at S = w): solve each segment in closed form."""
         def total(s: int) -> float:
@@ -323,11 +282,10 @@ class Planner:
         """Largest number of sequences of `context` tokens that fit (all replicas)."""
         first = self.plan_per_gpu(context, 1)
         if not first.fits:
-            return Solution(0, first.binding, "closed form" if self.engine.name != "llamacpp" else "binary search")
-        if self.engine.name == "vllm":
-            r = first.vllm
-            best, method = r.num_blocks // r.blocks_per_request, "closed form"  # floor of vLLM's max concurrency
-        elif self.engine.name == "plain":
+            return Solution(0, first.binding, "closed form" if self.engine.affine or first.startup else "binary search")
+        if first.startup is not None:
+            best, method = first.startup.max_batch(), "closed form"  # the engine's own concurrency limit
+        elif self.engine.affine:
             # Affine in batch: total(b) = total(1) + (b − 1)·(total(2) − total(1)).
             t1, t2 = first.total, self.plan_per_gpu(context, 2).total
             best = 1 + int((self.capacity - t1) // (t2 - t1)) if t2 > t1 else MAX_BATCH_SEARCH

@@ -1,125 +1,22 @@
-"""Serving engines' memory rules: how many KV-cache token slots each layer
-gets on one GPU, which KV types an engine accepts, the prefill chunk its
-activation peak is taken at, and what it keeps back for itself.
-
-Every KV byte here is `cells × ops.cache_token_bytes(op, …)` summed over the
-attention ops of the one op list; the engines differ only in the cells.
-
-Sources (reference/anchors-memory-flops.md §1.4, §1.5, §B.3, §E.1):
-- vLLM V1: vllm/v1/core/kv_cache_utils.py and vllm/v1/kv_cache_interface.py
-  (FullAttentionSpec / SlidingWindowSpec.max_memory_usage_bytes, the hybrid
-  allocator's groups, check_enough_kv_cache_memory, report_kv_cache_config),
-  vllm/utils/mem_utils.py (format_gib);
-- llama.cpp: src/llama-kv-cache-iswa.cpp (SWA cache size), common/arg.cpp
-  (cache types), ggml/src/ggml-common.h (block layouts), tools/llama-fit-params.
-"""
+"""vLLM V1's memory rules (vllm/v1/core/kv_cache_utils.py, vllm/v1/kv_cache_interface.py,
+vllm/utils/mem_utils.py): a paged cache, hybrid layer groups, and the start-up
+check it prints or fails with."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from .dtypes import BITS, KV_DTYPES
-from .errors import InputError
-from .ops import Op, cached_tokens
-
-if TYPE_CHECKING:  # fit.Deployment; engines only read its fields
-    from .fit import Deployment
-
-GiB, MiB = 2**30, 2**20
-LOGIT_BYTES = 4  # engines upcast logits to fp32 before sampling (vLLM's sampler, llama.cpp's output buffer)
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def pad(n: int, to: int) -> int:
-    return cdiv(n, to) * to
-
-
-@dataclass(frozen=True)
-class AttnKind:
-    """One attention op of the op list as one GPU sees it: `layers` layers of
-    one kind (global / local) sharing a window, each costing `token_bytes` per
-    cached token on this GPU."""
-
-    kind: str
-    layers: int
-    window: int | None
-    token_bytes: float
-
-
-@dataclass(frozen=True)
-class LayerKV:
-    """The KV cache one GPU holds for the layers of one kind."""
-
-    kind: str
-    layers: int
-    charged_layers: int  # layers the engine allocates for (vLLM pads hybrid groups)
-    window: int | None
-    cells: int  # token slots per layer, all sequences together
-    token_bytes: float  # one token slot in one layer
-
-    @property
-    def bytes(self) -> float:
-        return self.charged_layers * self.cells * self.token_bytes
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """The prefill step whose activation peak the plan charges."""
-
-    tokens: int  # rows of every matmul in the step
-    logit_tokens: int  # rows of fp32 logits it computes
-    act_dtype: str
-    description: str
-
-
-class Engine:
-    """Plain accounting; the other engines override what differs."""
-
-    name = "plain"
-    kv_types: dict[str, float] = {d: BITS[d] / 8 for d in KV_DTYPES}  # bytes per cached value
-    default_kv_dtype = "bf16"
-    # A CUDA context plus cuBLAS/attention workspaces: about 0.3-0.6 GiB on
-    # current GPUs (vLLM profiles 0.16-0.35 GiB of non-torch memory on 24 GiB
-    # cards, vllm#12126, vllm#14447); 512 MiB is the round middle.
-    default_reserve = 512 * MiB
-    description = ("every layer caches min(context, window) tokens per sequence; the whole batch × context "
-                   "prefill runs as one step (flash attention: no S² scores); logits at each sequence's last token")
-
-    def kv_bytes_per_value(self, kv_dtype: str) -> float:
-        if kv_dtype not in self.kv_types:
-            raise InputError(None, "--kv-dtype", f"{kv_dtype!r} is not a KV-cache type of engine {self.name}; "
-                                                 f"valid: {', '.join(self.kv_types)}")
-        return self.kv_types[kv_dtype]
-
-    def weight_share(self, op: Op, tp: int, tied: bool) -> float:
-        """Share of this op's weights one GPU holds."""
-        return op.rank_fraction(tp)
-
-    def kv_share(self, op: Op, tp: int) -> float:
-        """Share of an attention op's KV values one GPU caches."""
-        return op.kv_heads_per_rank(tp)
-
-    def act_tp(self, tp: int) -> int:
-        """Ways each op's activations are split across GPUs."""
-        return tp
-
-    def kv_layers(self, kinds: list[AttnKind], context: int, batch: int, dep: Deployment) -> list[LayerKV]:
-        return [LayerKV(k.kind, k.layers, k.layers, k.window, batch * cached_tokens(context, k.window), k.token_bytes)
-                for k in kinds]
-
-    def chunk(self, context: int, batch: int, dep: Deployment) -> Chunk:
-        return Chunk(batch * context, batch, "bf16", f"the whole prefill, {batch:,} × {context:,} tokens in one step")
-
-    def reserve(self, capacity: int, dep: Deployment) -> dict[str, float]:
-        return {"runtime (CUDA context, workspaces)": self.default_reserve if dep.reserve is None else dep.reserve}
-
-
-# ---- vLLM ------------------------------------------------------------------------------
+from archcalc.fit.engines.base import (
+    AttnKind,
+    Chunk,
+    Engine,
+    GiB,
+    LayerKV,
+    cdiv,
+    register,
+)
+from archcalc.report.units import binary
 
 VLLM_BLOCK_SIZE = 16  # CacheConfig.block_size default on CUDA
 # SchedulerConfig.max_num_batched_tokens: 8192 is the OpenAI-server default on
@@ -205,6 +102,31 @@ class VllmReport:
         """'GPU KV cache size': max concurrency × max_model_len (report_kv_cache_config)."""
         return int(self.max_concurrency * self.max_model_len)
 
+    title = "What vLLM would report:"
+
+    @property
+    def note(self) -> str:
+        groups = f"{self.groups} group{'s' * (self.groups > 1)} of {self.group_size} layers"
+        padding = f" ({self.padding_layers} of them padding)" if self.padding_layers else ""
+        return (f"KV for one request of {self.max_model_len:,}: the layers need {binary(self.layers_needed)}; "
+                f"vLLM allocates {groups}{padding}: {binary(self.needed)}.")
+
+    def admits(self, batch_per_gpu: int) -> bool:
+        """vLLM's own integer test: the start-up check, then blocks for the batch."""
+        return self.error is None and batch_per_gpu * self.blocks_per_request <= self.num_blocks
+
+    def max_batch(self) -> int:
+        """The floor of vLLM's max concurrency."""
+        return self.num_blocks // self.blocks_per_request
+
+    def to_dict(self) -> dict:
+        return {"available_kv_bytes": self.available, "needed_kv_bytes": self.needed,
+                "layers_kv_bytes": self.layers_needed, "page_bytes": self.page_bytes,
+                "group_size": self.group_size, "groups": self.groups, "padding_layers": self.padding_layers,
+                "num_blocks": self.num_blocks, "blocks_per_request": self.blocks_per_request,
+                "max_concurrency": self.max_concurrency, "kv_cache_tokens": self.kv_tokens,
+                "estimated_max_model_len": self.estimated_max_model_len, "error": self.error, "log": self.lines}
+
     @property
     def lines(self) -> list[str]:
         out = [f"Available KV cache memory: {format_gib(self.available)} GiB"]
@@ -214,8 +136,10 @@ class VllmReport:
                       f"Maximum concurrency for {self.max_model_len:,} tokens per request: {self.max_concurrency:.2f}x"]
 
 
+@register
 class VllmEngine(Engine):
     name = "vllm"
+    affine = False  # whole blocks
     kv_types = {**Engine.kv_types, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}  # --kv-cache-dtype fp8*: one byte per value
     description = (f"paged KV cache of {VLLM_BLOCK_SIZE}-token blocks per layer; sliding layers keep "
                    f"window − 1 + max_num_batched_tokens tokens + 1 block; hybrid models pad layer groups; KV heads "
@@ -241,6 +165,13 @@ class VllmEngine(Engine):
         non_torch = dep.reserve if dep.reserve is not None else VLLM_NON_TORCH[1 if dep.tensor_parallel == 1 else "tp"]
         return {f"outside gpu_memory_utilization {dep.gpu_memory_utilization:g}": capacity - requested,
                 "non-torch (CUDA context, NCCL, workspaces)": non_torch}
+
+    def settings(self, dep):
+        return {"gpu_memory_utilization": dep.gpu_memory_utilization,
+                "max_num_batched_tokens": dep.max_num_batched_tokens, "block_size": VLLM_BLOCK_SIZE}
+
+    def startup(self, kinds, context, available, dep):
+        return self.report(kinds, context, available, dep.max_num_batched_tokens)
 
     # The per-layer functions vLLM's check and its binary search run over.
 
@@ -296,69 +227,3 @@ class VllmEngine(Engine):
             num_blocks=max(0, available) // (page * size),
             blocks_per_request=self.blocks_per_request(kinds, max_model_len, mnbt),
             estimated_max_model_len=estimated, error=error)
-
-
-# ---- llama.cpp ---------------------------------------------------------------------------
-
-LLAMACPP_PAD = 256  # n_ctx and the SWA cache are padded to 256 cells
-LLAMACPP_UBATCH = 512  # -ub / n_ubatch default: the largest physical batch, the compute-buffer size
-LLAMACPP_FIT_MARGIN = 1024 * MiB  # --fit-target / llama-fit-params: memory left free per device by default
-GGML_BLOCK = 32  # values per block of every cache quant type (QK8_0 = QK4_0 = QK4_1 = QK5_0 = QK5_1 = QK4_NL = 32)
-# -ctk / -ctv accept exactly these (common/arg.cpp); bytes per block of 32 values (ggml-common.h):
-LLAMACPP_BLOCK_BYTES = {
-    "q8_0": 34,  # fp16 scale + 32 int8
-    "q4_0": 18,  # fp16 scale + 16 bytes of nibbles
-    "q4_1": 20,  # fp16 scale + fp16 min + 16 bytes
-    "iq4_nl": 18,  # fp16 scale + 16 bytes of non-linear 4-bit indices
-    "q5_0": 22,  # fp16 scale + 4 bytes of high bits + 16 bytes
-    "q5_1": 24,  # fp16 scale + fp16 min + 4 + 16 bytes
-}
-
-
-class LlamaCppEngine(Engine):
-    name = "llamacpp"
-    kv_types = {"f32": 4.0, "f16": 2.0, "bf16": 2.0,
-                **{t: b / GGML_BLOCK for t, b in LLAMACPP_BLOCK_BYTES.items()}}
-    default_kv_dtype = "f16"
-    default_reserve = LLAMACPP_FIT_MARGIN
-    description = (f"n_ctx = context × batch cells padded to {LLAMACPP_PAD}; SWA layers "
-                   f"min(n_ctx, pad(n_swa·n_seq + n_ubatch, {LLAMACPP_PAD})) cells (unified cache); quantized cache "
-                   f"types in blocks of {GGML_BLOCK} (flash attention assumed); the token embedding stays in host "
-                   f"memory; several GPUs split the layers (-sm layer); activations in f32")
-
-    def weight_share(self, op, tp, tied):
-        if op.kind == "gather":
-            # token_embd and a learned position table are the input layer, kept
-            # on the CPU; a tied output matrix is duplicated onto the GPU.
-            return 1.0 if (op.component == "embedding" and tied) else 0.0
-        # -sm layer: each GPU holds 1/N of the layers; the output layer and
-        # final norm sit whole on the last GPU, the one planned here.
-        return 1.0 / tp if op.name.startswith("layers.") else 1.0
-
-    def kv_share(self, op, tp):
-        return 1.0 / tp  # a layer's cache lives with the layer
-
-    def act_tp(self, tp):
-        return 1  # every GPU runs whole layers
-
-    def n_ctx(self, context: int, batch: int) -> int:
-        return pad(context * batch, LLAMACPP_PAD)
-
-    def kv_layers(self, kinds, context, batch, dep):
-        n_ctx = self.n_ctx(context, batch)
-        return [LayerKV(k.kind, k.layers, k.layers, k.window,
-                        min(n_ctx, pad(k.window * batch + dep.ubatch, LLAMACPP_PAD)) if k.window else n_ctx,
-                        k.token_bytes) for k in kinds]
-
-    def chunk(self, context, batch, dep):
-        # The worst-case graph reserved at start-up: min(n_ctx, n_ubatch)
-        # tokens, every one an output.
-        tokens = min(self.n_ctx(context, batch), dep.ubatch)
-        return Chunk(tokens, tokens, "fp32", f"the reserved worst-case graph: n_ubatch = {tokens:,} tokens, "
-                                             f"f32 activations, logits for every token")
-
-    def reserve(self, capacity, dep):
-        return {"fit margin": self.default_reserve if dep.reserve is None else dep.reserve}
-
-
-ENGINES: dict[str, Engine] = {e.name: e for e in (Engine(), VllmEngine(), LlamaCppEngine())}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from .catalog import load_model
+from archcalc.spec.catalog import load_model
 
 
 def out() -> Console:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import InputError
+from archcalc.errors import InputError
 
 _MISSING = object()
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import InputError
-from .roofline import Step
+from archcalc.cost.roofline import Step
+from archcalc.errors import InputError
 
 
 def roofline_chart(steps: dict[str, Step], path: str, title: str) -> None:

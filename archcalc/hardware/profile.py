@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
 
-from .catalog import bundled_dir, read_yaml, resolve_name, validation_error
-from .errors import InputError
+from archcalc.errors import InputError
+from archcalc.files import bundled_dir, read_yaml, resolve_name, validation_error
 
 
 class _Frozen(BaseModel):

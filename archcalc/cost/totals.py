@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from . import ops as opsmod
-from .conventions import FlopsConvention
-from .dtypes import HIGH_PRECISION, WEIGHT_DTYPES, nbytes
-from .layers import model_ops
-from .ops import Op
-from .spec import ModelSpec
-from .workload import Workload
+from archcalc.ops import op as opsmod
+from archcalc.ops.conventions import FlopsConvention
+from archcalc.ops.dtypes import HIGH_PRECISION, WEIGHT_DTYPES, nbytes
+from archcalc.ops.layers import model_ops
+from archcalc.ops.op import Op
+from archcalc.ops.workload import Workload
+from archcalc.spec.model import ModelSpec
 
 # Training = forward + backward.  Each forward matmul y = xW has two backward
 # matmuls of the same size (dL/dx = dL/dy·Wᵀ and dL/dW = xᵀ·dL/dy), so a
@@ -110,7 +110,7 @@ def kv_cache(ops: list[Op], context: int, batch: int, kv_dtype: str) -> KVCache:
         if op.kind != "attention":
             continue
         kinds.append(KVLayerKind(
-            op.dims["layer_kind"], op.count, op.dims["window"],
+            op.dims.layer_kind, op.count, op.dims.window,
             bytes_per_token=opsmod.cache_bytes(op, 1, 1, kv_dtype, cap_window=False) * op.count,
             bytes=opsmod.cache_bytes(op, context, batch, kv_dtype) * op.count,
         ))

@@ -1,5 +1,5 @@
 """Rendering of `archcalc fit`: rich tables and the `archcalc.fit/1` JSON
-document.  Units come from report.py (GiB = 2^30, GB = 10^9)."""
+document.  Units come from report/units.py (GiB = 2^30, GB = 10^9)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .engines import LLAMACPP_PAD, VLLM_BLOCK_SIZE
-from .fit import FIT_SCHEMA, FitPlan, Solution
-from .hardware import HardwareProfile
-from .report import binary, nbytes
+from archcalc.fit.planner import FIT_SCHEMA, FitPlan, Solution
+from archcalc.hardware.profile import HardwareProfile
+from archcalc.report.units import binary, nbytes
 
 TERM_LABELS = {"reserve": "runtime reserve", "weights": "weights", "activations": "activation peak",
                "kv_cache": "KV cache", "model max context": "model max context"}
@@ -67,7 +66,7 @@ def fit_json(plan: FitPlan, solutions: dict[str, Solution], warnings: list[str] 
             "fits": plan.fits,
             "binding": plan.binding,
         },
-        "vllm": _vllm_json(plan) if plan.vllm else None,
+        "startup": plan.startup.to_dict() if plan.startup else None,
         "solve": {name: _solution_json(s) for name, s in solutions.items()},
         "assumptions": assumptions(plan),
         "warnings": list(warnings),
@@ -83,24 +82,9 @@ def _deployment_json(plan: FitPlan) -> dict:
     dep = plan.deployment
     out = {"engine": dep.engine, "gpus": dep.gpus, "tp": dep.tensor_parallel, "replicas": dep.replicas,
            "context": plan.context, "batch": plan.batch, "batch_per_gpu": plan.batch_per_gpu,
-           "dtype": dep.weight_dtype, "kv_dtype": dep.kv_type, "kv_bytes_per_value": plan.kv_bytes_per_value,
+           "dtype": dep.weight_dtype, "kv_dtype": plan.kv_type, "kv_bytes_per_value": plan.kv_bytes_per_value,
            "reserve_override": dep.reserve}
-    if dep.engine == "vllm":
-        out |= {"gpu_memory_utilization": dep.gpu_memory_utilization,
-                "max_num_batched_tokens": dep.max_num_batched_tokens, "block_size": VLLM_BLOCK_SIZE}
-    if dep.engine == "llamacpp":
-        out |= {"ubatch": dep.ubatch, "pad": LLAMACPP_PAD}
-    return out
-
-
-def _vllm_json(plan: FitPlan) -> dict:
-    r = plan.vllm
-    return {"available_kv_bytes": r.available, "needed_kv_bytes": r.needed, "layers_kv_bytes": r.layers_needed,
-            "page_bytes": r.page_bytes, "group_size": r.group_size, "groups": r.groups,
-            "padding_layers": r.padding_layers, "num_blocks": r.num_blocks,
-            "blocks_per_request": r.blocks_per_request, "max_concurrency": r.max_concurrency,
-            "kv_cache_tokens": r.kv_tokens, "estimated_max_model_len": r.estimated_max_model_len,
-            "error": r.error, "log": r.lines}
+    return out | plan.engine.settings(dep)
 
 
 def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
@@ -108,17 +92,15 @@ def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
     title = Text.assemble(
         (plan.spec.name, "bold"), f" on {dep.gpus} × {hw.name} ({binary(cap)} each), engine {dep.engine}, "
         f"TP {dep.tensor_parallel}, context {plan.context:,} × batch {plan.batch:,}, weights {dep.weight_dtype}, "
-        f"KV {dep.kv_type}")
+        f"KV {plan.kv_type}")
     table = Table(title="Memory per GPU", title_justify="left", show_edge=False)
     for col in ("term", "bytes", "of capacity", "how"):
         table.add_column(col, justify="right" if col in ("bytes", "of capacity") else "left")
     w = plan.weights
     how = f"TP {dep.tensor_parallel}" + (f": split {binary(w.split)}, replicated {binary(w.replicated)}"
                                          if dep.tensor_parallel > 1 else "")
-    if dep.engine == "llamacpp" and not plan.spec.tie_embeddings:
-        how += "; token embedding in host memory"
     table.add_row("weights", nbytes(w.bytes), _pct(w.bytes, cap), how)
-    table.add_row("KV cache", nbytes(plan.kv_bytes), _pct(plan.kv_bytes, cap), f"{dep.kv_type}, "
+    table.add_row("KV cache", nbytes(plan.kv_bytes), _pct(plan.kv_bytes, cap), f"{plan.kv_type}, "
                   f"{plan.kv_bytes_per_value:g} B per value")
     for k in plan.kv:
         padded = f" (+{k.charged_layers - k.layers} padding)" if k.charged_layers != k.layers else ""
@@ -144,33 +126,15 @@ def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
         verdict = Text(f"DOES NOT FIT: {over}binding term: {TERM_LABELS.get(plan.binding, plan.binding)}.",
                        style="bold red")
     parts = [title, table, verdict, Text("")]
-    if plan.vllm:
-        parts += _vllm_block(plan)
-    if dep.engine == "llamacpp":
-        parts += _llamacpp_block(plan)
+    if plan.startup:
+        parts += [Text(plan.startup.title, style="bold"), Text("\n".join(plan.startup.lines), style="cyan"),
+                  Text(plan.startup.note + "\n", style="dim")]
+    notes = plan.engine.notes(plan.kv, plan.batch_per_gpu, dep, plan.spec.tie_embeddings)
+    if notes:
+        parts += [Text(f"{dep.engine}:", style="bold"), Text("\n".join(notes) + "\n", style="cyan")]
     parts += [solve_table(solutions, plan), Text("")]
     parts.append(Text("\n".join(f"- {line}" for line in assumptions(plan)) + "\n", style="dim"))
     return Group(*parts)
-
-
-def _vllm_block(plan: FitPlan) -> list:
-    r = plan.vllm
-    groups = f"{r.groups} group{'s' * (r.groups > 1)} of {r.group_size} layers"
-    note = (f"KV for one request of {r.max_model_len:,}: the layers need {binary(r.layers_needed)}; vLLM allocates "
-            f"{groups}" + (f" ({r.padding_layers} of them padding)" if r.padding_layers else "")
-            + f": {binary(r.needed)}.")
-    return [Text("What vLLM would report:", style="bold"),
-            Text("\n".join(r.lines), style="cyan"), Text(note + "\n", style="dim")]
-
-
-def _llamacpp_block(plan: FitPlan) -> list:
-    dep = plan.deployment
-    lines = [f"{k.kind}: {k.layers} layers × {k.cells:,} cells"
-             + (f" = min(n_ctx, pad({k.window:,}·{plan.batch_per_gpu} + {dep.ubatch}, {LLAMACPP_PAD}))"
-                if k.window else f" = n_ctx padded to {LLAMACPP_PAD}")
-             + f", {binary(k.bytes)}" for k in plan.kv]
-    return [Text(f"llama.cpp KV cache ({dep.kv_type}, K and V): {binary(plan.kv_bytes)}", style="bold"),
-            Text("\n".join(lines) + "\n", style="cyan")]
 
 
 def solve_table(solutions: dict[str, Solution], plan: FitPlan) -> Table:
@@ -201,7 +165,7 @@ def fit_all_table(rows: list[tuple[HardwareProfile, FitPlan, Solution]], plan0: 
     dep = plan0.deployment
     table = Table(title=f"{plan0.spec.name}: {dep.gpus} × each device, engine {dep.engine}, TP "
                         f"{dep.tensor_parallel}, context {plan0.context:,} × batch {plan0.batch:,}, weights "
-                        f"{dep.weight_dtype}, KV {dep.kv_type}", title_justify="left", show_edge=False)
+                        f"{dep.weight_dtype}, KV {plan0.kv_type}", title_justify="left", show_edge=False)
     for col in ("device", "memory", f"fits {plan0.context:,}?", "per GPU", "max context", "binding term"):
         table.add_column(col, justify="right" if col in ("memory", "per GPU", "max context") else "left")
     for hw, p, s in rows:

@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import floor
 
-from .conventions import CONVENTIONS, DEFAULT_CONVENTION
-from .hardware import HardwareProfile
-from .layers import model_ops
-from .ops import Op
-from .spec import ModelSpec
-from .workload import Workload
+from archcalc.hardware.profile import HardwareProfile
+from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION
+from archcalc.ops.layers import model_ops
+from archcalc.ops.op import Op
+from archcalc.ops.workload import Workload
+from archcalc.spec.model import ModelSpec
 
 CONVENTION = CONVENTIONS[DEFAULT_CONVENTION]  # the work kernels really do: causal, windows capped
 W8A8_DTYPES = ("fp8", "int8")  # weight formats whose matmuls run on 8-bit units (activations quantized too)
@@ -138,7 +138,7 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     series.
     """
     lo, hi = prompt + 1, prompt + gen
-    windows = {op.dims["window"] for op in _decode_ops(spec, lo, batch, dtypes) if op.kind == "attention"}
+    windows = {op.dims.window for op in _decode_ops(spec, lo, batch, dtypes) if op.kind == "attention"}
     cuts = sorted({lo, hi + 1} | {w for w in windows if w and lo < w <= hi})
     total = 0.0
     for a, b in zip(cuts, cuts[1:]):  # [a, b): every op affine in c here

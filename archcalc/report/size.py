@@ -1,7 +1,4 @@
-"""Rendering: rich tables and JSON-ready dicts.  All unit formatting lives here.
-
-GiB = 2^30 bytes and GB = 10^9 bytes; tables show both where they differ.
-"""
+"""The `size`, `show` and `list` views: rich tables and the archcalc.size/1 JSON document."""
 
 from __future__ import annotations
 
@@ -9,43 +6,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .dtypes import BITS, INT4_GROUP, WEIGHT_DTYPES
-from .hf import MappingReport
-from .ops import Op
-from .totals import TRAIN_FLOPS_FACTOR, SizeResult
+from archcalc.cost.totals import TRAIN_FLOPS_FACTOR, SizeResult
+from archcalc.ops.dtypes import BITS, INT4_GROUP, WEIGHT_DTYPES
+from archcalc.ops.op import Op
+from archcalc.report.units import count, nbytes, si
+from archcalc.spec.hf import MappingReport
 
 SIZE_SCHEMA = "archcalc.size/1"
-GiB, GB = 2**30, 10**9
-
-
-# ---- units ---------------------------------------------------------------------------
-
-
-def si(value: float, unit: str = "") -> str:
-    """1.23 K/M/G/T/P with the unit glued on: si(8.03e9, "FLOP") -> '8.03 GFLOP'."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
-        if abs(value) >= factor:
-            return f"{value / factor:.2f} {prefix}{unit}"
-    return f"{value:.4g} {unit}".rstrip()
-
-
-def count(n: float) -> str:
-    """Exact integer with separators, and a short form: '8,030,261,248 (8.03 B)'."""
-    short = si(n).replace(" G", " B").replace(" K", " K")
-    return f"{int(round(n)):,}" + (f" ({short})" if n >= 1e3 else "")
-
-
-def binary(n: float) -> str:
-    for factor, unit in ((2**40, "TiB"), (GiB, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if n >= factor:
-            return f"{n / factor:.2f} {unit}"
-    return f"{n:.0f} B"
-
-
-def nbytes(n: float) -> str:
-    """'1.00 GiB = 1.07 GB'; small values as exact bytes too."""
-    text = f"{binary(n)} = {si(n, 'B')}" if n >= 1e3 else f"{n:.0f} B"
-    return text
 
 
 # ---- size ----------------------------------------------------------------------------
@@ -155,7 +122,7 @@ def ops_table(ops: list[Op], convention) -> Table:
                          no_wrap=col != "dims")
     total = sum(op.counted_flops(convention) * op.count for op in ops) or 1
     for op in ops:
-        dims = " ".join(f"{k}={v}" for k, v in op.dims.items() if v is not None)
+        dims = " ".join(f"{k}={v}" for k, v in op.dims.to_dict().items() if v is not None)
         flops = op.counted_flops(convention)
         table.add_row(op.name, op.kind, str(op.count), dims, f"{op.params:,}", si(flops, "FLOP") if flops else "0",
                       f"{flops * op.count / total:.1%}")

@@ -6,18 +6,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from .hardware import HardwareProfile
-from .report import nbytes, si
-from .roofline import Prediction, Step
+from archcalc.cost.roofline import Prediction, Step
+from archcalc.hardware.profile import HardwareProfile
+from archcalc.report.units import nbytes, seconds, si
 
 ROOFLINE_SCHEMA = "archcalc.roofline/1"
-
-
-def seconds(t: float) -> str:
-    for factor, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if t >= factor:
-            return f"{t / factor:.3g} {unit}"
-    return f"{t * 1e9:.3g} ns"
 
 
 def step_table(step: Step, title: str) -> Table:

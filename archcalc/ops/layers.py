@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from . import ops
-from .conventions import CONVENTIONS, DEFAULT_CONVENTION, FlopsConvention
-from .ops import Op
-from .spec import BASE_ACTIVATION, ModelSpec
-from .workload import Workload
+from archcalc.ops import op as ops
+from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION, FlopsConvention
+from archcalc.ops.op import Op
+from archcalc.ops.workload import Workload
+from archcalc.spec.model import BASE_ACTIVATION, ModelSpec
 
 
 def model_ops(spec: ModelSpec, wl: Workload, convention: FlopsConvention | None = None) -> list[Op]:
@@ -97,8 +97,7 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         widths = {"q": H * dk, "k": K * dk, "v": K * dv}
         bias = sum(w for p, w in widths.items() if p in a.bias)
         out.append(ops.matmul("layers.attn.qkv", "attention", wl, D, sum(widths.values()), bias_width=bias, count=L,
-                              tp="qkv", extra_dims={"q_width": widths["q"], "kv_width": widths["k"] + widths["v"],
-                                                    "kv_heads": K}))
+                              tp="qkv", fused_qkv=(widths["q"], widths["k"] + widths["v"], K)))
         if a.qk_norm == "head":  # one norm of d_k shared by all heads: rows are (token, head)
             out += _norm(spec, wl, "layers.attn.q_norm", dk, count=L, tokens=wl.tokens * H)
             out += _norm(spec, wl, "layers.attn.k_norm", dk, count=L, tokens=wl.tokens * K)

@@ -10,17 +10,19 @@ import tempfile
 from pathlib import Path
 
 import click
-from . import report
-from .catalog import bundled_names, load_model, spec_to_yaml
-from .cli_common import load as _load
-from .cli_common import out as _out
-from .cli_common import warn as _warn
-from .cli_fit import fit as fit_command
-from .conventions import CONVENTIONS, DEFAULT_CONVENTION
-from .dtypes import KV_DTYPES, WEIGHT_DTYPES
-from .errors import InputError
-from .totals import size as compute_size
-from .workload import Workload
+
+from archcalc.cli.common import load as _load
+from archcalc.cli.common import out as _out
+from archcalc.cli.common import warn as _warn
+from archcalc.cli.fit import fit as fit_command
+from archcalc.cost.totals import size as compute_size
+from archcalc.errors import InputError
+from archcalc.files import bundled_names
+from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION
+from archcalc.ops.dtypes import KV_DTYPES, WEIGHT_DTYPES
+from archcalc.ops.workload import Workload
+from archcalc.report import size as report
+from archcalc.spec.catalog import load_model, spec_to_yaml
 
 USAGE_ERROR = 2
 
@@ -88,7 +90,7 @@ def size(model, context, batch, dtype, kv_dtype, flops_convention, layers, as_js
 
 
 def _op_json(op) -> dict:
-    return {"name": op.name, "kind": op.kind, "component": op.component, "count": op.count, "dims": op.dims,
+    return {"name": op.name, "kind": op.kind, "component": op.component, "count": op.count, "dims": op.dims.to_dict(),
             "params": op.params, "flops": op.flops, "vector_flops": op.vector_flops, "weight_bytes": op.weight_bytes,
             "act_bytes": op.act_bytes, "kv_bytes": op.kv_bytes}
 
@@ -161,8 +163,8 @@ def hardware():
 @click.option("--json", "as_json", is_flag=True)
 def hardware_list(as_json):
     """Every bundled device with its memory, bandwidth and peaks."""
-    from .hardware import all_hardware
-    from .report_roofline import hardware_list as table
+    from archcalc.hardware.profile import all_hardware
+    from archcalc.report.roofline import hardware_list as table
 
     profiles = all_hardware()
     if as_json:
@@ -176,8 +178,8 @@ def hardware_list(as_json):
 @click.option("--json", "as_json", is_flag=True)
 def hardware_show(name, as_json):
     """One device: every number and its source."""
-    from .hardware import load_hardware
-    from .report_roofline import hardware_detail
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.report.roofline import hardware_detail
 
     hw = load_hardware(name)
     if as_json:
@@ -204,9 +206,9 @@ ACT_DTYPES = ("bf16", "fp16", "fp32")
 @click.option("--json", "as_json", is_flag=True)
 def roofline(model, gpu, phase, prompt, context, batch, gen, dtype, act_dtype, kv_dtype, plot_path, as_json):
     """Prefill and decode time of MODEL on a device, op by op."""
-    from .hardware import load_hardware
-    from .report_roofline import roofline_json, roofline_view
-    from .roofline import predict
+    from archcalc.cost.roofline import predict
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.report.roofline import roofline_json, roofline_view
 
     spec, _ = _load(model)
     hw = load_hardware(gpu)
@@ -216,7 +218,7 @@ def roofline(model, gpu, phase, prompt, context, batch, gen, dtype, act_dtype, k
     dtypes = {"weight_dtype": dtype, "act_dtype": act_dtype, "kv_dtype": kv_dtype}
     preds = predict(spec, hw, prompt=prompt, context=context, gen=gen, batch=batch, **dtypes)
     if plot_path:
-        from .plot import roofline_chart
+        from archcalc.report.plot import roofline_chart
 
         steps = {"prefill": preds[0].prefill, "decode": preds[0].decode}
         roofline_chart({k: v for k, v in steps.items() if phase in (k, "both")}, plot_path,
@@ -241,8 +243,8 @@ def roofline(model, gpu, phase, prompt, context, batch, gen, dtype, act_dtype, k
 @click.option("--json", "as_json", is_flag=True)
 def compare(models, context, batch, dtype, kv_dtype, gpu, prompt, gen, fmt, as_json):
     """MODELS side by side; the first is the baseline the others are compared with."""
-    from . import report_compare
-    from .compare import compare as run_compare
+    from archcalc.cost.compare import compare as run_compare
+    from archcalc.report import compare as report_compare
 
     specs = [_load(m)[0] for m in models]
     for spec in specs:
@@ -251,7 +253,7 @@ def compare(models, context, batch, dtype, kv_dtype, gpu, prompt, gen, fmt, as_j
     hw = None
     fit_rows = None
     if gpu:
-        from .hardware import load_hardware
+        from archcalc.hardware.profile import load_hardware
 
         hw = load_hardware(gpu)
         fit_rows = _fit_rows(hw, context, batch, dtype, kv_dtype)
@@ -269,7 +271,8 @@ def compare(models, context, batch, dtype, kv_dtype, gpu, prompt, gen, fmt, as_j
 
 def _fit_rows(hw, context, batch, dtype, kv_dtype):
     """compare's fit rows: a plain single-GPU plan (the fit command has the engines)."""
-    from .fit import Deployment, Planner
+    from archcalc.fit.deployment import Deployment
+    from archcalc.fit.planner import Planner
 
     def rows(spec):
         planner = Planner(spec, hw, Deployment(weight_dtype=dtype, kv_dtype=kv_dtype))

@@ -11,21 +11,94 @@ H query heads, K KV heads, d_k / d_v head dims, E experts, k top-k.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Literal
 
-from .conventions import FlopsConvention
-from .dtypes import nbytes
-from .workload import Workload
+from archcalc.ops.conventions import FlopsConvention
+from archcalc.ops.dtypes import nbytes
+from archcalc.ops.workload import Workload
 
 OpKind = Literal["matmul", "attention", "norm", "elementwise", "gather"]
-# How tensor parallelism (t ranks) places an op's parameters and work:
-# split: 1/t per rank (column/row-parallel linears, vocab-parallel embedding,
-# attention heads, experts); replicated: whole on every rank (norms, routers,
-# MLA's down-projections, residual-stream mixing); qkv: query heads split,
-# KV heads split but at least one per rank (replicated when t > K, as vLLM does).
+# How tensor parallelism (t ranks) places an op's parameters and work (the
+# fractions are parallel/tensor.py's): split: 1/t per rank (column/row-parallel
+# linears, vocab-parallel embedding, attention heads, experts); replicated:
+# whole on every rank (norms, routers, MLA's down-projections, residual-stream
+# mixing); qkv: query heads split, KV heads split but at least one per rank
+# (replicated when t > K, as vLLM does).
 Sharding = Literal["split", "replicated", "qkv"]
 Component = Literal["embedding", "position", "attention", "ffn", "experts", "router", "norms", "residual", "lm_head"]
+
+
+# ---- dims: what a kernel needs to run an op, one record per op kind ---------------
+
+
+class Dims:
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class MatmulDims(Dims):
+    """y[m, n] = x[m, k] @ W[k, n]; experts: the same shape in each of E experts, top_k per token."""
+
+    m: int
+    k: int
+    n: int
+    experts: int | None = None
+    top_k: int | None = None
+
+
+@dataclass(frozen=True)
+class FusedQKVDims(MatmulDims):
+    """The fused QKV projection: n = q_width + kv_width, K = n_kv_heads."""
+
+    q_width: int = 0
+    kv_width: int = 0
+    n_kv_heads: int = 1
+
+
+@dataclass(frozen=True)
+class ContractionDims(Dims):
+    """A weighted sum over residual streams or sources: m rows, macs_per_token MACs each."""
+
+    m: int
+    macs_per_token: int
+
+
+@dataclass(frozen=True)
+class AttentionDims(Dims):
+    """softmax(Q Kᵀ) V: B sequences, T new queries each, over S keys (window-capped when set)."""
+
+    batch: int
+    new_tokens: int
+    context: int
+    n_heads: int
+    n_kv_heads: int
+    qk_dim: int
+    v_dim: int
+    window: int | None
+    kv_width: int  # values one cached token costs in one layer: K·(d_k + d_v), or MLA's latent + rope key
+    layer_kind: str  # global / local
+
+
+@dataclass(frozen=True)
+class RowDims(Dims):
+    """A row-wise op over [m, width]: norms (norm set), elementwise ops of `inputs` tensors."""
+
+    m: int
+    width: int
+    inputs: int = 1
+    norm: str | None = None
+
+
+@dataclass(frozen=True)
+class GatherDims(Dims):
+    """m rows looked up in a [rows, width] table."""
+
+    m: int
+    rows: int
+    width: int
+
 
 # Elementwise FLOPs per element.  Conventions, not measurements: they follow
 # LLM-Viewer's per-element op counts (softmax 5: max, subtract, exp, sum,
@@ -44,7 +117,7 @@ class Op:
     name: str  # dotted like a module path: "layers.attn.qkv"
     kind: OpKind
     component: Component
-    dims: dict = field(default_factory=dict, hash=False)  # what a kernel needs to run this op
+    dims: Dims  # what a kernel needs to run this op
     count: int = 1  # executions per step
     params: int = 0  # parameters stored (all experts)
     active_params: int = 0  # parameters one token uses (top-k experts)
@@ -60,56 +133,25 @@ class Op:
     def counted_flops(self, convention: FlopsConvention) -> int:
         return self.flops + (self.vector_flops if convention.count_vector else 0)
 
-    def rank_fraction(self, tp: int) -> float:
-        """Share of this op's parameters (and work) one of `tp` ranks holds."""
-        if self.tp == "replicated" or tp == 1:
-            return 1.0
-        if self.tp == "qkv":  # fused Q, K, V: H/t query heads, max(1, K/t) KV heads per rank
-            q, kv, heads = self.dims["q_width"], self.dims["kv_width"], self.dims["kv_heads"]
-            return (q / tp + kv * max(1, heads // tp) / heads) / (q + kv)
-        return 1.0 / tp
-
-    def kv_heads_per_rank(self, tp: int) -> float:
-        """Share of an attention op's cache one rank holds: max(1, K/t) of K
-        heads; MLA's single latent is replicated on every rank."""
-        heads = self.dims["K"]
-        return max(1, heads // tp) / heads
-
-    def rank_act_bytes(self, tp: int) -> float:
-        """Activations one of `tp` ranks reads and writes for this op.
-
-        A split matmul shards its wider side, as Megatron pairs them (column-
-        parallel when the output is wider: QKV, up, lm_head; row-parallel when
-        the input is: o, down); the fused QKV shards its output by
-        rank_fraction.  An embedding gather ends in an all-reduce, so every rank
-        holds the whole [m, D] output.  Other split ops (attention heads,
-        activations) shard everything; replicated ops nothing."""
-        if tp == 1 or self.tp == "replicated" or self.kind == "gather":
-            return self.act_bytes
-        d = self.dims
-        if self.kind == "matmul" and "k" in d and "n" in d:
-            k, n = d["k"], d["n"]
-            if self.tp == "qkv":
-                return self.act_bytes * (k + n * self.rank_fraction(tp)) / (k + n)
-            return self.act_bytes * (min(k, n) + max(k, n) / tp) / (k + n)
-        return self.act_bytes / tp
-
 
 # ---- matmuls -----------------------------------------------------------------
 
 
 def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int, *, bias_width: int = 0,
            count: int = 1, tokens: int | None = None, quantizable: bool = True, weight_dtype: str | None = None,
-           tp: Sharding = "split", extra_dims: dict | None = None) -> Op:
+           tp: Sharding = "split", fused_qkv: tuple[int, int, int] | None = None) -> Op:
     """y[m, d_out] = x[m, d_in] @ W[d_in, d_out] (+ b), m = tokens (default B·T).
 
     bias_width: how many of the d_out outputs have a bias (a fused QKV
-    projection may bias only some of its parts)."""
+    projection may bias only some of its parts).  fused_qkv: (q_width,
+    kv_width, n_kv_heads) of a fused QKV projection, which shards by heads."""
     m = wl.tokens if tokens is None else tokens
     bias_params = bias_width
     params = d_in * d_out + bias_params
     return Op(
-        name, "matmul", component, {"m": m, "k": d_in, "n": d_out, **(extra_dims or {})}, count,
+        name, "matmul", component,
+        FusedQKVDims(m, d_in, d_out, q_width=fused_qkv[0], kv_width=fused_qkv[1], n_kv_heads=fused_qkv[2])
+        if fused_qkv else MatmulDims(m, d_in, d_out), count,
         params=params, active_params=params, bias_params=bias_params, quantizable=quantizable, tp=tp,
         flops=2 * m * d_in * d_out,
         weight_bytes=nbytes(params, weight_dtype or wl.weight_dtype),
@@ -122,7 +164,7 @@ def contraction(name: str, component: Component, wl: Workload, macs_per_token: i
     """A weighted sum over streams or sources (hyper-connections, attention
     residuals): no weight matrix, `macs_per_token` MACs, reads and writes
     `width` activations per token."""
-    return Op(name, "matmul", component, {"m": wl.tokens, "macs_per_token": macs_per_token}, count,
+    return Op(name, "matmul", component, ContractionDims(wl.tokens, macs_per_token), count,
               tp="replicated", params=params, active_params=params, flops=2 * wl.tokens * macs_per_token,
               weight_bytes=nbytes(params, wl.weight_dtype), act_bytes=nbytes(wl.tokens * width, wl.act_dtype))
 
@@ -140,7 +182,7 @@ def expert_matmul(name: str, wl: Workload, d_in: int, d_out: int, n_experts: int
     touched = expected_experts_touched(n_experts, top_k, wl.tokens)
     return Op(
         name, "matmul", "experts",
-        {"m": routed, "k": d_in, "n": d_out, "experts": n_experts, "top_k": top_k}, count,
+        MatmulDims(routed, d_in, d_out, n_experts, top_k), count,
         params=n_experts * per_expert, active_params=top_k * per_expert,
         bias_params=n_experts * d_out if bias else 0, quantizable=True,
         flops=2 * routed * d_in * d_out,
@@ -184,8 +226,7 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     vector = pairs * n_heads * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0))
     return Op(
         name, "attention", "attention",
-        {"B": b, "T": t, "S": s, "H": n_heads, "K": kv_heads, "d_k": qk_dim, "d_v": v_dim,
-         "window": window, "kv_width": kv_width, "layer_kind": layer_kind}, count,
+        AttentionDims(b, t, s, n_heads, kv_heads, qk_dim, v_dim, window, kv_width, layer_kind), count,
         params=params, active_params=params,
         flops=2 * pairs * n_heads * (qk_dim + v_dim),
         vector_flops=vector,
@@ -202,8 +243,8 @@ def cached_tokens(context: int, window: int | None) -> int:
 
 def cache_bytes(op: Op, context: int, batch: int, kv_dtype: str, *, cap_window: bool = True) -> float:
     """KV cache one attention op keeps for `batch` sequences of `context` tokens."""
-    tokens = cached_tokens(context, op.dims["window"] if cap_window else None)
-    return nbytes(batch * tokens * op.dims["kv_width"], kv_dtype)
+    tokens = cached_tokens(context, op.dims.window if cap_window else None)
+    return nbytes(batch * tokens * op.dims.kv_width, kv_dtype)
 
 
 def cache_token_bytes(op: Op, bytes_per_value: float, share: float = 1.0) -> float:
@@ -211,7 +252,7 @@ def cache_token_bytes(op: Op, bytes_per_value: float, share: float = 1.0) -> flo
     kv_width values (K·(d_k + d_v), or MLA's latent + shared rope key) at
     `bytes_per_value`, times the `share` of them one GPU keeps (for example
     Op.kv_heads_per_rank under tensor parallelism)."""
-    return op.dims["kv_width"] * share * bytes_per_value
+    return op.dims.kv_width * share * bytes_per_value
 
 
 # ---- elementwise, norms, gathers -------------------------------------------------
@@ -222,7 +263,7 @@ def norm(name: str, wl: Workload, width: int, kind: str, bias: bool, *, count: i
     m = wl.tokens if tokens is None else tokens
     params = width * (2 if bias else 1)
     per_element = RMSNORM_FLOPS if kind == "rmsnorm" else LAYERNORM_FLOPS + (1 if bias else 0)
-    return Op(name, "norm", component, {"m": m, "width": width, "norm": kind}, count, tp="replicated",
+    return Op(name, "norm", component, RowDims(m, width, norm=kind), count, tp="replicated",
               params=params, active_params=params, bias_params=width if bias else 0,
               vector_flops=per_element * m * width,
               weight_bytes=nbytes(params, wl.weight_dtype), act_bytes=nbytes(2 * m * width, wl.act_dtype))
@@ -233,7 +274,7 @@ def elementwise(name: str, component: Component, wl: Workload, width: int, flops
                 tp: Sharding = "replicated") -> Op:
     """`inputs` tensors of [m, width] in, one out."""
     m = wl.tokens if tokens is None else tokens
-    return Op(name, "elementwise", component, {"m": m, "width": width, "inputs": inputs}, count, tp=tp,
+    return Op(name, "elementwise", component, RowDims(m, width, inputs), count, tp=tp,
               params=params, active_params=params, vector_flops=flops_per_element * m * width,
               weight_bytes=nbytes(params, wl.weight_dtype),
               act_bytes=nbytes((inputs + 1) * m * width, wl.act_dtype))
@@ -242,7 +283,7 @@ def elementwise(name: str, component: Component, wl: Workload, width: int, flops
 def gather(name: str, component: Component, wl: Workload, rows: int, width: int) -> Op:
     """Embedding lookup: B·T rows of a [rows, width] table; no FLOPs."""
     m = wl.tokens
-    return Op(name, "gather", component, {"m": m, "rows": rows, "width": width}, 1,
+    return Op(name, "gather", component, GatherDims(m, rows, width), 1,
               params=rows * width, active_params=rows * width,
               weight_bytes=nbytes(min(m, rows) * width, wl.weight_dtype),  # only the rows looked up
               act_bytes=nbytes(m * width, wl.act_dtype))

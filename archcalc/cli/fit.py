@@ -11,15 +11,18 @@ from dataclasses import replace
 
 import click
 
-from . import report_fit
-from .cli_common import load as _load
-from .cli_common import out as _out
-from .cli_common import warn as _warn
-from .dtypes import WEIGHT_DTYPES
-from .engines import ENGINES, LLAMACPP_UBATCH, VLLM_MAX_NUM_BATCHED_TOKENS
-from .errors import InputError
-from .fit import Deployment, Planner, check_deployment, fit_all, min_gpus, parse_bytes, warnings
-from .hardware import load_hardware
+from archcalc.cli.common import load as _load
+from archcalc.cli.common import out as _out
+from archcalc.cli.common import warn as _warn
+from archcalc.errors import InputError
+from archcalc.fit.deployment import Deployment, parse_bytes
+from archcalc.fit.engines import ENGINES
+from archcalc.fit.engines.llamacpp import LLAMACPP_UBATCH
+from archcalc.fit.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
+from archcalc.fit.planner import Planner, check_deployment, fit_all, min_gpus, warnings
+from archcalc.hardware.profile import load_hardware
+from archcalc.ops.dtypes import WEIGHT_DTYPES
+from archcalc.report import fit as report_fit
 
 
 @click.command("fit")

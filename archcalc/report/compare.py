@@ -10,9 +10,8 @@ import io
 
 from rich.table import Table
 
-from .compare import Comparison, Metric
-from .report import binary, si
-from .report_roofline import seconds
+from archcalc.cost.compare import Comparison, Metric
+from archcalc.report.units import binary, seconds, si
 
 COMPARE_SCHEMA = "archcalc.compare/1"
 

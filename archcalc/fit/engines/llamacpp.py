@@ -1,0 +1,88 @@
+"""llama.cpp's memory rules (src/llama-kv-cache-iswa.cpp, common/arg.cpp,
+ggml/src/ggml-common.h, tools/llama-fit-params): cells padded to 256, a
+sliding-window cache of window·n_seq + n_ubatch, quantized cache blocks,
+layers split across GPUs."""
+
+from __future__ import annotations
+
+from archcalc.fit.engines.base import Chunk, Engine, LayerKV, MiB, pad, register
+
+LLAMACPP_PAD = 256  # n_ctx and the SWA cache are padded to 256 cells
+LLAMACPP_UBATCH = 512  # -ub / n_ubatch default: the largest physical batch, the compute-buffer size
+LLAMACPP_FIT_MARGIN = 1024 * MiB  # --fit-target / llama-fit-params: memory left free per device by default
+GGML_BLOCK = 32  # values per block of every cache quant type (QK8_0 = QK4_0 = QK4_1 = QK5_0 = QK5_1 = QK4_NL = 32)
+# -ctk / -ctv accept exactly these (common/arg.cpp); bytes per block of 32 values (ggml-common.h):
+LLAMACPP_BLOCK_BYTES = {
+    "q8_0": 34,  # fp16 scale + 32 int8
+    "q4_0": 18,  # fp16 scale + 16 bytes of nibbles
+    "q4_1": 20,  # fp16 scale + fp16 min + 16 bytes
+    "iq4_nl": 18,  # fp16 scale + 16 bytes of non-linear 4-bit indices
+    "q5_0": 22,  # fp16 scale + 4 bytes of high bits + 16 bytes
+    "q5_1": 24,  # fp16 scale + fp16 min + 4 + 16 bytes
+}
+
+
+@register
+class LlamaCppEngine(Engine):
+    name = "llamacpp"
+    affine = False  # cells padded to 256
+    kv_types = {"f32": 4.0, "f16": 2.0, "bf16": 2.0,
+                **{t: b / GGML_BLOCK for t, b in LLAMACPP_BLOCK_BYTES.items()}}
+    default_kv_dtype = "f16"
+    default_reserve = LLAMACPP_FIT_MARGIN
+    description = (f"n_ctx = context × batch cells padded to {LLAMACPP_PAD}; SWA layers "
+                   f"min(n_ctx, pad(n_swa·n_seq + n_ubatch, {LLAMACPP_PAD})) cells (unified cache); quantized cache "
+                   f"types in blocks of {GGML_BLOCK} (flash attention assumed); the token embedding stays in host "
+                   f"memory; several GPUs split the layers (-sm layer); activations in f32")
+
+    def weight_share(self, op, tp, tied):
+        if op.kind == "gather":
+            # token_embd and a learned position table are the input layer, kept
+            # on the CPU; a tied output matrix is duplicated onto the GPU.
+            return 1.0 if (op.component == "embedding" and tied) else 0.0
+        # -sm layer: each GPU holds 1/N of the layers; the output layer and
+        # final norm sit whole on the last GPU, the one planned here.
+        return 1.0 / tp if op.name.startswith("layers.") else 1.0
+
+    def kv_share(self, op, tp):
+        return 1.0 / tp  # a layer's cache lives with the layer
+
+    def act_tp(self, tp):
+        return 1  # every GPU runs whole layers
+
+    def n_ctx(self, context: int, batch: int) -> int:
+        return pad(context * batch, LLAMACPP_PAD)
+
+    def kv_layers(self, kinds, context, batch, dep):
+        n_ctx = self.n_ctx(context, batch)
+        return [LayerKV(k.kind, k.layers, k.layers, k.window,
+                        min(n_ctx, pad(k.window * batch + dep.ubatch, LLAMACPP_PAD)) if k.window else n_ctx,
+                        k.token_bytes) for k in kinds]
+
+    def chunk(self, context, batch, dep):
+        # The worst-case graph reserved at start-up: min(n_ctx, n_ubatch)
+        # tokens, every one an output.
+        tokens = min(self.n_ctx(context, batch), dep.ubatch)
+        return Chunk(tokens, tokens, "fp32", f"the reserved worst-case graph: n_ubatch = {tokens:,} tokens, "
+                                             f"f32 activations, logits for every token")
+
+    def reserve(self, capacity, dep):
+        return {"fit margin": self.default_reserve if dep.reserve is None else dep.reserve}
+
+    def settings(self, dep):
+        return {"ubatch": dep.ubatch, "pad": LLAMACPP_PAD}
+
+    def warnings(self, dep):
+        tp = dep.tensor_parallel
+        if tp == 1:
+            return []
+        return [f"llama.cpp splits layers across GPUs (-sm layer): --tp {tp} is planned as {tp} GPUs holding "
+                f"1/{tp} of the layers each"]
+
+    def notes(self, kv, batch_per_gpu, dep, tied):
+        lines = [f"{k.kind}: {k.layers} layers × {k.cells:,} cells"
+                 + (f" = min(n_ctx, pad({k.window:,}·{batch_per_gpu} + {dep.ubatch}, {LLAMACPP_PAD}))"
+                    if k.window else f" = n_ctx padded to {LLAMACPP_PAD}") for k in kv]
+        if not tied:
+            lines.append("the token embedding stays in host memory")
+        return lines

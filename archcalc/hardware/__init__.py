@@ -1,0 +1,1 @@
+"""Devices: HardwareProfile and the bundled profiles (profile.py)."""

@@ -1,0 +1,1 @@
+"""How an op's parameters, work and cache split across tensor-parallel ranks (tensor.py)."""

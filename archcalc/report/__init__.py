@@ -1,0 +1,1 @@
+"""Rendering only: unit formatting (units.py) and one view per command."""

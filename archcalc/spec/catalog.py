@@ -1,0 +1,47 @@
+"""Find and load models: a YAML spec, a Hugging Face config.json (or a folder
+holding one), or the name of a bundled spec.  Every failure is an InputError
+naming the file and the field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from archcalc.errors import InputError
+from archcalc.files import read_yaml, resolve_name, validation_error
+from archcalc.spec.hf import MappingReport, read_config, spec_dict_from_config
+from archcalc.spec.model import ModelSpec
+
+
+def spec_from_dict(data: dict, source: str) -> ModelSpec:
+    try:
+        return ModelSpec.model_validate(data)
+    except ValidationError as e:
+        raise validation_error(source, e) from None
+
+
+def load_model(ref: str) -> tuple[ModelSpec, MappingReport | None]:
+    """MODEL as the CLI takes it.  The report is set for config.json inputs."""
+    path = Path(ref)
+    if path.is_dir() or path.suffix == ".json":
+        if not path.exists():
+            raise InputError(ref, None, "file not found")
+        cfg = read_config(path)
+        data, report = spec_dict_from_config(cfg, str(path))
+        name = path.resolve().name if path.is_dir() else path.resolve().parent.name if path.stem == "config" else path.stem
+        data = {"name": name, **data}
+        return spec_from_dict(data, str(path)), report
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return spec_from_dict(read_yaml(path), str(path)), None
+    if "/" in ref or "\\" in ref:
+        raise InputError(ref, None, "file not found")
+    return spec_from_dict(read_yaml(resolve_name(ref, "specs")), ref), None
+
+
+def spec_to_yaml(spec: ModelSpec, header: str = "") -> str:
+    """The spec as YAML: every field that differs from its default, in field order."""
+    data = spec.model_dump(exclude_defaults=True, mode="json")
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    return header + body
