@@ -14,7 +14,7 @@ from archcalc.errors import InputError
 from archcalc.spec.catalog import load_model
 from archcalc.spec.hf import spec_dict_from_config
 
-DATA = Path(__file__).parent / "data" / "hf"
+DATA = Path(__file__).parents[1] / "data" / "hf"
 CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
 
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from archcalc.cli import cli
 
-DATA = Path(__file__).parent / "data" / "hf"
+DATA = Path(__file__).parents[1] / "data" / "hf"
 
 
 def run(*args):
