@@ -1,26 +1,47 @@
-"""What every command shares: the output console, warnings, loading MODEL."""
+"""What every command shares: the output console, warnings, JSON output and
+the options several commands take."""
 
 from __future__ import annotations
 
+import json
+
 import click
-from rich.console import Console
 
-from archcalc.spec.catalog import load_model
+from archcalc.ops.dtypes import ACT_DTYPES, KV_DTYPES, WEIGHT_DTYPES
 
 
-def out() -> Console:
-    """Terminal width on a terminal; 160 columns into a pipe or a file."""
+def out():
+    """A rich Console: terminal width on a terminal; 160 columns into a pipe or a file."""
+    from rich.console import Console
+
     console = Console()
     return console if console.is_terminal else Console(width=160)
 
 
-def warn(message: str) -> None:
-    click.echo(f"warning: {message}", err=True)
+def warn(warnings) -> None:
+    for message in warnings:
+        click.echo(f"warning: {message}", err=True)
 
 
-def load(model: str):
-    """MODEL with the mapping report's warnings printed on stderr."""
-    spec, mapping = load_model(model)
-    for w in mapping.warnings if mapping else ():
-        warn(w)
-    return spec, mapping
+def echo_json(doc) -> None:
+    click.echo(json.dumps(doc, indent=2, default=str))
+
+
+def options(*decorators):
+    """Several click options as one decorator."""
+    def apply(f):
+        for d in reversed(decorators):
+            f = d(f)
+        return f
+
+    return apply
+
+
+dtype_option = click.option("--dtype", type=click.Choice(WEIGHT_DTYPES), default="bf16", show_default=True,
+                            help="Weight dtype.")
+kv_dtype_option = click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="bf16", show_default=True,
+                               help="KV-cache dtype.")
+act_dtype_option = click.option("--act-dtype", type=click.Choice(ACT_DTYPES), default="bf16", show_default=True,
+                                help="Activation dtype.")
+batch_option = click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True, help="Sequences B.")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the JSON document (README: JSON schema).")

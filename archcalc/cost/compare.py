@@ -32,6 +32,13 @@ class Comparison:
     batch: int
     hardware: str | None
     metrics: list[Metric]
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """The archcalc.compare/1 JSON document."""
+        from archcalc.report.compare import compare_json
+
+        return compare_json(self)
 
 
 def compare(specs: list[ModelSpec], *, context: int, batch: int, dtype: str, kv_dtype: str,

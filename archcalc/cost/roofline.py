@@ -229,6 +229,26 @@ class Prediction:
         return self.decode_total / self.gen
 
 
+@dataclass(frozen=True)
+class RooflineResult:
+    """What `archcalc roofline` reports: one Prediction per rate set."""
+
+    spec: ModelSpec
+    hardware: HardwareProfile
+    prompt: int
+    context: int  # of the decode step shown
+    batch: int
+    gen: int
+    predictions: list[Prediction]
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """The archcalc.roofline/1 JSON document."""
+        from archcalc.report.roofline import roofline_json
+
+        return roofline_json(self)
+
+
 def predict(spec: ModelSpec, hw: HardwareProfile, *, prompt: int, context: int, gen: int, batch: int,
             **dtypes) -> list[Prediction]:
     out = []

@@ -129,6 +129,13 @@ class SizeResult:
     weight_bytes: dict[str, float]
     flops: FlopCounts
     kv: KVCache
+    warnings: tuple[str, ...] = ()  # e.g. a context beyond the model's maximum
+
+    def to_dict(self, ops: bool = False) -> dict:
+        """The archcalc.size/1 JSON document (README: JSON schema); `ops` adds every operation."""
+        from archcalc.report.size import size_json
+
+        return size_json(self, ops)
 
     @property
     def tokens(self) -> int:

@@ -22,6 +22,7 @@ BITS = {
 DTYPES = tuple(BITS)
 WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8")
+ACT_DTYPES = ("bf16", "fp16", "fp32")  # activations and the math of non-W8A8 matmuls
 # Checkpoints quantized to 8 or 4 bits keep embeddings, the unembedding, norms
 # and routers at 16 bits (as vLLM's fp8 and GPTQ/AWQ checkpoints do).
 HIGH_PRECISION = "bf16"

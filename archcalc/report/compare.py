@@ -84,4 +84,4 @@ def compare_json(c: Comparison) -> dict:
     return {"schema": COMPARE_SCHEMA, "models": c.names, "baseline": c.names[0], "context": c.context,
             "batch": c.batch, "hardware": c.hardware,
             "metrics": [{"key": m.key, "label": m.label, "unit": m.unit, "values": [_num(v) for v in m.values]}
-                        for m in c.metrics]}
+                        for m in c.metrics], "warnings": list(c.warnings)}

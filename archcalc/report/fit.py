@@ -7,9 +7,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from archcalc.fit.planner import FIT_SCHEMA, FitPlan, Solution
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.report.units import binary, nbytes
+from archcalc.serving.planner import FIT_SCHEMA, FitPlan, Solution
 
 TERM_LABELS = {"reserve": "runtime reserve", "weights": "weights", "activations": "activation peak",
                "kv_cache": "KV cache", "model max context": "model max context"}

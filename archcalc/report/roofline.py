@@ -6,7 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from archcalc.cost.roofline import Prediction, Step
+from archcalc.cost.roofline import Prediction, RooflineResult, Step
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.report.units import nbytes, seconds, si
 
@@ -84,12 +84,12 @@ def _step_json(s: Step) -> dict:
                      "time_s": o.time} for o in s.ops]}
 
 
-def roofline_json(preds: list[Prediction], spec_name: str, hw: HardwareProfile, prompt: int, context: int,
-                  batch: int, gen: int) -> dict:
+def roofline_json(r: RooflineResult) -> dict:
+    preds = r.predictions
     return {
         "schema": ROOFLINE_SCHEMA,
-        "model": spec_name, "hardware": hw.name,
-        "workload": {"prompt": prompt, "context": context, "batch": batch, "gen": gen,
+        "model": r.spec.name, "hardware": r.hardware.name,
+        "workload": {"prompt": r.prompt, "context": r.context, "batch": r.batch, "gen": r.gen,
                      **{k: getattr(preds[0].decode.workload, k) for k in ("weight_dtype", "act_dtype", "kv_dtype")}},
         "predictions": [{
             "rates": {"label": p.rates.label, "matmul_flops_per_s": p.rates.matmul,
@@ -100,6 +100,7 @@ def roofline_json(preds: list[Prediction], spec_name: str, hw: HardwareProfile, 
             "critical_batch": p.critical_batch, "step_critical_batch": p.step_critical_batch,
             "prefill": _step_json(p.prefill), "decode": _step_json(p.decode),
         } for p in preds],
+        "warnings": list(r.warnings),
     }
 
 

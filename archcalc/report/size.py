@@ -18,7 +18,7 @@ SIZE_SCHEMA = "archcalc.size/1"
 # ---- size ----------------------------------------------------------------------------
 
 
-def size_json(r: SizeResult) -> dict:
+def size_json(r: SizeResult, ops: bool = False) -> dict:
     """The stable `archcalc size --json` document (README: JSON schema)."""
     wl, spec, p, f, kv = r.workload, r.spec, r.params, r.flops, r.kv
     return {
@@ -52,7 +52,15 @@ def size_json(r: SizeResult) -> dict:
             "by_layer_kind": [{"kind": k.kind, "layers": k.layers, "window": k.window,
                                "bytes_per_token": k.bytes_per_token, "bytes": k.bytes} for k in kv.by_kind],
         },
+        "warnings": list(r.warnings),
+        **({"ops": [op_json(op) for op in r.ops]} if ops else {}),
     }
+
+
+def op_json(op: Op) -> dict:
+    return {"name": op.name, "kind": op.kind, "component": op.component, "count": op.count, "dims": op.dims.to_dict(),
+            "params": op.params, "flops": op.flops, "vector_flops": op.vector_flops, "weight_bytes": op.weight_bytes,
+            "act_bytes": op.act_bytes, "kv_bytes": op.kv_bytes}
 
 
 def size_tables(r: SizeResult) -> Group:

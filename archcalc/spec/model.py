@@ -298,3 +298,12 @@ def _parse_ratio(text: str) -> tuple[int, int] | None:
         return None
     n_local, n_global = (int(p) for p in parts)
     return (n_local, n_global) if n_local + n_global > 0 else None
+
+
+def context_warnings(spec: ModelSpec, *contexts: int) -> list[str]:
+    """The one warning every command gives for a context beyond the model's maximum
+    (a warning, not an error: people do ask about longer contexts)."""
+    longest = max(contexts)
+    if longest <= spec.max_context:
+        return []
+    return [f"context {longest:,} exceeds {spec.name}'s max context {spec.max_context:,}"]

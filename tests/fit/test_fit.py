@@ -17,10 +17,10 @@ from click.testing import CliRunner
 from conftest import spec_of, tiny
 
 from archcalc.cli import cli
-from archcalc.fit.engines import ENGINES
-from archcalc.fit.engines.vllm import VLLM_TOO_SMALL, format_gib, vllm_blocks
-from archcalc.fit.deployment import Deployment, parse_bytes
-from archcalc.fit.planner import Planner, _last_true, min_gpus
+from archcalc.serving.engines import ENGINES
+from archcalc.serving.engines.vllm import VLLM_TOO_SMALL, format_gib, vllm_blocks
+from archcalc.serving.deployment import Deployment, parse_bytes
+from archcalc.serving.planner import Planner, _last_true, min_gpus
 from archcalc.hardware.profile import all_hardware, load_hardware
 
 GiB, MiB = 2**30, 2**20

@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from archcalc.fit.engines.base import (
+from archcalc.report.units import binary
+from archcalc.serving.engines.base import (
     AttnKind,
     Chunk,
     Engine,
@@ -16,7 +17,6 @@ from archcalc.fit.engines.base import (
     cdiv,
     register,
 )
-from archcalc.report.units import binary
 
 VLLM_BLOCK_SIZE = 16  # CacheConfig.block_size default on CUDA
 # SchedulerConfig.max_num_batched_tokens: 8192 is the OpenAI-server default on

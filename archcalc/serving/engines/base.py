@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from archcalc.errors import InputError
-from archcalc.fit.deployment import Deployment
 from archcalc.ops.dtypes import BITS, KV_DTYPES
 from archcalc.ops.op import Op, cached_tokens
 from archcalc.parallel.tensor import kv_share, weight_share
+from archcalc.serving.deployment import Deployment
 
 GiB, MiB = 2**30, 2**20
 LOGIT_BYTES = 4  # engines upcast logits to fp32 before sampling (vLLM's sampler, llama.cpp's output buffer)

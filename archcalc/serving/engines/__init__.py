@@ -5,8 +5,8 @@ vllm (vllm.py) and llamacpp (llamacpp.py).  A new engine is one more module
 here with an @register class, imported below.
 """
 
-from archcalc.fit.engines import llamacpp, vllm  # noqa: F401  (registers them)
-from archcalc.fit.engines.base import (
+from archcalc.serving.engines import llamacpp, vllm  # noqa: F401  (registers them)
+from archcalc.serving.engines.base import (
     ENGINES,
     AttnKind,
     Chunk,

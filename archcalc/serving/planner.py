@@ -28,9 +28,6 @@ from dataclasses import dataclass, field, replace
 
 from archcalc.cost.totals import weight_bytes
 from archcalc.errors import InputError
-from archcalc.fit.deployment import Deployment
-from archcalc.fit.engines import AttnKind, Chunk, Engine, LayerKV, engine_named
-from archcalc.fit.engines.base import LOGIT_BYTES, StartupCheck
 from archcalc.hardware.profile import HardwareProfile, all_hardware
 from archcalc.ops import op as opsmod
 from archcalc.ops.dtypes import WEIGHT_DTYPES
@@ -38,7 +35,10 @@ from archcalc.ops.layers import model_ops
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
 from archcalc.parallel.tensor import act_bytes_per_rank
-from archcalc.spec.model import ModelSpec
+from archcalc.serving.deployment import Deployment
+from archcalc.serving.engines import AttnKind, Chunk, Engine, LayerKV, engine_named
+from archcalc.serving.engines.base import LOGIT_BYTES, StartupCheck
+from archcalc.spec.model import ModelSpec, context_warnings
 
 FIT_SCHEMA = "archcalc.fit/2"  # /2: the engine-neutral "startup" replaced "vllm"
 TP_CHOICES = (1, 2, 4, 8)  # what the fewest-GPUs solver tries: one node's NVLink domain
@@ -158,10 +158,7 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
 
 
 def warnings(spec: ModelSpec, dep: Deployment, context: int) -> list[str]:
-    out = []
-    if context > spec.max_context:
-        out.append(f"context {context:,} exceeds {spec.name}'s max context {spec.max_context:,}")
-    return out + engine_named(dep.engine).warnings(dep)
+    return context_warnings(spec, context) + engine_named(dep.engine).warnings(dep)
 
 
 class Planner:
@@ -337,3 +334,58 @@ def fit_all(spec: ModelSpec, dep: Deployment, context: int, batch: int = 1
         planner = Planner(spec, hw, dep)
         rows.append((hw, planner.plan(context, batch), planner.max_context(batch)))
     return rows
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """What `archcalc fit --gpu` reports: the plan and the three solvers."""
+
+    plan: FitPlan
+    solutions: dict[str, Solution]  # max_context, max_batch, min_gpus
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def fits(self) -> bool:
+        return self.plan.fits
+
+    def to_dict(self) -> dict:
+        """The archcalc.fit/2 JSON document."""
+        from archcalc.report.fit import fit_json
+
+        return fit_json(self.plan, self.solutions, self.warnings)
+
+
+@dataclass(frozen=True)
+class FitAllResult:
+    """What `archcalc fit --all-gpus` reports: per device, the plan and the largest context."""
+
+    rows: list[tuple[HardwareProfile, FitPlan, Solution]]
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        from archcalc.report.fit import fit_all_json
+
+        return fit_all_json(self.rows, self.rows[0][1])
+
+
+def solve(spec: ModelSpec, hardware: HardwareProfile, dep: Deployment, context: int, batch: int = 1) -> FitResult:
+    """The plan at context × batch and the largest context, largest batch and fewest GPUs."""
+    planner = Planner(spec, hardware, dep)
+    solutions = {"max_context": planner.max_context(batch), "max_batch": planner.max_batch(context),
+                 "min_gpus": min_gpus(spec, hardware, dep, context, batch)}
+    return FitResult(planner.plan(context, batch), solutions, tuple(warnings(spec, dep, context)))
+
+
+def compare_rows(hardware: HardwareProfile, context: int, batch: int, dep: Deployment):
+    """compare's fit rows for one spec: {key: (label, unit, value)} of a single-GPU plan."""
+    def rows(spec: ModelSpec) -> dict:
+        planner = Planner(spec, hardware, dep)
+        plan = planner.plan(context, batch)
+        return {"fits": (f"fits one {hardware.name} at {context:,} × {batch}", "text", plan.fits),
+                "memory_per_gpu": (f"memory on one {hardware.name} (weights, KV, activations, reserve)", "bytes",
+                                   plan.total),
+                "max_context_on_gpu": (f"largest context on one {hardware.name} at batch {batch}", "tokens",
+                                       planner.max_context(batch).value)}
+
+    return rows
+

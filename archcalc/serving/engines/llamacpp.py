@@ -5,7 +5,7 @@ layers split across GPUs."""
 
 from __future__ import annotations
 
-from archcalc.fit.engines.base import Chunk, Engine, LayerKV, MiB, pad, register
+from archcalc.serving.engines.base import Chunk, Engine, LayerKV, MiB, pad, register
 
 LLAMACPP_PAD = 256  # n_ctx and the SWA cache are padded to 256 cells
 LLAMACPP_UBATCH = 512  # -ub / n_ubatch default: the largest physical batch, the compute-buffer size

@@ -1,0 +1,184 @@
+"""The Python API: one function per command, with the command line's defaults.
+
+    import archcalc
+    r = archcalc.size("llama-3.1-8b", context=8192)
+    r.params.total, r.kv.bytes, r.to_dict()          # the `size --json` document
+    archcalc.roofline("llama-3.1-8b", "h100", batch=8).predictions[0].tpot
+    archcalc.fit("llama-3.1-70b", "h100", gpus=2, engine="vllm").fits
+    archcalc.compare(["llama-3.1-8b", "qwen3-8b"], gpu="h100").to_dict()
+
+MODEL is a bundled name, a YAML spec, a Hugging Face config.json (or a folder
+holding one) or a ModelSpec; GPU a bundled name or alias, a profile YAML or a
+HardwareProfile.  Every result is typed, carries its `warnings` (a context
+beyond the model's maximum, a config key archcalc did not use) and has
+`.to_dict()`: the same JSON document the command prints with --json.  Bad
+input raises archcalc.InputError with the one line the command would print.
+The CLI (archcalc/cli/) is a thin layer over exactly these functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from os import PathLike
+from typing import TYPE_CHECKING, Union
+
+from archcalc.errors import InputError
+
+if TYPE_CHECKING:
+    from archcalc.cost.compare import Comparison
+    from archcalc.cost.roofline import RooflineResult
+    from archcalc.cost.totals import SizeResult
+    from archcalc.hardware.profile import HardwareProfile
+    from archcalc.serving.planner import FitAllResult, FitResult
+    from archcalc.spec.model import ModelSpec
+
+Model = Union[str, "PathLike[str]", "ModelSpec"]
+Gpu = Union[str, "PathLike[str]", "HardwareProfile"]
+
+
+def load(model: Model) -> tuple[ModelSpec, list[str]]:
+    """The spec of MODEL and the warnings of its config.json mapping report."""
+    from archcalc.spec.catalog import load_model
+    from archcalc.spec.model import ModelSpec
+
+    if isinstance(model, ModelSpec):
+        return model, []
+    spec, mapping = load_model(str(model))
+    return spec, list(mapping.warnings) if mapping else []
+
+
+def load_gpu(gpu: Gpu) -> HardwareProfile:
+    from archcalc.hardware.profile import HardwareProfile, load_hardware
+
+    return gpu if isinstance(gpu, HardwareProfile) else load_hardware(str(gpu))
+
+
+def size(model: Model, *, context: int | None = None, batch: int = 1, dtype: str = "bf16", kv_dtype: str = "bf16",
+         flops_convention: str = "causal") -> SizeResult:
+    """Parameters, weight bytes, FLOPs and KV cache at `context` (default: the
+    model's max context) × `batch` sequences."""
+    from archcalc.cost.totals import size as compute_size
+    from archcalc.ops.conventions import CONVENTIONS
+    from archcalc.ops.dtypes import KV_DTYPES, WEIGHT_DTYPES
+    from archcalc.ops.workload import Workload
+    from archcalc.spec.model import context_warnings
+
+    _choice("--dtype", dtype, WEIGHT_DTYPES)
+    _choice("--kv-dtype", kv_dtype, KV_DTYPES)
+    _choice("--flops-convention", flops_convention, CONVENTIONS)
+    spec, warnings = load(model)
+    context = _positive("--context", context or spec.max_context)
+    wl = Workload.forward(context, _positive("--batch", batch), weight_dtype=dtype, kv_dtype=kv_dtype)
+    result = compute_size(spec, wl, CONVENTIONS[flops_convention])
+    return replace(result, warnings=tuple(warnings + context_warnings(spec, context)))
+
+
+def roofline(model: Model, gpu: Gpu, *, prompt: int = 2048, context: int | None = None, batch: int = 1,
+             gen: int = 256, dtype: str = "bf16", act_dtype: str = "bf16", kv_dtype: str = "bf16") -> RooflineResult:
+    """Prefill of `prompt` tokens, one decode step at `context` (default prompt + gen)
+    and `gen` decode steps, per rate set of the device."""
+    from archcalc.cost.roofline import RooflineResult, predict
+    from archcalc.ops.dtypes import ACT_DTYPES, KV_DTYPES, WEIGHT_DTYPES
+    from archcalc.spec.model import context_warnings
+
+    _choice("--dtype", dtype, WEIGHT_DTYPES)
+    _choice("--act-dtype", act_dtype, ACT_DTYPES)
+    _choice("--kv-dtype", kv_dtype, KV_DTYPES)
+    for name, value in (("--prompt", prompt), ("--batch", batch), ("--gen", gen)):
+        _positive(name, value)
+    spec, warnings = load(model)
+    hw = load_gpu(gpu)
+    context = _positive("--context", context or prompt + gen)
+    preds = predict(spec, hw, prompt=prompt, context=context, gen=gen, batch=batch, weight_dtype=dtype,
+                    act_dtype=act_dtype, kv_dtype=kv_dtype)
+    return RooflineResult(spec, hw, prompt, context, batch, gen, preds,
+                          tuple(warnings + context_warnings(spec, prompt + gen, context)))
+
+
+def fit(model: Model, gpu: Gpu, *, gpus: int = 1, tp: int | None = None, context: int | None = None, batch: int = 1,
+        dtype: str = "bf16", kv_dtype: str | None = None, engine: str = "plain", gpu_memory_utilization: float = 0.9,
+        max_num_batched_tokens: int | None = None, ubatch: int | None = None,
+        reserve: float | str | None = None) -> FitResult:
+    """The memory plan per GPU at `context` (default: the model's max) × `batch`,
+    the verdict, and the largest context, largest batch and fewest GPUs."""
+    from archcalc.serving.planner import solve
+
+    spec, warnings, dep, context = _deployment(model, gpus, tp, context, dtype, kv_dtype, engine,
+                                               gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve)
+    result = solve(spec, load_gpu(gpu), dep, context, _positive("--batch", batch))
+    return replace(result, warnings=tuple(warnings) + result.warnings)
+
+
+def fit_all_gpus(model: Model, *, gpus: int = 1, tp: int | None = None, context: int | None = None, batch: int = 1,
+                 dtype: str = "bf16", kv_dtype: str | None = None, engine: str = "plain",
+                 gpu_memory_utilization: float = 0.9, max_num_batched_tokens: int | None = None,
+                 ubatch: int | None = None, reserve: float | str | None = None) -> FitAllResult:
+    """`fit` on every bundled device: the plan and the largest context on each."""
+    from archcalc.serving.planner import FitAllResult, fit_all
+    from archcalc.serving.planner import warnings as fit_warnings
+
+    spec, warnings, dep, context = _deployment(model, gpus, tp, context, dtype, kv_dtype, engine,
+                                               gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve)
+    rows = fit_all(spec, dep, context, _positive("--batch", batch))
+    return FitAllResult(rows, tuple(warnings + fit_warnings(spec, dep, context)))
+
+
+def compare(models: list[Model], *, context: int = 8192, batch: int = 1, dtype: str = "bf16", kv_dtype: str = "bf16",
+            gpu: Gpu | None = None, prompt: int = 2048, gen: int = 256) -> Comparison:
+    """MODELS side by side, the first the baseline; with `gpu`, speed and fit rows too."""
+    from archcalc.cost.compare import compare as run_compare
+    from archcalc.ops.dtypes import KV_DTYPES, WEIGHT_DTYPES
+    from archcalc.serving.deployment import Deployment
+    from archcalc.serving.planner import compare_rows
+    from archcalc.spec.model import context_warnings
+
+    if not models:
+        raise InputError(None, "MODELS", "give at least one model")
+    _choice("--dtype", dtype, WEIGHT_DTYPES)
+    _choice("--kv-dtype", kv_dtype, KV_DTYPES)
+    for name, value in (("--context", context), ("--batch", batch), ("--prompt", prompt), ("--gen", gen)):
+        _positive(name, value)
+    loaded = [load(m) for m in models]
+    specs = [spec for spec, _ in loaded]
+    warnings = [w for spec, ws in loaded for w in ws + context_warnings(spec, context)]
+    hw = load_gpu(gpu) if gpu is not None else None
+    rows = compare_rows(hw, context, batch, Deployment(weight_dtype=dtype, kv_dtype=kv_dtype)) if hw else None
+    result = run_compare(specs, context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, hw=hw, prompt=prompt,
+                         gen=gen, fit_metrics=rows)
+    return replace(result, warnings=tuple(warnings))
+
+
+# ---- shared checks ---------------------------------------------------------------------------
+
+
+def _choice(option: str, value: str, valid) -> None:
+    if value not in valid:
+        raise InputError(None, option, f"{value!r} is not valid; valid: {', '.join(valid)}")
+
+
+def _positive(option: str, value) -> int:
+    # bool is an int in Python; a flag where a count belongs is a mistake, as is "8".
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(None, option, f"{value!r} is not valid; give a whole number ≥ 1")
+    return value
+
+
+def _deployment(model, gpus, tp, context, dtype, kv_dtype, engine, gpu_memory_utilization, max_num_batched_tokens,
+                ubatch, reserve):
+    """The spec, its load warnings, a checked Deployment and the context (default: the model's max)."""
+    from archcalc.serving.deployment import Deployment, parse_bytes
+    from archcalc.serving.planner import check_deployment
+
+    _positive("--gpus", gpus)
+    if tp is not None:
+        _positive("--tp", tp)
+        if gpus == 1:  # --tp alone: that many GPUs
+            gpus = tp
+    spec, warnings = load(model)
+    options = {"max_num_batched_tokens": max_num_batched_tokens, "ubatch": ubatch}
+    dep = Deployment(engine=engine, gpus=gpus, tp=tp, weight_dtype=dtype, kv_dtype=kv_dtype,
+                     gpu_memory_utilization=gpu_memory_utilization,
+                     reserve=parse_bytes(reserve) if isinstance(reserve, str) else reserve,
+                     **{k: _positive(f"--{k.replace('_', '-')}", v) for k, v in options.items() if v is not None})
+    check_deployment(spec, dep)
+    return spec, warnings, dep, _positive("--context", context or spec.max_context)

@@ -1,0 +1,44 @@
+"""`archcalc compare`."""
+
+from __future__ import annotations
+
+import click
+
+from archcalc import api
+from archcalc.cli.common import (
+    batch_option,
+    dtype_option,
+    echo_json,
+    json_option,
+    kv_dtype_option,
+    out,
+    warn,
+)
+
+
+@click.command()
+@click.argument("models", nargs=-1, required=True)
+@click.option("--context", type=click.IntRange(min=1), default=8192, show_default=True)
+@batch_option
+@dtype_option
+@kv_dtype_option
+@click.option("--gpu", help="Add fit and speed rows for this hardware profile.")
+@click.option("--prompt", type=click.IntRange(min=1), default=2048, show_default=True, help="Prefill tokens (with --gpu).")
+@click.option("--gen", type=click.IntRange(min=1), default=256, show_default=True, help="Generated tokens (with --gpu).")
+@click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv"]), default="table", show_default=True)
+@json_option
+def compare(models, context, batch, dtype, kv_dtype, gpu, prompt, gen, fmt, as_json):
+    """MODELS side by side; the first is the baseline the others are compared with."""
+    result = api.compare(list(models), context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, gpu=gpu,
+                         prompt=prompt, gen=gen)
+    warn(result.warnings)
+    if as_json:
+        return echo_json(result.to_dict())
+    from archcalc.report import compare as views
+
+    if fmt == "markdown":
+        click.echo(views.compare_markdown(result), nl=False)
+    elif fmt == "csv":
+        click.echo(views.compare_csv(result), nl=False)
+    else:
+        out().print(views.compare_table(result))

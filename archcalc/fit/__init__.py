@@ -1,2 +1,0 @@
-"""Does a model fit: the deployment (deployment.py), serving engines' memory
-rules as a registry (engines/), the per-GPU memory plan and its solvers (planner.py)."""
