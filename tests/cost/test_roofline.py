@@ -110,7 +110,7 @@ def test_calibrated_rates_are_shown_beside_peak():
 
 
 def test_roofline_cli_json_and_plot(tmp_path):
-    pytest.importorskip("matplotlib")
+    import matplotlib  # noqa: F401  (a dev dependency: missing is an error, never a skip)
     png, svg = tmp_path / "r.png", tmp_path / "r.svg"
     r = CliRunner().invoke(cli, ["roofline", "qwen3-30b-a3b", "--gpu", "h200", "--prompt", "512", "--gen", "16",
                                  "--batch", "4", "--json", "--plot", str(png)])

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # noqa: E402  (a dev dependency: missing torch is an error, never a skip)
 
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-torch = pytest.importorskip("torch")
+import torch  # noqa: E402  (a dev dependency: missing torch is an error, never a skip)
 
 from conftest import BUNDLED, sized, spec_of  # noqa: E402
 
