@@ -1,10 +1,10 @@
 """model_ops(spec, workload): the one list of operations a model runs in a step.
 
 This is the only architecture-specific code: it decides WHICH ops a spec has
-and their dims; ops.py holds every formula.  Ops are grouped by concern, not
+and their dims; op.py holds every formula.  Ops are grouped by concern, not
 by layer: the QKV projection of every layer is one Op with count L, while the
 attention core is split by layer kind (global / local) because the window
-changes its cost.  Letters as in ops.py; L layers, U = 2L sublayers
+changes its cost.  Letters as in op.py; L layers, U = 2L sublayers
 (attention and FFN are one residual unit each), n residual streams.
 """
 
@@ -120,7 +120,8 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
                 n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
                 window=a.sliding_window if kind == "local" else None, layer_kind=kind,
                 softcap=a.softcap is not None, count=kinds[kind], params=H if a.sinks else 0))
-    out.append(ops.matmul("layers.attn.o", "attention", wl, H * dv, D, bias_width=D if "o" in a.bias else 0, count=L))
+    out.append(ops.matmul("layers.attn.o", "attention", wl, H * dv, D, bias_width=D if "o" in a.bias else 0, count=L,
+                          tp="row"))
     return out + _sublayer_norms(spec, wl, "layers.attn", "after")
 
 
@@ -140,10 +141,11 @@ def _mlp(spec: ModelSpec, wl: Workload, prefix: str, width: int, count: int, *, 
         return [ops.expert_matmul(f"{prefix}.up", wl, D, up_width, E, k, bias=f.bias, count=count),
                 ops.elementwise(f"{prefix}.act", "experts", wl, width, per_element, inputs=inputs, count=count,
                                 tokens=routed, tp="split"),
-                ops.expert_matmul(f"{prefix}.down", wl, width, D, E, k, bias=f.bias, count=count)]
+                ops.expert_matmul(f"{prefix}.down", wl, width, D, E, k, bias=f.bias, count=count, tp="row")]
     return [ops.matmul(f"{prefix}.up", component, wl, D, up_width, bias_width=up_width if f.bias else 0, count=count),
             ops.elementwise(f"{prefix}.act", component, wl, width, per_element, inputs=inputs, count=count, tp="split"),
-            ops.matmul(f"{prefix}.down", component, wl, width, D, bias_width=D if f.bias else 0, count=count)]
+            ops.matmul(f"{prefix}.down", component, wl, width, D, bias_width=D if f.bias else 0, count=count,
+                       tp="row")]
 
 
 def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:

@@ -20,12 +20,14 @@ from archcalc.ops.workload import Workload
 
 OpKind = Literal["matmul", "attention", "norm", "elementwise", "gather"]
 # How tensor parallelism (t ranks) places an op's parameters and work (the
-# fractions are parallel/tensor.py's): split: 1/t per rank (column/row-parallel
-# linears, vocab-parallel embedding, attention heads, experts); replicated:
-# whole on every rank (norms, routers, MLA's down-projections, residual-stream
-# mixing); qkv: query heads split, KV heads split but at least one per rank
-# (replicated when t > K, as vLLM does).
-Sharding = Literal["split", "replicated", "qkv"]
+# fractions are parallel/tensor.py's): split: 1/t per rank (column-parallel
+# linears, whose output is split, vocab-parallel embedding, attention heads,
+# experts); row: 1/t per rank, a row-parallel linear (attention o, FFN down):
+# its input is split and each rank writes the whole output (partial sums,
+# all-reduced); replicated: whole on every rank (norms, routers, MLA's
+# down-projections, residual-stream mixing); qkv: query heads split, KV heads
+# split but at least one per rank (replicated when t > K, as vLLM does).
+Sharding = Literal["split", "row", "replicated", "qkv"]
 Component = Literal["embedding", "position", "attention", "ffn", "experts", "router", "norms", "residual", "lm_head"]
 
 
@@ -175,7 +177,7 @@ def expected_experts_touched(n_experts: int, top_k: int, tokens: int) -> float:
 
 
 def expert_matmul(name: str, wl: Workload, d_in: int, d_out: int, n_experts: int, top_k: int, *,
-                  bias: bool, count: int = 1) -> Op:
+                  bias: bool, count: int = 1, tp: Sharding = "split") -> Op:
     """The same matmul in each of E experts; each token runs k of them."""
     per_expert = d_in * d_out + (d_out if bias else 0)
     routed = wl.tokens * top_k  # token-expert pairs
@@ -184,7 +186,7 @@ def expert_matmul(name: str, wl: Workload, d_in: int, d_out: int, n_experts: int
         name, "matmul", "experts",
         MatmulDims(routed, d_in, d_out, n_experts, top_k), count,
         params=n_experts * per_expert, active_params=top_k * per_expert,
-        bias_params=n_experts * d_out if bias else 0, quantizable=True,
+        bias_params=n_experts * d_out if bias else 0, quantizable=True, tp=tp,
         flops=2 * routed * d_in * d_out,
         weight_bytes=nbytes(touched * per_expert, wl.weight_dtype),
         act_bytes=nbytes(routed * (d_in + d_out), wl.act_dtype),

@@ -3,9 +3,9 @@ cache and activations one rank holds.
 
 Each Op records how it shards (`Op.tp`, see ops/op.py: Sharding); this module
 is the one policy that turns that label into fractions.  Megatron-style
-pairing: column-parallel linears split their output (QKV, up, lm_head),
-row-parallel ones their input (o, down); attention splits by heads; a
-vocab-parallel embedding splits its rows and ends in an all-reduce.
+pairing: column-parallel linears ("split") split their output (QKV, up,
+lm_head), row-parallel ones ("row") their input (o, down); attention splits
+by heads; a vocab-parallel embedding splits its rows and ends in an all-reduce.
 """
 
 from __future__ import annotations
@@ -34,11 +34,13 @@ def kv_share(op: Op, tp: int) -> float:
 def act_bytes_per_rank(op: Op, tp: int) -> float:
     """Activations one of `tp` ranks reads and writes for this op.
 
-    A split matmul shards its wider side (column-parallel when the output is
-    wider, row-parallel when the input is); the fused QKV shards its output by
-    weight_share.  An embedding gather ends in an all-reduce, so every rank
-    holds the whole [m, D] output.  Other split ops (attention heads,
-    activations) shard everything; replicated ops nothing."""
+    Megatron's pairing: a column-parallel matmul (split) reads its whole
+    [m, k] input and writes [m, n/t]; the fused QKV writes its weight_share of
+    the output; a row-parallel one (row) reads [m, k/t] and writes the whole
+    [m, n] partial sum, whichever side is wider.  An embedding gather ends in
+    an all-reduce, so every rank holds the whole [m, D] output.  Other split
+    ops (attention heads, activations) shard everything; replicated ops
+    nothing."""
     if tp == 1 or op.tp == "replicated" or op.kind == "gather":
         return op.act_bytes
     d = op.dims
@@ -46,5 +48,7 @@ def act_bytes_per_rank(op: Op, tp: int) -> float:
         k, n = d.k, d.n
         if op.tp == "qkv":
             return op.act_bytes * (k + n * weight_share(op, tp)) / (k + n)
-        return op.act_bytes * (min(k, n) + max(k, n) / tp) / (k + n)
+        if op.tp == "row":
+            return op.act_bytes * (k / tp + n) / (k + n)
+        return op.act_bytes * (k + n / tp) / (k + n)
     return op.act_bytes / tp

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -10,7 +12,9 @@ from archcalc.cost.totals import TRAIN_FLOPS_FACTOR, SizeResult
 from archcalc.ops.dtypes import BITS, INT4_GROUP, WEIGHT_DTYPES
 from archcalc.ops.op import Op
 from archcalc.report.units import count, nbytes, si
-from archcalc.spec.hf import MappingReport
+
+if TYPE_CHECKING:
+    from archcalc.spec.hf import MappingReport
 
 SIZE_SCHEMA = "archcalc.size/1"
 

@@ -1,7 +1,7 @@
 """Does it fit: the memory plan of a deployment, per GPU, and the solvers.
 
 plan = weights + KV cache + activation peak + runtime reserve, each a sum over
-the one op list (layers.model_ops) with ops.py's formulas; engines.py says how
+the one op list (ops.layers.model_ops) with ops/op.py's formulas; engines/ says how
 an engine sizes the cache, which chunk it prefills and what it keeps back.
 
 Weights: Σ totals.weight_bytes(op) × the engine's share (parallel/tensor.py

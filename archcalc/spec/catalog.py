@@ -5,14 +5,17 @@ naming the file and the field."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 from pydantic import ValidationError
 
 from archcalc.errors import InputError
 from archcalc.files import read_yaml, resolve_name, validation_error
-from archcalc.spec.hf import MappingReport, read_config, spec_dict_from_config
 from archcalc.spec.model import ModelSpec
+
+if TYPE_CHECKING:
+    from archcalc.spec.hf import MappingReport
 
 
 def spec_from_dict(data: dict, source: str) -> ModelSpec:
@@ -28,6 +31,9 @@ def load_model(ref: str) -> tuple[ModelSpec, MappingReport | None]:
     if path.is_dir() or path.suffix == ".json":
         if not path.exists():
             raise InputError(ref, None, "file not found")
+        # Imported here: only config.json inputs need it.
+        from archcalc.spec.hf import read_config, spec_dict_from_config
+
         cfg = read_config(path)
         data, report = spec_dict_from_config(cfg, str(path))
         name = path.resolve().name if path.is_dir() else path.resolve().parent.name if path.stem == "config" else path.stem
