@@ -43,13 +43,35 @@ def sized(spec: ModelSpec, context: int = 1, batch: int = 1, convention: str = "
     return size(spec, Workload.forward(context, batch, **dtypes), CONVENTIONS[convention])
 
 
-def tiny(**overrides) -> ModelSpec:
-    """A small llama-like spec; nested dicts in `overrides` replace whole sections."""
-    base = {"name": "tiny", "d_model": 64, "n_layers": 2, "vocab_size": 97, "max_context": 64,
-            "attention": {"n_heads": 4, "n_kv_heads": 2}, "ffn": {"d_ff": 96}}
-    return ModelSpec.model_validate({**base, **overrides})
+def debug_spec(**overrides) -> ModelSpec:
+    """The bundled specs/debug.yaml (D 64, 2 layers, GQA 4/2 of 16 dims, SwiGLU
+    d_ff 176, V 256, context 128) with `overrides`.  A dict merges into its
+    section (`attention={"sliding_window": 4}` keeps the heads); any other value
+    replaces the key; None anywhere drops the key back to its default
+    (`ffn={"d_ff": None}` for the default ratio, `max_context=None`)."""
+    data = spec_of("debug").model_dump(exclude_defaults=True)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            value = {**data[key], **value}
+        data[key] = {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else value
+    return ModelSpec.model_validate({k: v for k, v in data.items() if v is not None})
 
 
 @pytest.fixture(params=BUNDLED)
 def bundled_spec(request) -> ModelSpec:
     return spec_of(request.param)
+
+
+# ---- hypothesis profiles (tests/properties) -------------------------------------------------
+# "ci" (loaded when CI is set): the same examples on every run, no example
+# database, a fixed budget; "dev": fresh random examples each run, and
+# hypothesis's database replays any failure it found before.
+try:
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # hypothesis is a dev dependency; only tests/properties needs it
+    pass
+else:
+    _hypothesis_settings.register_profile("ci", derandomize=True, database=None, max_examples=60, deadline=None,
+                                          print_blob=True)
+    _hypothesis_settings.register_profile("dev", max_examples=60, deadline=None)
+    _hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")

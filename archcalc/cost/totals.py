@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from archcalc.ops import op as opsmod
 from archcalc.ops.conventions import FlopsConvention
-from archcalc.ops.dtypes import HIGH_PRECISION, WEIGHT_DTYPES, nbytes
+from archcalc.ops.dtypes import WEIGHT_DTYPES, kept_dtype, nbytes
 from archcalc.ops.layers import model_ops
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
@@ -56,15 +56,11 @@ def weight_bytes(ops: list[Op], dtype: str) -> float:
     """Bytes of all stored parameters in `dtype`.  Below 16 bits only layer
     weights are quantized; embeddings, lm_head, norms, routers and biases stay
     at 16 bits, as real 8/4-bit checkpoints keep them."""
-    low = dtype not in ("fp32", "bf16", "fp16")
     total = 0.0
     for op in ops:
         n = op.params * op.count
-        if low:
-            quantized = (op.params - op.bias_params) * op.count if op.quantizable else 0
-            total += nbytes(quantized, dtype) + nbytes(n - quantized, HIGH_PRECISION)
-        else:
-            total += nbytes(n, dtype)
+        quantized = (op.params - op.bias_params) * op.count if op.quantizable else 0
+        total += nbytes(quantized, dtype) + nbytes(n - quantized, kept_dtype(dtype))
     return total
 
 

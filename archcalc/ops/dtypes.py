@@ -28,6 +28,12 @@ ACT_DTYPES = ("bf16", "fp16", "fp32")  # activations and the math of non-W8A8 ma
 HIGH_PRECISION = "bf16"
 
 
+def kept_dtype(dtype: str) -> str:
+    """The format of parameters a `dtype` checkpoint does not quantize
+    (embeddings, lm_head, norms, routers, biases): HIGH_PRECISION below 16 bits."""
+    return dtype if BITS[dtype] >= 16 else HIGH_PRECISION
+
+
 def nbytes(elements: float, dtype: str) -> float:
     """Bytes of `elements` values stored as `dtype` (fractional for int4)."""
     return elements * BITS[dtype] / 8

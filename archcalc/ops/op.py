@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from archcalc.ops.conventions import FlopsConvention
-from archcalc.ops.dtypes import nbytes
+from archcalc.ops.dtypes import kept_dtype, nbytes
 from archcalc.ops.workload import Workload
 
 OpKind = Literal["matmul", "attention", "norm", "elementwise", "gather"]
@@ -150,13 +150,16 @@ def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int,
     m = wl.tokens if tokens is None else tokens
     bias_params = bias_width
     params = d_in * d_out + bias_params
+    dtype = weight_dtype or wl.weight_dtype
     return Op(
         name, "matmul", component,
         FusedQKVDims(m, d_in, d_out, q_width=fused_qkv[0], kv_width=fused_qkv[1], n_kv_heads=fused_qkv[2])
         if fused_qkv else MatmulDims(m, d_in, d_out), count,
         params=params, active_params=params, bias_params=bias_params, quantizable=quantizable, tp=tp,
         flops=2 * m * d_in * d_out,
-        weight_bytes=nbytes(params, weight_dtype or wl.weight_dtype),
+        # Below 16 bits only the weight matrix of a quantizable layer is quantized.
+        weight_bytes=nbytes(d_in * d_out, dtype if quantizable else kept_dtype(dtype))
+        + nbytes(bias_params, kept_dtype(dtype)),
         act_bytes=nbytes(m * (d_in + d_out), wl.act_dtype),
     )
 
@@ -168,7 +171,8 @@ def contraction(name: str, component: Component, wl: Workload, macs_per_token: i
     `width` activations per token."""
     return Op(name, "matmul", component, ContractionDims(wl.tokens, macs_per_token), count,
               tp="replicated", params=params, active_params=params, flops=2 * wl.tokens * macs_per_token,
-              weight_bytes=nbytes(params, wl.weight_dtype), act_bytes=nbytes(wl.tokens * width, wl.act_dtype))
+              weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
+              act_bytes=nbytes(wl.tokens * width, wl.act_dtype))
 
 
 def expected_experts_touched(n_experts: int, top_k: int, tokens: int) -> float:
@@ -188,7 +192,8 @@ def expert_matmul(name: str, wl: Workload, d_in: int, d_out: int, n_experts: int
         params=n_experts * per_expert, active_params=top_k * per_expert,
         bias_params=n_experts * d_out if bias else 0, quantizable=True, tp=tp,
         flops=2 * routed * d_in * d_out,
-        weight_bytes=nbytes(touched * per_expert, wl.weight_dtype),
+        weight_bytes=nbytes(touched * d_in * d_out, wl.weight_dtype)
+        + nbytes(touched * d_out if bias else 0, kept_dtype(wl.weight_dtype)),
         act_bytes=nbytes(routed * (d_in + d_out), wl.act_dtype),
     )
 
@@ -232,7 +237,7 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
         params=params, active_params=params,
         flops=2 * pairs * n_heads * (qk_dim + v_dim),
         vector_flops=vector,
-        weight_bytes=nbytes(params, wl.weight_dtype),
+        weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
         act_bytes=nbytes(wl.tokens * n_heads * (qk_dim + v_dim), wl.act_dtype),  # read Q, write O
         kv_bytes=nbytes(b * (keys_read + t) * kv_width, wl.kv_dtype),  # read the cache, append T tokens
     )
@@ -268,7 +273,7 @@ def norm(name: str, wl: Workload, width: int, kind: str, bias: bool, *, count: i
     return Op(name, "norm", component, RowDims(m, width, norm=kind), count, tp="replicated",
               params=params, active_params=params, bias_params=width if bias else 0,
               vector_flops=per_element * m * width,
-              weight_bytes=nbytes(params, wl.weight_dtype), act_bytes=nbytes(2 * m * width, wl.act_dtype))
+              weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)), act_bytes=nbytes(2 * m * width, wl.act_dtype))
 
 
 def elementwise(name: str, component: Component, wl: Workload, width: int, flops_per_element: int, *,
@@ -278,7 +283,7 @@ def elementwise(name: str, component: Component, wl: Workload, width: int, flops
     m = wl.tokens if tokens is None else tokens
     return Op(name, "elementwise", component, RowDims(m, width, inputs), count, tp=tp,
               params=params, active_params=params, vector_flops=flops_per_element * m * width,
-              weight_bytes=nbytes(params, wl.weight_dtype),
+              weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
               act_bytes=nbytes((inputs + 1) * m * width, wl.act_dtype))
 
 
@@ -287,5 +292,5 @@ def gather(name: str, component: Component, wl: Workload, rows: int, width: int)
     m = wl.tokens
     return Op(name, "gather", component, GatherDims(m, rows, width), 1,
               params=rows * width, active_params=rows * width,
-              weight_bytes=nbytes(min(m, rows) * width, wl.weight_dtype),  # only the rows looked up
+              weight_bytes=nbytes(min(m, rows) * width, kept_dtype(wl.weight_dtype)),  # only the rows looked up
               act_bytes=nbytes(m * width, wl.act_dtype))

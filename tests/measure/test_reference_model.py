@@ -7,36 +7,20 @@ these only check that every spec option builds and runs.
 from __future__ import annotations
 
 import pytest
-
 import torch  # noqa: E402  (a dev dependency: missing torch is an error, never a skip)
-
+from conftest import debug_spec  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 from archcalc.measure.reference import build_reference_model, contract, count_flops  # noqa: E402
-from archcalc.spec.model import ModelSpec  # noqa: E402
 
-B, T, V = 2, 6, 32
-
-
-def tiny(**overrides) -> ModelSpec:
-    """A tiny llama-like spec (GQA, SwiGLU, RMSNorm, RoPE); `overrides` replace or merge top-level keys."""
-    spec = {
-        "d_model": 16,
-        "n_layers": 2,
-        "vocab_size": V,
-        "max_context": 32,
-        "attention": {"n_heads": 4, "n_kv_heads": 2},
-        "ffn": {"activation": "swiglu", "d_ff": 24},
-    }
-    for key, value in overrides.items():
-        spec[key] = {**spec[key], **value} if isinstance(value, dict) and key in spec else value
-    return ModelSpec.model_validate(spec)
+B, T = 2, 6
+V = debug_spec().vocab_size
 
 
 MLA = {
     "kind": "mla",
     "n_heads": 4,
-    "n_kv_heads": None,  # replaces the base spec's GQA value
+    "n_kv_heads": None,  # drops the debug spec's GQA value
     "kv_lora_rank": 6,
     "qk_nope_head_dim": 4,
     "qk_rope_head_dim": 2,
@@ -81,7 +65,7 @@ VARIANTS = {
 
 
 def test_llama_like_builds_on_meta_and_counts_flops_on_cpu():
-    spec = tiny()
+    spec = debug_spec()
     meta = build_reference_model(spec)
     assert all(p.device.type == "meta" for p in meta.parameters())
     assert sum(p.numel() for p in meta.parameters()) > 0
@@ -98,7 +82,7 @@ def test_llama_like_builds_on_meta_and_counts_flops_on_cpu():
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_every_variant_runs_a_forward(variant):
-    spec = tiny(**VARIANTS[variant])
+    spec = debug_spec(**VARIANTS[variant])
     torch.manual_seed(0)
     model = build_reference_model(spec, device="cpu")
     logits = model(torch.randint(0, V, (B, T)))

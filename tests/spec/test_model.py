@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import pytest
-from conftest import sized, spec_of, tiny
+from conftest import debug_spec, sized, spec_of
 from pydantic import ValidationError
 
 
 def test_llama_d_ff_rounding_rule_reproduces_llama2():
     # Llama-2-7B's published intermediate_size, from int(8/3·4096) rounded up to 256.
-    spec = tiny(d_model=4096, attention={"n_heads": 32}, ffn={"d_ff_ratio": 8 / 3, "d_ff_multiple_of": 256})
+    spec = debug_spec(d_model=4096, attention={"n_heads": 32},
+                      ffn={"d_ff": None, "d_ff_ratio": 8 / 3, "d_ff_multiple_of": 256})
     assert spec.d_ff == 11008
 
 
 def test_default_ratios():
-    assert tiny(ffn={"activation": "gelu"}).d_ff == 256  # 4·D
-    assert tiny(ffn={"activation": "swiglu"}).d_ff == 170  # int(8/3·64)
+    assert debug_spec(ffn={"activation": "gelu", "d_ff": None}).d_ff == 256  # 4·D
+    assert debug_spec(ffn={"activation": "swiglu", "d_ff": None}).d_ff == 170  # int(8/3·64)
 
 
 def test_layer_patterns_follow_the_hf_rules():
@@ -40,7 +41,7 @@ def test_head_dim_is_explicit_when_given():
 
 @pytest.mark.parametrize("bad, fragment", [
     ({"attention": {"n_heads": 6, "n_kv_heads": 4}}, "divisible by n_kv_heads"),
-    ({"attention": {"n_heads": 5}}, "not divisible by n_heads"),
+    ({"attention": {"n_heads": 5, "n_kv_heads": None}}, "not divisible by n_heads"),
     ({"attention": {"n_heads": 4, "kind": "mla"}}, "kind mla needs"),
     ({"attention": {"n_heads": 4, "layer_types": "x"}}, "use 'L:G'"),
     ({"attention": {"n_heads": 4, "layer_types": "1:1"}}, "sliding_window is not set"),
@@ -55,30 +56,31 @@ def test_head_dim_is_explicit_when_given():
 ])
 def test_invalid_specs_are_rejected(bad, fragment):
     with pytest.raises(ValidationError, match=fragment):
-        tiny(**bad)
+        debug_spec(**bad)
 
 
 def test_each_choice_changes_only_what_it_changes():
-    base = sized(tiny(), context=16)
+    spec = debug_spec()
+    base = sized(spec, context=16)
     # A bigger KV-head count changes parameters and KV, not the attention-core FLOPs.
-    mha = sized(tiny(attention={"n_heads": 4, "n_kv_heads": 4}), context=16)
+    mha = sized(debug_spec(attention={"n_kv_heads": 4}), context=16)
     assert mha.params.total > base.params.total and mha.kv.bytes_per_token == 2 * base.kv.bytes_per_token
     assert mha.flops.attention == base.flops.attention
     # Tying removes V·D parameters and nothing from the FLOPs.
-    tied = sized(tiny(tie_embeddings=True), context=16)
-    assert base.params.total - tied.params.total == 97 * 64
+    tied = sized(debug_spec(tie_embeddings=True), context=16)
+    assert base.params.total - tied.params.total == spec.vocab_size * spec.d_model
     assert tied.flops.forward == base.flops.forward
     # A sliding window changes attention FLOPs and the capped KV only.
-    local = sized(tiny(attention={"n_heads": 4, "n_kv_heads": 2, "sliding_window": 4}), context=16)
+    local = sized(debug_spec(attention={"sliding_window": 4}), context=16)
     assert local.params.total == base.params.total and local.kv.bytes_per_token == base.kv.bytes_per_token
     assert local.flops.attention < base.flops.attention and local.kv.bytes < base.kv.bytes
     # RoPE scaling changes nothing but the context limit.
-    scaled = sized(tiny(position={"scaling": {"type": "yarn", "factor": 4, "original_context": 16}}), context=16)
+    scaled = sized(debug_spec(position={"scaling": {"type": "yarn", "factor": 4, "original_context": 16}}), context=16)
     assert scaled.params.total == base.params.total and scaled.flops.forward == base.flops.forward
 
 
 def test_max_context_follows_the_extension_when_left_out():
-    spec = tiny(max_context=None, position={"scaling": {"type": "yarn", "factor": 40, "original_context": 4096}})
+    spec = debug_spec(max_context=None, position={"scaling": {"type": "yarn", "factor": 40, "original_context": 4096}})
     assert spec.max_context == 163_840  # DeepSeek-V3's 4096 × 40
     with pytest.raises(ValidationError, match="max_context"):
-        tiny(max_context=None, position={"scaling": {"type": "llama3", "factor": 8, "original_context": 8192}})
+        debug_spec(max_context=None, position={"scaling": {"type": "llama3", "factor": 8, "original_context": 8192}})

@@ -1,0 +1,177 @@
+"""The per-element FLOP constants of the `detailed` convention, pinned by
+counting the operations of each op's published formula on tiny layers by
+hand, and the two byte rules of ops/ (int4 group scales, experts a decode
+step touches) pinned to the formats and routing they model.
+
+Sources of the per-element counts (nothing here calls a helper that
+computes the expected value):
+- LLM-Viewer, model_analyzer.py (hahnyuan/LLM-Viewer @a626bee): softmax
+  "# max sub exp sum div" = 5 ops per score; norm "# sum sub pow sum div mul
+  add" = 7 ops per element (LayerNorm with weight and bias); residual
+  attn_add / mlp_add = 1 op per element.
+- LayerNorm without bias: LLM-Viewer's 7 less the final "add" = 6.
+- RMSNorm (Zhang & Sennrich 2019, eq. 4: a_i / RMS(a) · g_i) drops
+  LayerNorm's re-centering ("sum" for the mean and "sub"): pow, sum, div,
+  mul = 4.
+- Gemma 2 soft-capping (Gemma 2 report §2: cap · tanh(x / cap)): div, tanh,
+  mul = 3.
+- RoPE (RoFormer, Su et al., eq. 34: x ⊙ cos + rotate_half(x) ⊙ sin): 2 mul
+  + 1 add = 3 per rotated element.
+- Activations, one op per arithmetic step of the usual formula: ReLU
+  max(0, x) = 1; squared ReLU (Primer, So et al. 2021) relu then square = 2;
+  SiLU x / (1 + exp(−x)) = neg, exp, add, div = 4; GELU, tanh form
+  (Hendrycks & Gimpel 2016) 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) =
+  cube, mul 0.044715, add x, mul √(2/π), tanh, add 1, mul x, mul 0.5 = 8.
+- Gated FFN (Shazeer 2020, act(x W) ⊙ (x V)): one more multiply = +1.
+- MoE combine (transformers' Mixtral block: each expert's output times its
+  routing weight, then index_add_ into a zeroed buffer): 1 mul + 1 add per
+  value per selected expert = 2k.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from archcalc.cost.totals import flop_counts, weight_bytes
+from archcalc.ops import op as ops
+from archcalc.ops.conventions import CONVENTIONS
+from archcalc.ops.layers import model_ops
+from archcalc.ops.workload import Workload
+from archcalc.spec.model import ModelSpec
+
+DETAILED, CAUSAL = CONVENTIONS["detailed"], CONVENTIONS["causal"]
+# Every tiny case below: one sequence of T = 3 tokens, a full forward (S = 3,
+# logits at all 3 positions).  Causal score pairs per head: 1 + 2 + 3 = 6.
+T = 3
+WL = Workload.forward(T)
+
+
+def spec(**kw) -> ModelSpec:
+    base = {"name": "hand", "d_model": 8, "n_layers": 1, "vocab_size": 10, "max_context": 16}
+    return ModelSpec.model_validate({**base, **kw})
+
+
+def vector_by_op(s: ModelSpec) -> dict[str, int]:
+    return {o.name: o.vector_flops * o.count for o in model_ops(s, WL, DETAILED) if o.vector_flops}
+
+
+# ---- a Llama-style layer: RMSNorm, RoPE, GQA, SwiGLU ------------------------------------------
+
+LLAMA_LIKE = spec(attention={"n_heads": 2, "n_kv_heads": 1, "head_dim": 4}, ffn={"activation": "swiglu", "d_ff": 12})
+
+
+def test_llama_like_layer_elementwise_flops_by_hand():
+    # D = 8, H = 2, K = 1, d_k = 4, F = 12, V = 10, T = 3 rows.
+    assert vector_by_op(LLAMA_LIKE) == {
+        "layers.attn.norm": 4 * 3 * 8,  # RMSNorm: pow, sum, div, mul = 4 × 3 rows × 8 = 96
+        "layers.attn.rope": 3 * 3 * (2 + 1) * 4,  # 3 per rotated value; Q and K heads: 3 × 3 × 12 = 108
+        "layers.attn.core": 5 * 6 * 2,  # softmax 5 × 6 causal pairs × 2 heads = 60
+        "layers.ffn.norm": 4 * 3 * 8,  # 96
+        "layers.ffn.act": (4 + 1) * 3 * 12,  # SiLU 4 + gate product 1, over 3 × F = 180
+        "layers.residual.add": 1 * 3 * 8 * 2,  # one add per element, after attention and after the FFN = 48
+        "final_norm": 4 * 3 * 8,  # 96
+    }
+
+
+def test_llama_like_layer_detailed_total_by_hand():
+    # Matmuls, 2·m·k·n with m = 3:
+    #   qkv 2·3·8·(8 + 4 + 4) = 768, o 2·3·8·8 = 384, up 2·3·8·24 = 1152,
+    #   down 2·3·12·8 = 576, lm_head 2·3·8·10 = 480          -> 3360
+    # Attention: 2 · 6 pairs · 2 heads · (4 + 4)                    -> 192
+    # Elementwise (previous test): 96 + 108 + 60 + 96 + 180 + 48 + 96 -> 684
+    f = flop_counts(model_ops(LLAMA_LIKE, WL, DETAILED), DETAILED)
+    assert (f.matmul, f.attention, f.vector) == (3360, 192, 684)
+    assert f.forward == 3360 + 192 + 684 == 4236
+    # The default (causal) convention leaves the 684 out of the total.
+    assert flop_counts(model_ops(LLAMA_LIKE, WL, CAUSAL), CAUSAL).forward == 3552
+
+
+# ---- a GPT-2-style layer: LayerNorm with bias, GELU, learned positions --------------------------
+
+GPT2_LIKE = spec(tie_embeddings=True, attention={"n_heads": 2, "bias": ["q", "k", "v", "o"]},
+                 ffn={"activation": "gelu", "d_ff": 32, "bias": True}, norm={"kind": "layernorm", "bias": True},
+                 position={"kind": "learned"})
+
+
+def test_gpt2_like_layer_elementwise_flops_by_hand():
+    assert vector_by_op(GPT2_LIKE) == {
+        "position.add": 1 * 3 * 8,  # token + position embedding: 24
+        "layers.attn.norm": 7 * 3 * 8,  # LLM-Viewer's "sum sub pow sum div mul add" = 7: 168
+        "layers.attn.core": 5 * 6 * 2,  # no RoPE with learned positions: 60
+        "layers.ffn.norm": 7 * 3 * 8,  # 168
+        "layers.ffn.act": 8 * 3 * 32,  # GELU (tanh form) 8, not gated: 768
+        "layers.residual.add": 1 * 3 * 8 * 2,  # 48
+        "final_norm": 7 * 3 * 8,  # 168
+    }
+    assert flop_counts(model_ops(GPT2_LIKE, WL, DETAILED), DETAILED).vector == 1404  # the sum above
+
+
+# ---- LayerNorm without bias, squared ReLU, parallel residual, both soft-caps -----------------------
+
+CAPPED = spec(final_softcap=30.0, attention={"n_heads": 2, "softcap": 50.0}, ffn={"activation": "relu2", "d_ff": 16},
+              norm={"kind": "layernorm"}, residual={"kind": "parallel"})
+
+
+def test_parallel_softcapped_layer_elementwise_flops_by_hand():
+    assert vector_by_op(CAPPED) == {
+        "layers.norm": 6 * 3 * 8,  # one shared LayerNorm, no bias ("sum sub pow sum div mul"): 144
+        "layers.attn.rope": 3 * 3 * (2 + 2) * 4,  # MHA: 2 query + 2 key heads of 4: 144
+        "layers.attn.core": (5 + 3) * 6 * 2,  # softmax 5 + soft-cap 3 (div, tanh, mul) per score: 96
+        "layers.ffn.act": 2 * 3 * 16,  # relu then square: 96
+        "layers.residual.add": 2 * 3 * 8,  # x + attn + mlp: two adds per element, once per layer: 48
+        "final_norm": 6 * 3 * 8,  # 144
+        "lm_head.softcap": 3 * 3 * 10,  # every logit of the 3 rows × V = 10: 90
+    }
+
+
+@pytest.mark.parametrize("activation, per_element", [
+    ("relu", 1), ("relu2", 2), ("silu", 4), ("gelu", 8),  # plain
+    ("reglu", 1 + 1), ("swiglu", 4 + 1), ("geglu", 8 + 1),  # gated: one more multiply
+])
+def test_each_activation_constant(activation, per_element):
+    s = spec(attention={"n_heads": 2}, ffn={"activation": activation, "d_ff": 12})
+    (act,) = [o for o in model_ops(s, WL, DETAILED) if o.name == "layers.ffn.act"]
+    assert act.vector_flops == per_element * 3 * 12
+
+
+def test_qk_norm_per_head_counts_every_head_row():
+    # Qwen3-style qk-norm: one RMSNorm of d_k = 4 over each (token, head) row:
+    # q: 4 × (3 tokens × 2 heads) × 4 = 96; k: 4 × (3 × 1) × 4 = 48.
+    s = spec(attention={"n_heads": 2, "n_kv_heads": 1, "head_dim": 4, "qk_norm": "head"}, ffn={"d_ff": 12})
+    v = vector_by_op(s)
+    assert (v["layers.attn.q_norm"], v["layers.attn.k_norm"]) == (96, 48)
+
+
+def test_moe_combine_is_a_multiply_and_an_add_per_selected_expert():
+    # 4 experts, top-2, D = 8: 2 · 2 × 3 rows × 8 = 96.
+    s = spec(attention={"n_heads": 2}, ffn={"moe": {"n_experts": 4, "top_k": 2, "d_expert": 6}})
+    assert vector_by_op(s)["layers.moe.combine"] == 96
+
+
+# ---- bytes: int4 group scales, experts touched in decode ----------------------------------------
+
+
+def test_int4_group_128_bytes_of_one_projection():
+    # A GPTQ/AWQ group-size-128 checkpoint stores a [4096 in, 1024 out] projection
+    # (Llama-3-8B's k_proj) as 4-bit codes, 4096·1024 / 2 = 2,097,152 B, plus
+    # one fp16 scale per 128 inputs per output: (4096 / 128)·1024·2 = 65,536 B.
+    # (GPTQ's packed zero points, 4 bits per group, are not counted: symmetric
+    # compressed-tensors W4A16 checkpoints have none.)
+    wl = Workload(weight_dtype="int4")
+    k_proj = ops.matmul("k", "attention", wl, 4096, 1024)
+    assert k_proj.weight_bytes == 2_097_152 + 65_536
+    assert weight_bytes([k_proj], "int4") == 2_162_688
+
+
+def test_decode_touches_top_k_experts_per_token():
+    # Qwen3-30B-A3B's up projection: 128 experts, top-8, D = 2048 -> 2·768.
+    # One token (decode at batch 1) runs exactly its 8 experts: 8 · 2048 · 1536
+    # weights · 2 B = 50,331,648 B.  Two tokens routed uniformly and independently:
+    # an expert is missed by one token with probability 1 − 8/128 = 15/16, so
+    # E[touched] = 128 · (1 − (15/16)²) = 128 · 31/256 = 15.5 experts.
+    one = ops.expert_matmul("up", Workload.decode(4096, 1), 2048, 1536, 128, 8, bias=False)
+    assert one.weight_bytes == 50_331_648
+    two = ops.expert_matmul("up", Workload.decode(4096, 2), 2048, 1536, 128, 8, bias=False)
+    assert two.weight_bytes == 15.5 * 2048 * 1536 * 2 == 97_517_568
+    # The stored parameters are all 128 experts whatever the step reads.
+    assert one.params == 128 * 2048 * 1536

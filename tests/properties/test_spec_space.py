@@ -1,0 +1,542 @@
+"""Properties over the whole spec space, drawn by hypothesis.
+
+`model_specs()` draws valid ModelSpecs that use every option of the spec: the
+attention kinds (MHA, GQA, MQA, MLA with and without a query latent), explicit
+head dims, biases, QK-norm, soft-capping, sinks, sliding windows (all layers,
+"L:G" ratios, per-layer lists) and global NoPE layers, the seven activations,
+d_ff given, by ratio with rounding or by default, FFN biases, MoE (routed,
+shared, gated shared, leading dense layers, every n-th layer, explicit
+layers, router bias), the norms and their placements, the position kinds
+(RoPE plain, partial, scaled, with a local base; learned, sinusoidal, ALiBi,
+none), the residual kinds (standard, parallel with one or two norms, static
+and dynamic hyper-connections, mHC, full and block AttnRes), tying and the
+logit soft-cap.  Each option is a categorical "dimension"; `pinned` fixes
+some of them and the strategy draws the rest, always building a valid spec
+(no filtering).
+
+PAIRS: `COVERING_ROWS` is a pairwise covering array of those dimensions
+(every two values of two dimensions that ModelSpec allows together, e.g.
+MLA × a window list, MoE × a parallel block, hyper-connections × post-norm,
+AttnRes × MoE with dense layers, appear together in at least one row), and
+the reference model is checked on each row.
+
+The properties hold by physics or by definition, never by re-deriving our
+formulas: counts are finite non-negative integers, active ≤ total, more
+context / batch / layers / vocabulary never costs less, a cached token's
+bytes do not depend on the context, the conventions are ordered, the
+decode-time closed form equals the step-by-step sum, and the plain-torch
+reference model (archcalc.measure.reference) has exactly our parameter count
+(numel on meta) and FLOPs (FlopCounterMode, "torch" convention).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+
+import pytest
+import torch
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+from archcalc.cost.roofline import decode_time, rate_sets, step
+from archcalc.cost.totals import size
+from archcalc.hardware.profile import load_hardware
+from archcalc.measure.reference import build_reference_model, count_flops
+from archcalc.ops.conventions import CONVENTIONS
+from archcalc.ops.workload import Workload
+from archcalc.spec.model import ModelSpec
+
+# ---- the option space ------------------------------------------------------------------------
+
+DIMS: dict[str, tuple] = {
+    "attention": ("mha", "gqa", "mqa", "mla", "mla_q"),
+    "head_dim": ("derived", "explicit"),
+    "attn_bias": ("none", "some", "all"),
+    "qk_norm": ("none", "head", "full"),
+    "attn_softcap": (False, True),
+    "sinks": (False, True),
+    "window": ("none", "all", "ratio", "list"),
+    "activation": ("relu", "gelu", "silu", "relu2", "reglu", "geglu", "swiglu"),
+    "d_ff": ("explicit", "ratio", "default"),
+    "ffn_bias": (False, True),
+    "moe": ("none", "routed", "shared", "shared_gate", "first_dense", "every", "layers"),
+    "norm": ("rmsnorm", "layernorm", "layernorm_bias", "none"),
+    "placement": ("pre", "post", "both"),
+    "final_norm": (True, False),
+    "position": ("rope", "rope_partial", "rope_scaled", "rope_local", "learned", "sinusoidal", "alibi", "none"),
+    "residual": ("standard", "parallel_1", "parallel_2", "hyper_static", "hyper_dynamic", "mhc", "attnres_full",
+                 "attnres_block"),
+    "tie": (False, True),
+    "final_softcap": (False, True),
+}
+MLA_KINDS = ("mla", "mla_q")
+MOE_WITH_DENSE = ("first_dense", "every", "layers")  # these leave some dense layers: d_ff must be given
+ROPE_KINDS = ("rope", "rope_partial", "rope_scaled", "rope_local")
+QKVO = ("q", "k", "v", "o")
+
+
+def compatible(a: str, va, b: str, vb) -> bool:
+    """Whether two option values may share a spec (ModelSpec's own rules)."""
+    pair = {a: va, b: vb}
+    if pair.get("attention") in MLA_KINDS and (
+            pair.get("head_dim") == "explicit" or pair.get("attn_bias", "none") != "none"
+            or pair.get("qk_norm", "none") != "none"):
+        return False
+    if str(pair.get("residual", "")).startswith("parallel") and pair.get("placement", "pre") != "pre":
+        return False
+    return not (pair.get("moe") in MOE_WITH_DENSE and pair.get("d_ff") == "default")
+
+
+def skeleton_of(spec: ModelSpec) -> dict:
+    """The option values a spec exhibits (the inverse of the strategy's choices)."""
+    a, f, n, p, r, moe = spec.attention, spec.ffn, spec.norm, spec.position, spec.residual, spec.ffn.moe
+    if a.kind == "mla":
+        attention = "mla_q" if a.q_lora_rank else "mla"
+    else:
+        K = spec.n_kv_heads
+        attention = "mha" if K == a.n_heads else "mqa" if K == 1 else "gqa"
+    if moe is None:
+        moe_kind = "none"
+    elif moe.layers is not None:
+        moe_kind = "layers"
+    elif moe.first_dense_layers:
+        moe_kind = "first_dense"
+    elif moe.every > 1:
+        moe_kind = "every"
+    else:
+        moe_kind = "shared_gate" if moe.shared_gate else "shared" if moe.d_shared else "routed"
+    if p.kind != "rope":
+        position = p.kind
+    else:
+        position = ("rope_scaled" if p.scaling else "rope_local" if p.local_theta
+                    else "rope_partial" if p.rotary_fraction < 1 else "rope")
+    residual = {"standard": "standard", "mhc": "mhc"}.get(r.kind) or {
+        "parallel": f"parallel_{r.parallel_norms}",
+        "hyper": "hyper_dynamic" if r.dynamic else "hyper_static",
+        "attnres": "attnres_full" if r.blocks is None else "attnres_block",
+    }[r.kind]
+    window = ("none" if a.sliding_window is None else "all" if a.layer_types is None
+              else "ratio" if isinstance(a.layer_types, str) else "list")
+    return {
+        "attention": attention,
+        "head_dim": "explicit" if a.head_dim is not None else "derived",
+        "attn_bias": "none" if not a.bias else "all" if set(a.bias) == set(QKVO) else "some",
+        "qk_norm": a.qk_norm,
+        "attn_softcap": a.softcap is not None,
+        "sinks": a.sinks,
+        "window": window,
+        "activation": f.activation,
+        "d_ff": "explicit" if f.d_ff is not None else "ratio" if f.d_ff_ratio is not None else "default",
+        "ffn_bias": f.bias,
+        "moe": moe_kind,
+        "norm": "layernorm_bias" if n.bias else n.kind,
+        "placement": n.placement,
+        "final_norm": n.final,
+        "position": position,
+        "residual": residual,
+        "tie": spec.tie_embeddings,
+        "final_softcap": spec.final_softcap is not None,
+    }
+
+
+@st.composite
+def model_specs(draw, max_layers: int = 4, **pinned) -> ModelSpec:
+    """A valid ModelSpec with tiny dims; `pinned` fixes option values (DIMS),
+    the others are drawn among those compatible with what is already chosen."""
+    sk: dict = {}
+    for dim, values in DIMS.items():
+        options = [v for v in values if all(compatible(dim, v, d, w) for d, w in sk.items())]
+        if dim in pinned:
+            assert pinned[dim] in options, (dim, pinned[dim], sk)
+            sk[dim] = pinned[dim]
+        else:
+            sk[dim] = draw(st.sampled_from(options))
+    L = draw(st.integers(1, max_layers))
+    position = sk["position"]
+    rope = position in ROPE_KINDS
+
+    # position (rotary_fraction decides which head dims are valid)
+    pos: dict = {"kind": "rope" if rope else position}
+    if rope:
+        pos["theta"] = draw(st.sampled_from([10000.0, 500000.0]))
+        partial = position == "rope_partial" or (position != "rope" and draw(st.booleans()))
+        if partial:
+            pos["rotary_fraction"] = draw(st.sampled_from([0.25, 0.5, 0.75]))
+        if position == "rope_local" or (position == "rope_scaled" and draw(st.booleans())):
+            pos["local_theta"] = draw(st.sampled_from([100.0, 10000.0]))
+    elif position == "sinusoidal":
+        pos["theta"] = draw(st.sampled_from([10000.0, 100.0]))
+    max_context: int | None = draw(st.integers(8, 64))
+    if position == "rope_scaled":
+        kind = draw(st.sampled_from(["linear", "ntk", "dynamic", "yarn", "llama3", "longrope"]))
+        scaling = {"type": kind, "factor": draw(st.sampled_from([1.0, 2.0, 4.0, 8.0, 40.0]))}
+        if draw(st.booleans()) or kind not in ("llama3", "longrope"):
+            scaling["original_context"] = draw(st.integers(4, 32))
+        if kind not in ("llama3", "longrope") and draw(st.booleans()):
+            max_context = None  # implied: original_context × factor
+        pos["scaling"] = scaling
+
+    # attention
+    att: dict = {}
+    if sk["attention"] in MLA_KINDS:
+        att.update(kind="mla", n_heads=draw(st.integers(1, 4)), kv_lora_rank=draw(st.integers(1, 12)),
+                   qk_nope_head_dim=draw(st.integers(1, 6)), v_head_dim=draw(st.integers(1, 6)),
+                   qk_rope_head_dim=draw(st.sampled_from([2, 4]) if rope else st.integers(1, 5)))
+        if sk["attention"] == "mla_q":
+            att["q_lora_rank"] = draw(st.integers(1, 12))
+        d_model = draw(st.integers(2, 24))
+    else:
+        if sk["attention"] == "mha":
+            H = draw(st.integers(1, 4))
+            if draw(st.booleans()):
+                att["n_kv_heads"] = H
+        elif sk["attention"] == "gqa":
+            H, att["n_kv_heads"] = draw(st.sampled_from([(4, 2), (6, 2), (6, 3), (8, 4)]))
+        else:
+            H, att["n_kv_heads"] = draw(st.integers(2, 4)), 1
+        att["n_heads"] = H
+        fraction = pos.get("rotary_fraction", 1.0)
+        head_dims = [d for d in range(1, 13) if not rope or (int(d * fraction) % 2 == 0 and int(d * fraction) > 0)]
+        dk = draw(st.sampled_from(head_dims))
+        if sk["head_dim"] == "explicit":
+            att["head_dim"] = dk
+            d_model = draw(st.integers(2, 24))
+        else:
+            d_model = H * dk
+        if sk["attn_bias"] == "some":
+            att["bias"] = draw(st.lists(st.sampled_from(QKVO), min_size=1, max_size=3, unique=True))
+        elif sk["attn_bias"] == "all":
+            att["bias"] = list(QKVO)
+        att["qk_norm"] = sk["qk_norm"]
+    if sk["attn_softcap"]:
+        att["softcap"] = draw(st.sampled_from([5.0, 50.0]))
+    att["sinks"] = sk["sinks"]
+    if sk["window"] == "none":
+        att["layer_types"] = draw(st.sampled_from([None, "0:1", ["global"] * L]))  # all global: no window needed
+    else:
+        att["sliding_window"] = draw(st.integers(1, 10))
+        if sk["window"] == "ratio":
+            n_local, n_global = draw(st.tuples(st.integers(0, 3), st.integers(0, 3)).filter(lambda t: sum(t)))
+            att["layer_types"] = f"{n_local}:{n_global}"
+        elif sk["window"] == "list":
+            att["layer_types"] = draw(st.lists(st.sampled_from(["local", "global"]), min_size=L, max_size=L))
+        att["global_rope"] = draw(st.booleans())
+
+    # feed-forward
+    ffn: dict = {"activation": sk["activation"], "bias": sk["ffn_bias"]}
+    if sk["d_ff"] == "explicit":
+        ffn["d_ff"] = draw(st.integers(1, 40))
+    elif sk["d_ff"] == "ratio":
+        # int(ratio·D) ≥ 1: ModelSpec accepts a ratio that resolves to d_ff 0 (reported, not drawn)
+        ffn["d_ff_ratio"] = draw(st.sampled_from([r for r in (0.5, 1.0, 2.0, 8 / 3, 3.5, 4.0) if int(r * d_model)]))
+        ffn["d_ff_multiple_of"] = draw(st.sampled_from([1, 2, 8, 16]))
+    moe_kind = sk["moe"]
+    if moe_kind != "none":
+        E = draw(st.integers(1, 6))
+        moe: dict = {"n_experts": E, "top_k": draw(st.integers(1, E)), "d_expert": draw(st.integers(1, 16)),
+                     "router_bias": draw(st.booleans())}
+        shared = moe_kind in ("shared", "shared_gate") or (moe_kind in MOE_WITH_DENSE and draw(st.booleans()))
+        if shared:
+            moe["d_shared"] = draw(st.integers(1, 16))
+            moe["shared_gate"] = moe_kind == "shared_gate" or (moe_kind in MOE_WITH_DENSE and draw(st.booleans()))
+        if moe_kind in ("first_dense", "layers"):
+            moe["first_dense_layers"] = draw(st.integers(1 if moe_kind == "first_dense" else 0, L + 1))
+        if moe_kind in ("every", "first_dense", "layers"):
+            moe["every"] = draw(st.integers(2 if moe_kind == "every" else 1, 3))
+        if moe_kind == "layers":  # a strict subset (possibly empty): some layers stay dense
+            moe["layers"] = draw(st.lists(st.integers(0, L - 1), max_size=L - 1, unique=True))
+        ffn["moe"] = moe
+
+    # norms and residual stream
+    norm = {"kind": "layernorm" if sk["norm"] == "layernorm_bias" else sk["norm"],
+            "placement": sk["placement"], "final": sk["final_norm"]}
+    if sk["norm"] == "layernorm_bias":
+        norm["bias"] = True
+    kind = sk["residual"]
+    residual: dict = {"kind": kind.split("_")[0]}
+    if kind.startswith("parallel"):
+        residual["parallel_norms"] = int(kind[-1])
+    elif kind.startswith("hyper"):
+        residual.update(streams=draw(st.integers(1, 4)), dynamic=kind == "hyper_dynamic")
+    elif kind == "mhc":
+        residual.update(streams=draw(st.integers(1, 3)), sinkhorn_iters=draw(st.integers(1, 4)))
+    elif kind == "attnres_block":
+        residual["blocks"] = draw(st.sampled_from([b for b in range(1, 2 * L + 1) if (2 * L) % b == 0]))
+
+    data = {
+        "name": "drawn", "d_model": d_model, "n_layers": L, "vocab_size": draw(st.integers(2, 48)),
+        "tie_embeddings": sk["tie"], "attention": att, "ffn": ffn, "norm": norm, "position": pos,
+        "residual": residual,
+    }
+    if max_context is not None:
+        data["max_context"] = max_context
+    if sk["final_softcap"]:
+        data["final_softcap"] = draw(st.sampled_from([15.0, 30.0]))
+    spec = ModelSpec.model_validate(data)
+    note(f"spec: {spec.model_dump(exclude_defaults=True)}")
+    return spec
+
+
+@st.composite
+def workloads(draw, max_context: int = 64) -> Workload:
+    context = draw(st.integers(1, max_context))
+    return Workload(batch=draw(st.integers(1, 4)), new_tokens=draw(st.integers(1, context)), context=context,
+                    kv_dtype=draw(st.sampled_from(["bf16", "fp32", "fp8"])),
+                    logits=draw(st.sampled_from(["all", "last"])))
+
+
+conventions = st.sampled_from(sorted(CONVENTIONS))
+
+
+def sized(spec: ModelSpec, wl: Workload, convention: str = "causal"):
+    return size(spec, wl, CONVENTIONS[convention])
+
+
+def reshaped(spec: ModelSpec, **changes) -> ModelSpec:
+    """The spec with top-level fields changed, re-validated.  More layers
+    extend a per-layer layer_types list by repeating it."""
+    data = spec.model_dump(exclude_defaults=True)
+    data.update(changes)
+    types = spec.attention.layer_types
+    if "n_layers" in changes and isinstance(types, list):
+        data["attention"]["layer_types"] = [types[i % len(types)] for i in range(changes["n_layers"])]
+    return ModelSpec.model_validate(data)
+
+
+# ---- pairwise covering array -----------------------------------------------------------------
+
+
+def _valid_pairs() -> set[tuple]:
+    names = list(DIMS)
+    return {(a, va, b, vb) for a, b in itertools.combinations(names, 2)
+            for va in DIMS[a] for vb in DIMS[b] if compatible(a, va, b, vb)}
+
+
+def _pairs_of(row: dict) -> set[tuple]:
+    names = list(DIMS)
+    return {(a, row[a], b, row[b]) for a, b in itertools.combinations(names, 2)}
+
+
+def covering_rows() -> list[dict]:
+    """A deterministic greedy pairwise covering array of DIMS under `compatible`:
+    each row starts from the first uncovered pair and gives every other
+    dimension the first value that covers the most uncovered pairs."""
+    names = list(DIMS)
+    rank = {d: i for i, d in enumerate(names)}
+    order = {(d, v): i for i, (d, v) in enumerate((d, v) for d in names for v in DIMS[d])}
+    uncovered = sorted(_valid_pairs(), key=lambda p: (order[p[:2]], order[p[2:]]))
+    left = set(uncovered)
+    rows = []
+    while left:
+        a, va, b, vb = next(p for p in uncovered if p in left)
+        row = {a: va, b: vb}
+        for dim in names:
+            if dim in row:
+                continue
+            options = [v for v in DIMS[dim] if all(compatible(dim, v, d, w) for d, w in row.items())]
+            gains = [sum(((dim, v, d, w) if rank[dim] < rank[d] else (d, w, dim, v)) in left for d, w in row.items())
+                     for v in options]
+            row[dim] = options[gains.index(max(gains))]
+        rows.append({d: row[d] for d in names})
+        left -= _pairs_of(rows[-1])
+    return rows
+
+
+COVERING_ROWS = covering_rows()
+
+
+def test_covering_rows_cover_every_valid_pair_of_options():
+    covered = set().union(*(_pairs_of(r) for r in COVERING_ROWS))
+    assert _valid_pairs() <= covered
+    # and only compatible ones: every row is a spec ModelSpec accepts (checked when drawn below)
+    assert all(compatible(a, va, b, vb) for r in COVERING_ROWS for a, va, b, vb in _pairs_of(r))
+    # the pairs the module docstring names
+    for want in ({"attention": "mla", "window": "list"}, {"moe": "routed", "residual": "parallel_1"},
+                 {"residual": "hyper_dynamic", "placement": "post"}, {"residual": "attnres_block", "moe": "every"},
+                 {"residual": "mhc", "norm": "none"}, {"position": "alibi", "window": "ratio"}):
+        assert any(all(r[k] == v for k, v in want.items()) for r in COVERING_ROWS), want
+
+
+# ---- the reference model: numel on meta, FlopCounterMode on CPU ----------------------------
+
+BATCH, TOKENS = 2, 5  # max_context ≥ 8 in every drawn spec, so a learned table has the rows
+REFERENCE_LAYERS = 3  # enough for "2:1" windows and MoE every 2nd layer; FlopCounterMode's cost grows with L
+
+
+def assert_matches_reference(spec: ModelSpec) -> None:
+    ours = size(spec, Workload.forward(TOKENS, BATCH), CONVENTIONS["torch"])
+    assert ours.params.total == sum(p.numel() for p in build_reference_model(spec, "meta").parameters())
+    torch.manual_seed(0)
+    model = build_reference_model(spec, "cpu")
+    tokens = torch.randint(0, spec.vocab_size, (BATCH, TOKENS))
+    assert ours.flops.forward == count_flops(model, tokens)
+
+
+# One spec per row (often hypothesis's smallest: one layer, one expert, width-1
+# heads, themselves edge cases); the numeric variety comes from the drawn specs
+# below and the analytic properties.
+@pytest.mark.parametrize("row", COVERING_ROWS, ids=[f"row{i}" for i in range(len(COVERING_ROWS))])
+@settings(max_examples=1)
+@given(data=st.data())
+def test_each_pair_of_options_matches_the_reference_model(row, data):
+    spec = data.draw(model_specs(REFERENCE_LAYERS, **row))
+    assert skeleton_of(spec) == row  # the strategy really built the options it was asked for
+    assert_matches_reference(spec)
+
+
+@settings(max_examples=15)
+@given(spec=model_specs(REFERENCE_LAYERS))
+def test_drawn_specs_match_the_reference_model(spec):
+    assert_matches_reference(spec)
+
+
+# ---- analytic properties ---------------------------------------------------------------------
+
+
+def _finite_nonneg(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+
+
+@given(spec=model_specs(), wl=workloads(), convention=conventions)
+def test_every_number_is_finite_non_negative_and_integral_where_counted(spec, wl, convention):
+    r = sized(spec, wl, convention)
+    p, f, kv = r.params, r.flops, r.kv
+    for x in (p.total, p.active, p.embedding, p.non_embedding, p.active_non_embedding, *p.by_component.values(),
+              f.matmul, f.attention, f.vector, f.forward, f.train):
+        assert isinstance(x, int) and x >= 0, (x, p, f)
+    assert 0 < p.active <= p.total and sum(p.by_component.values()) == p.total
+    assert p.embedding == spec.vocab_size * spec.d_model
+    for x in (kv.bytes, kv.bytes_per_token, *r.weight_bytes.values(), r.forward_per_token):
+        assert _finite_nonneg(x), (x, kv, r.weight_bytes)
+    assert f.forward > 0 and kv.bytes > 0 and kv.bytes_per_token > 0
+    for op in r.ops:
+        assert isinstance(op.count, int) and op.count >= 1, op
+        for x in (op.params, op.active_params, op.bias_params, op.flops, op.vector_flops):
+            assert isinstance(x, int) and x >= 0, op
+        assert op.bias_params <= op.params and op.active_params <= op.params, op
+        for x in (op.weight_bytes, op.act_bytes, op.kv_bytes):
+            assert _finite_nonneg(x), op
+        for name, x in op.dims.to_dict().items():
+            assert x is None or isinstance(x, str) or (isinstance(x, int) and x >= 0), (name, op)
+    # the JSON document is strict JSON: no NaN or infinity anywhere
+    json.dumps(r.to_dict(ops=True), allow_nan=False)
+
+
+@given(spec=model_specs(), wl=workloads())
+def test_parameters_depend_on_the_spec_only(spec, wl):
+    base = sized(spec, Workload()).params
+    for convention in CONVENTIONS:
+        assert sized(spec, wl, convention).params == base
+
+
+@given(spec=model_specs(), wl=workloads(), convention=conventions)
+def test_conventions_are_ordered(spec, wl, convention):
+    r = {c: sized(spec, wl, c).flops for c in CONVENTIONS}
+    assert len({x.matmul for x in r.values()}) == 1  # conventions only differ in attention and vector work
+    # causal pairs ⊆ the rectangle; a capped window ⊆ the uncapped rectangle
+    assert r["causal"].attention <= r["full"].attention <= r["torch"].attention
+    assert r["detailed"].forward == r["causal"].forward + r["causal"].vector >= r["causal"].forward
+    assert r["causal"].forward <= r["full"].forward <= r["torch"].forward
+
+
+@given(spec=model_specs(), s1=st.integers(1, 80), s2=st.integers(1, 80), batch=st.integers(1, 4),
+       convention=conventions)
+def test_more_context_never_costs_less(spec, s1, s2, batch, convention):
+    short, long = sorted((s1, s2))
+    a = sized(spec, Workload.forward(short, batch), convention)
+    b = sized(spec, Workload.forward(long, batch), convention)
+    assert b.flops.forward >= a.flops.forward and b.flops.attention >= a.flops.attention
+    assert b.kv.bytes >= a.kv.bytes
+    assert b.kv.bytes_per_token == a.kv.bytes_per_token  # a cached token costs the same at any context
+    assert b.params == a.params
+    if long > short:
+        assert b.flops.forward > a.flops.forward  # more tokens: every projection runs more rows
+
+
+@given(spec=model_specs(), context=st.integers(1, 80), batch=st.integers(1, 4), convention=conventions)
+def test_decode_step_flops_grow_with_context(spec, context, batch, convention):
+    a = sized(spec, Workload.decode(context, batch), convention)
+    b = sized(spec, Workload.decode(context + 1, batch), convention)
+    assert b.flops.forward >= a.flops.forward and b.kv.bytes >= a.kv.bytes
+    assert b.kv.bytes_per_token == a.kv.bytes_per_token
+    windows = [spec.attention.sliding_window if k == "local" else None for k in spec.layer_attention]
+    growing = any(w is None or w > context for w in windows)  # a layer whose cache still takes the new token
+    # the cache is window-capped whatever the convention; the torch convention never caps the score pairs
+    assert (b.kv.bytes > a.kv.bytes) == growing
+    assert (b.flops.attention > a.flops.attention) == (growing or convention == "torch")
+    if not growing and convention != "torch":  # every layer is at its window: nothing grows
+        assert b.flops.forward == a.flops.forward
+
+
+@given(spec=model_specs(), wl=workloads(), extra=st.integers(1, 3), convention=conventions)
+def test_more_batch_never_less_kv_or_flops(spec, wl, extra, convention):
+    bigger = Workload(batch=wl.batch + extra, new_tokens=wl.new_tokens, context=wl.context, kv_dtype=wl.kv_dtype,
+                      logits=wl.logits)
+    a, b = sized(spec, wl, convention), sized(spec, bigger, convention)
+    assert b.kv.bytes > a.kv.bytes and b.flops.forward > a.flops.forward
+    assert b.kv.bytes_per_token == a.kv.bytes_per_token
+    # batch is B independent sequences: everything but the (shared) weights scales with it
+    assert b.kv.bytes * wl.batch == a.kv.bytes * bigger.batch
+    assert b.flops.forward * wl.batch == a.flops.forward * bigger.batch
+
+
+@given(spec=model_specs(), wl=workloads())
+def test_kv_cache_is_bytes_per_token_times_tokens_up_to_windows(spec, wl):
+    kv = sized(spec, wl).kv
+    full = kv.bytes_per_token * wl.context * wl.batch
+    assert kv.bytes <= full
+    windows = [spec.attention.sliding_window for k in spec.layer_attention if k == "local"]
+    if all(w >= wl.context for w in windows):  # no window cuts this context
+        assert kv.bytes == full
+    kv_dtype_bytes = {"bf16": 2, "fp32": 4, "fp8": 1}[wl.kv_dtype]
+    per_value = kv.bytes_per_token / kv_dtype_bytes
+    assert per_value == int(per_value) and per_value % spec.n_layers == 0  # whole values, every layer alike
+
+
+@given(spec=model_specs(), extra=st.integers(1, 3), wl=workloads(), convention=conventions)
+def test_more_layers_never_fewer_parameters_flops_or_kv(spec, extra, wl, convention):
+    extra *= spec.residual.blocks or 1  # block AttnRes: blocks must still divide 2L
+    deeper = reshaped(spec, n_layers=spec.n_layers + extra)
+    a, b = sized(spec, wl, convention), sized(deeper, wl, convention)
+    assert b.params.total > a.params.total and b.params.active > a.params.active
+    assert b.flops.forward > a.flops.forward
+    assert b.kv.bytes_per_token > a.kv.bytes_per_token and b.kv.bytes >= a.kv.bytes
+
+
+@given(spec=model_specs(), extra=st.integers(1, 100), wl=workloads(), convention=conventions)
+def test_a_larger_vocabulary_never_fewer_parameters(spec, extra, wl, convention):
+    bigger = reshaped(spec, vocab_size=spec.vocab_size + extra)
+    a, b = sized(spec, wl, convention), sized(bigger, wl, convention)
+    assert b.params.total > a.params.total and b.params.active > a.params.active
+    assert b.params.non_embedding >= a.params.non_embedding
+    assert b.flops.forward > a.flops.forward  # the unembedding is wider
+    assert b.kv == a.kv
+
+
+@given(spec=model_specs())
+def test_tying_shares_exactly_one_table(spec):
+    tied, untied = (sized(reshaped(spec, tie_embeddings=t), Workload()) for t in (True, False))
+    assert untied.params.total - tied.params.total == spec.vocab_size * spec.d_model
+    assert tied.flops == untied.flops and tied.kv == untied.kv
+
+
+@given(spec=model_specs(), wl=workloads())
+def test_narrower_weight_formats_never_take_more_bytes(spec, wl):
+    w = sized(spec, wl).weight_bytes
+    assert w["fp32"] == 2 * w["bf16"] and w["bf16"] == w["fp16"]
+    assert w["bf16"] >= w["fp8"] == w["int8"] >= w["int4"] > 0
+
+
+H100 = load_hardware("h100")
+
+
+@settings(max_examples=40)
+@given(spec=model_specs(), prompt=st.integers(1, 40), gen=st.integers(1, 30), batch=st.integers(1, 4))
+def test_decode_time_closed_form_equals_the_step_by_step_sum(spec, prompt, gen, batch):
+    rates = rate_sets(H100, Workload.decode(prompt + 1, batch))[0]
+    steps = [step(spec, Workload.decode(c, batch), rates).time for c in range(prompt + 1, prompt + gen + 1)]
+    assert all(math.isfinite(t) and t > 0 for t in steps)
+    assert all(b >= a * (1 - 1e-12) for a, b in itertools.pairwise(steps))  # a longer context never decodes faster
+    assert decode_time(spec, prompt, gen, batch, rates) == pytest.approx(sum(steps), rel=1e-9)

@@ -1,0 +1,110 @@
+"""Serving engines' KV rules pinned to the engines' own source, worked by hand
+with real models' dims at settings where a plausible wrong rule gives a
+different number.
+
+- llama.cpp, src/llama-context.cpp: n_ctx = GGML_PAD(n_ctx, 256); with a
+  unified cache n_ctx_seq = n_ctx (one pool shared by all sequences).
+  src/llama-kv-cache-iswa.cpp: size_swa = GGML_PAD(min(size_base,
+  n_swa·(unified ? n_seq_max : 1) + n_ubatch), 256), size_base = n_ctx.
+- vLLM V1, vllm/v1/kv_cache_interface.py, SlidingWindowSpec:
+  num_tokens = min(sliding_window − 1 + max_num_batched_tokens, max_model_len);
+  blocks = cdiv(num_tokens, block_size) + 1 ("+1 here because the sliding
+  window may not start from the beginning of the block. For example, if the
+  block size is 4 and num_token is 4, we need two blocks [XXCD] [EF]");
+  FullAttentionSpec: cdiv(max_model_len, block_size).
+"""
+
+from __future__ import annotations
+
+from archcalc.hardware.profile import HardwareProfile
+from archcalc.serving.deployment import Deployment
+from archcalc.serving.engines.vllm import vllm_blocks
+from archcalc.serving.planner import Planner
+from archcalc.spec.model import ModelSpec
+
+H100 = HardwareProfile(name="H100 SXM", vendor="nvidia", kind="gpu", memory_bytes=80 * 2**30,
+                       memory_bandwidth=3.35e12, peak_flops={"fp32": 66.9e12, "bf16": 989.4e12},
+                       source="https://www.nvidia.com/en-us/data-center/h100/")
+
+# google/gemma-3-27b-it config.json (text part): 62 layers, 5 local : 1 global
+# -> 52 sliding layers (window 1024) and 10 global; 16 KV heads of 128.
+GEMMA_3_27B = ModelSpec.model_validate({
+    "name": "gemma-3-27b", "d_model": 5376, "n_layers": 62, "vocab_size": 262208, "max_context": 131072,
+    "tie_embeddings": True, "attention": {"n_heads": 32, "n_kv_heads": 16, "head_dim": 128, "qk_norm": "head",
+                                          "sliding_window": 1024, "layer_types": "5:1"},
+    "ffn": {"activation": "geglu", "d_ff": 21504}, "norm": {"placement": "both"}})
+# One token in one layer: 16 heads · (128 K + 128 V) · 2 B (f16 / bf16) = 8192 B.
+TOKEN_LAYER = 16 * 256 * 2
+
+
+def cells(engine: str, context: int, batch: int, **dep) -> dict[str, int]:
+    plan = Planner(GEMMA_3_27B, H100, Deployment(engine=engine, **dep)).plan(context, batch)
+    return {k.kind: k.cells for k in plan.kv}
+
+
+# ---- llama.cpp: one unified pool of n_seq · context, padded once ------------------------------------------
+
+
+def test_llamacpp_gemma3_three_sequences_of_4000():
+    """-c 12000 -np 3 --kv-unified, n_ubatch 512:
+      base (global) cells: GGML_PAD(12,000, 256) = 47 · 256 = 12,032
+          (padding each sequence, GGML_PAD(4000, 256) · 3 = 12,288, is wrong)
+      SWA cells: GGML_PAD(min(12,032, 1024 · 3 + 512 = 3584), 256) = 3584
+          (a per-sequence pool, GGML_PAD(1024 + 512, 256) · 3 = 4608, is wrong)
+      bytes: (10 · 12,032 + 52 · 3584) · 8192 = 985,661,440 + 1,526,726,656 = 2,512,388,096."""
+    plan = Planner(GEMMA_3_27B, H100, Deployment(engine="llamacpp")).plan(4000, 3)
+    assert {k.kind: k.cells for k in plan.kv} == {"global": 12_032, "local": 3584}
+    assert plan.kv_bytes == 2_512_388_096 == (10 * 12_032 + 52 * 3584) * TOKEN_LAYER
+
+
+def test_llamacpp_swa_pool_capped_by_n_ctx():
+    # -c 900 -np 3: n_ctx = GGML_PAD(900, 256) = 1024 (per sequence: 512 · 3 = 1536);
+    # SWA: GGML_PAD(min(1024, 3072 + 512), 256) = 1024.
+    assert cells("llamacpp", 300, 3) == {"global": 1024, "local": 1024}
+
+
+def test_llamacpp_swa_pool_padding_with_an_odd_ubatch():
+    # -c 262144 -np 2 -ub 300: n_ctx 262,144 (already a multiple of 256);
+    # SWA: GGML_PAD(1024 · 2 + 300 = 2348, 256) = 10 · 256 = 2560
+    # (per sequence: GGML_PAD(1324, 256) · 2 = 1536 · 2 = 3072).
+    assert cells("llamacpp", 131_072, 2, ubatch=300) == {"global": 262_144, "local": 2560}
+
+
+# ---- vLLM: the window minus one, plus a chunk, in 16-token blocks, plus one --------------------------------
+
+
+def test_vllm_docstring_example():
+    # block size 4, num_tokens = (window − 1) + max_num_batched_tokens = 2 + 2 = 4:
+    # cdiv(4, 4) + 1 = 2 blocks, as the comment's [XXCD] [EF]; counting the whole
+    # window (3 + 2 = 5) would give cdiv(5, 4) + 1 = 3.
+    assert vllm_blocks(3, 100, 2, block_size=4) == 2
+
+
+def test_vllm_gemma3_sliding_blocks_where_the_minus_one_matters():
+    """--max-num-batched-tokens 8193, max_model_len 32,768:
+      sliding: min(1024 − 1 + 8193, 32,768) = 9216 = 576 · 16 -> 576 + 1 = 577 blocks
+               (window + 8193 = 9217 would give 577 + 1 = 578)
+      global:  32,768 / 16 = 2048 blocks
+    The hybrid allocator's groups of 10 layers (52 local -> 6 groups, 10 global
+    -> 1): one request needs 10 · (16 · 8192 B) · (2048 + 6 · 577) = 7,222,067,200 B;
+    the layers alone (10 · 2048 + 52 · 577) · 16 · 8192 = 6,617,038,848 B."""
+    plan = Planner(GEMMA_3_27B, H100, Deployment(engine="vllm", max_num_batched_tokens=8193)).plan(32_768)
+    assert {k.kind: k.cells for k in plan.kv} == {"global": 2048 * 16, "local": 577 * 16}
+    r = plan.startup
+    assert r.blocks_per_request == 2048 + 6 * 577 == 5510
+    assert r.needed == 7_222_067_200
+    assert r.layers_needed == 6_617_038_848
+
+
+def test_vllm_gemma3_sliding_blocks_at_the_default_chunk():
+    # max_num_batched_tokens 8192, 32,768: min(1023 + 8192, 32,768) = 9215 -> cdiv 576, + 1 = 577;
+    # max_model_len 4096 caps it: cdiv(4096, 16) + 1 = 257 blocks, beside 256 for a global layer.
+    assert cells("vllm", 32_768, 1) == {"global": 2048 * 16, "local": 577 * 16}
+    assert cells("vllm", 4096, 1) == {"global": 256 * 16, "local": 257 * 16}
+
+
+def test_vllm_full_attention_blocks_per_sequence():
+    # Full attention: cdiv(max_model_len, 16) per request; 4 sequences of 1000
+    # tokens: cdiv(1000, 16) = 63 blocks each -> 4 · 63 · 16 = 4032 cells.
+    # Sliding: cdiv(min(1023 + 8192, 1000), 16) + 1 = 64 blocks -> 4096 cells.
+    assert cells("vllm", 1000, 4) == {"global": 4032, "local": 4096}

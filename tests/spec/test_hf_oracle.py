@@ -1,0 +1,296 @@
+"""Hugging Face's own modules as an independent oracle for every tests/data/hf/*.json.
+
+For each real config.json, transformers builds the model on the meta device
+(no memory, no compute) and we compare, against archcalc's numbers for the
+same file:
+
+1. parameters: ``sum(p.numel() for p in model.parameters())`` (tied tensors
+   counted once) against ``SizeResult.params.total``;
+2. KV cache: the per-layer key/value tensors of the cache a ``use_cache=True``
+   forward returns, against ``SizeResult.kv`` (per layer kind, per token and
+   at the context, windows capped).  Sliding-window models run past their
+   window, in HF's dynamic (default) and static caches;
+3. FLOPs: ``torch.utils.flop_counter.FlopCounterMode`` over that forward
+   against the forward FLOPs under ``CONVENTIONS["torch"]`` (full rectangle,
+   matmul + attention only, logits at every position).
+
+Every difference is explained where it is declared and asserted exactly.
+None of this uses archcalc code to produce the expected numbers.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+from transformers import AutoConfig, AutoModelForCausalLM, StaticCache
+
+from archcalc.cost.totals import SizeResult, size
+from archcalc.ops.conventions import CONVENTIONS
+from archcalc.ops.workload import Workload
+from archcalc.spec.catalog import load_model
+from archcalc.spec.model import ModelSpec
+
+DATA = Path(__file__).parents[1] / "data" / "hf"
+CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
+SHORT = 8  # tokens of the forward for models without a sliding window
+PAST_WINDOW = 3  # sliding-window models run window + 3 tokens instead, so that the window is exceeded
+DTYPE = torch.bfloat16  # HF builds and caches in bf16; archcalc's Workload default kv_dtype is bf16 too
+
+# The 2023 remote-code Falcon files (model_type RefinedWeb / RefinedWebModel, keys n_head,
+# n_layer, n_head_kv) are not known to transformers' AutoConfig: it raises "Unrecognized model
+# identifier" (asserted in test_rw_falcon_configs_need_hf_conversion).  transformers' own
+# falcon/convert_custom_code_checkpoint.py (shipped up to 4.x) turns them into the in-library
+# Falcon format; _convert_rw_falcon applies exactly that script's config rewrite.
+RW_MODEL_TYPES = ("RefinedWebModel", "RefinedWeb")
+
+# Modules HF builds that archcalc leaves out on purpose (README, Conventions: "vision towers are
+# not counted").  The adjustment is their parameter count, pinned so that a change is seen.
+# gemma-3-27b: the file is Gemma3ForConditionalGeneration, so HF builds the SigLIP vision tower
+# and the projector; its total 27,432,406,640 is the published multimodal HF count
+# (tests/data/hf/SOURCES.md), and the language model alone is what archcalc counts.
+EXCLUDED_MODULES = {
+    "gemma-3-27b": (("model.vision_tower", "model.multi_modal_projector"), 423_060_336, 27_432_406_640),
+}
+
+# Multi-token-prediction layers: DeepSeek-V3's config says num_nextn_predict_layers 1, but the
+# MTP layer lives only in the checkpoint; HF's DeepseekV3ForCausalLM builds num_hidden_layers
+# decoder layers and no more, and archcalc does not count it either.  So the adjustment is zero,
+# and test_decoder_layers_and_mtp asserts that HF indeed built no extra layer.
+MTP_CONFIGS = sorted(n for n in CONFIGS if json.loads((DATA / f"{n}.json").read_text())
+                     .get("num_nextn_predict_layers"))
+
+# HF's Falcon with new_decoder_architecture (falcon-40b) broadcasts its K = 8 key/value heads to
+# all H = 128 query heads in FalconAttention._split_heads *before* cache.update, so its cache
+# stores H heads per layer: H/K = 16 times the K·(d_k + d_v) values the architecture needs (and
+# that archcalc, like vLLM and the original RW code, counts).  An HF quirk, not a model property.
+KV_STORES_QUERY_HEADS = {"falcon-40b"}
+
+
+def _convert_rw_falcon(cfg: dict) -> dict:
+    """transformers' falcon/convert_custom_code_checkpoint.py, config part, verbatim in effect."""
+    text = json.dumps(cfg)
+    text = text.replace("RWForCausalLM", "FalconForCausalLM")
+    text = text.replace("RefinedWebModel", "falcon")
+    text = text.replace("RefinedWeb", "falcon")
+    out = json.loads(text)
+    del out["auto_map"]
+    if "n_head" in out:
+        out["num_attention_heads"] = out.pop("n_head")
+    if "n_layer" in out:
+        out["num_hidden_layers"] = out.pop("n_layer")
+    if "n_head_kv" in out:
+        out["num_kv_heads"] = out.pop("n_head_kv")
+        out["new_decoder_architecture"] = True
+    else:
+        out["new_decoder_architecture"] = False
+    return out
+
+
+def _raw(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+def hf_config(name: str):
+    cfg = _raw(name)
+    if cfg["model_type"] in RW_MODEL_TYPES:
+        cfg = _convert_rw_falcon(cfg)
+    model_type = cfg.pop("model_type")
+    return AutoConfig.for_model(model_type, **cfg)
+
+
+@functools.cache
+def hf_model(name: str) -> torch.nn.Module:
+    # attn_implementation="eager": attention is two plain matmuls (Q·Kᵀ over all H heads after
+    # repeat_kv, then P·V), which FlopCounterMode counts as bmm over the whole T × S rectangle,
+    # mask or window notwithstanding: exactly the "torch" convention.  sdpa gives the same counts
+    # where it is available, but Gemma 2 (soft-capping) and gpt-oss (sinks) refuse it, so eager is
+    # the one choice that works for every fixture.
+    # experts_implementation="batched_mm": each token's top-k experts run as one bmm over the
+    # gathered expert weights: T·k expert matmuls, independent of the routing, as archcalc counts.
+    # The default "grouped_mm" goes through torch._grouped_mm, which FlopCounterMode does not count
+    # (Mixtral's forward would lose its experts), and "eager" loops over the experts hit, which
+    # needs torch.nonzero on data: impossible on meta.
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(hf_config(name), attn_implementation="eager",
+                                                 experts_implementation="batched_mm", dtype=DTYPE)
+    return model.eval()
+
+
+@functools.cache
+def spec_of(name: str) -> ModelSpec:
+    return load_model(str(DATA / f"{name}.json"))[0]
+
+
+def ours(name: str, tokens: int) -> SizeResult:
+    return size(spec_of(name), Workload.forward(tokens), CONVENTIONS["torch"])
+
+
+@functools.cache
+def hf_forward(name: str, tokens: int, static: bool = False):
+    """One forward of `tokens` tokens with use_cache=True: the FLOPs FlopCounterMode saw (None
+    for the static-cache run, which is not counted), and per layer (kind, window, bytes cached
+    for the sequence, bytes per cached token) of the cache it returned.  Every meta op runs
+    through Python reference kernels (~1 s per forward), so each model runs once per cache."""
+    model = hf_model(name)
+    ids = torch.zeros(1, tokens, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        if static:
+            out, flops = model(input_ids=ids, use_cache=True,
+                               cache=StaticCache(config=model.config, max_cache_len=tokens)), None
+        else:
+            with FlopCounterMode(display=False) as counter:
+                out = model(input_ids=ids, use_cache=True)
+            flops = counter.get_total_flops()
+    layers = []
+    for layer in out.cache.layers:
+        k, v = layer.keys, layer.values
+        assert k.shape[0] == v.shape[0] == 1 and k.shape[2] == v.shape[2], (k.shape, v.shape)
+        per_token = k.shape[1] * k.shape[3] * k.element_size() + v.shape[1] * v.shape[3] * v.element_size()
+        # A dynamic sliding layer keeps its sliding_window; a static one keeps only the slots it
+        # allocates, min(max_cache_len, sliding_window), as its max_cache_len.
+        window = getattr(layer, "sliding_window", None) if not static else layer.max_cache_len
+        layers.append(("local" if layer.is_sliding else "global", window if layer.is_sliding else None,
+                       k.shape[2] * per_token, per_token))
+    return flops, layers
+
+
+def _is_sliding(name: str) -> bool:
+    return "local" in spec_of(name).layer_attention
+
+
+SLIDING = [n for n in CONFIGS if _is_sliding(n)]
+
+
+def tokens_of(name: str) -> int:
+    """The forward's length: past the window for sliding-window models (so that HF's caches
+    have to drop tokens), SHORT otherwise.  On meta the length costs nothing."""
+    return spec_of(name).attention.sliding_window + PAST_WINDOW if name in SLIDING else SHORT
+
+
+# ---- 1. parameters ---------------------------------------------------------------------
+
+
+def test_rw_falcon_configs_need_hf_conversion():
+    """The RW-format files really are unknown to transformers as they stand (the reason for
+    _convert_rw_falcon); if transformers learns them, this fails and the conversion can go."""
+    rw = [n for n in CONFIGS if _raw(n)["model_type"] in RW_MODEL_TYPES]
+    assert rw == ["falcon-40b", "falcon-7b"]
+    for name in rw:
+        cfg = _raw(name)
+        with pytest.raises(ValueError, match="Unrecognized model identifier"):
+            AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_params_equal_hf_numel(name):
+    model = hf_model(name)
+    hf_total = sum(p.numel() for p in model.parameters())  # parameters() yields a tied tensor once
+    ours_total = ours(name, 1).params.total
+    if name in EXCLUDED_MODULES:
+        paths, pinned_adjustment, pinned_hf_total = EXCLUDED_MODULES[name]
+        excluded = {id(p) for path in paths for p in model.get_submodule(path).parameters()}
+        adjustment = sum(p.numel() for p in model.parameters() if id(p) in excluded)
+        assert (hf_total, adjustment) == (pinned_hf_total, pinned_adjustment)
+        hf_total -= adjustment
+    assert ours_total == hf_total
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_decoder_layers_and_mtp(name):
+    """HF builds exactly the config's decoder layers: no MTP layer hides in its count."""
+    decoder = hf_model(name).get_decoder()
+    stacks = [m for m in decoder.children() if isinstance(m, torch.nn.ModuleList)]
+    assert len(stacks) == 1 and len(stacks[0]) == spec_of(name).n_layers
+    if name in MTP_CONFIGS:
+        assert _raw(name)["num_nextn_predict_layers"] >= 1 and len(stacks[0]) == _raw(name)["num_hidden_layers"]
+
+
+def test_mtp_and_buffers_are_as_documented():
+    assert MTP_CONFIGS == ["deepseek-v3"]
+    model = hf_model("deepseek-v3")
+    buffers = {n.rsplit(".", 1)[-1] for n, _ in model.named_buffers()}
+    params = {n.rsplit(".", 1)[-1] for n, _ in model.named_parameters()}
+    # README: DeepSeek-V3's e_score_correction_bias is a buffer, never a parameter.
+    assert "e_score_correction_bias" in buffers and "e_score_correction_bias" not in params
+
+
+# ---- 2. KV cache ----------------------------------------------------------------------
+
+
+def _kv_factor(name: str) -> int:
+    """HF cache values per archcalc value; 1 except where KV_STORES_QUERY_HEADS says why."""
+    if name not in KV_STORES_QUERY_HEADS:
+        return 1
+    spec = spec_of(name)
+    assert (spec.attention.n_heads, spec.n_kv_heads) == (128, 8)
+    return spec.attention.n_heads // spec.n_kv_heads
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
+    """HF's default DynamicCache after a prefill of `tokens` tokens, layer by layer.
+
+    A full-attention layer holds every token.  A sliding layer holds min(tokens, window − 1):
+    DynamicSlidingWindowLayer.update drops the oldest token at once because the next step's own
+    token completes the window (cache_utils: "Only cache the last `self.sliding_window - 1`
+    tokens").  archcalc allocates min(tokens, window), as HF's StaticCache does (next test),
+    so past the window HF's dynamic cache is exactly one token per sliding layer smaller."""
+    spec, tokens = spec_of(name), tokens_of(name)
+    result = ours(name, tokens)
+    _, layers = hf_forward(name, tokens)
+    factor = _kv_factor(name)
+    assert [kind for kind, *_ in layers] == list(spec.layer_attention)
+    by_kind = {k.kind: k for k in result.kv.by_kind}
+    assert sum(k.layers for k in by_kind.values()) == len(layers) == spec.n_layers
+    for kind, window, seq_bytes, per_token in layers:
+        k = by_kind[kind]
+        assert window == k.window == (spec.attention.sliding_window if kind == "local" else None)
+        assert per_token == factor * k.bytes_per_token / k.layers
+        assert seq_bytes == (min(tokens, window - 1) if window else tokens) * per_token
+    dropped = 0.0  # bytes archcalc allocates that HF's dynamic cache has already let go
+    for kind, k in by_kind.items():
+        hf_bytes = sum(b for kd, _, b, _ in layers if kd == kind)
+        if k.window and tokens >= k.window:
+            assert hf_bytes == factor * (k.bytes - k.bytes_per_token)  # one token fewer in each layer
+            dropped += k.bytes_per_token
+        else:
+            assert hf_bytes == factor * k.bytes
+    assert (name in SLIDING) == (dropped > 0)
+    assert sum(per_token for *_, per_token in layers) == factor * result.kv.bytes_per_token
+    assert sum(seq_bytes for *_, seq_bytes, _ in layers) == factor * (result.kv.bytes - dropped)
+
+
+@pytest.mark.parametrize("name", SLIDING)
+def test_kv_window_cap_equals_hf_static_cache(name):
+    """HF's StaticCache over a prefill past the window allocates min(context, window) slots per
+    sliding layer and the whole context per full layer: exactly archcalc's capped bytes."""
+    window, tokens = spec_of(name).attention.sliding_window, tokens_of(name)
+    assert tokens > window
+    result = ours(name, tokens)
+    by_kind = {k.kind: k for k in result.kv.by_kind}
+    _, layers = hf_forward(name, tokens, static=True)
+    assert [kind for kind, *_ in layers] == list(spec_of(name).layer_attention)
+    for kind, layer_window, seq_bytes, per_token in layers:
+        assert layer_window == (window if kind == "local" else None)
+        assert seq_bytes == (window if kind == "local" else tokens) * per_token
+    for kind, k in by_kind.items():
+        assert sum(b for kd, _, b, _ in layers if kd == kind) == k.bytes
+    assert sum(b for _, _, b, _ in layers) == result.kv.bytes
+
+
+# ---- 3. FLOPs ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_forward_flops_equal_flop_counter(name):
+    """For sliding-window models the forward runs past the window: under the torch convention
+    windows do not cap the T × S rectangle, and neither does HF's eager attention, which masks
+    the scores instead of skipping them."""
+    tokens = tokens_of(name)
+    flops, _ = hf_forward(name, tokens)
+    assert ours(name, tokens).flops.forward == flops
