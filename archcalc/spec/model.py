@@ -219,6 +219,8 @@ class ModelSpec(_Frozen):
             rotary = self.rope_dim
             if rotary % 2 or rotary == 0:
                 raise ValueError(f"position.rotary_fraction gives {rotary} rotary dims; it must be even and > 0")
+        if self.d_ff < 1:
+            raise ValueError(f"ffn.d_ff_ratio {self.ffn.d_ff_ratio} × d_model {self.d_model} rounds down to d_ff 0")
         moe = self.ffn.moe
         if moe and moe.layers and max(moe.layers) >= self.n_layers:
             raise ValueError(f"ffn.moe.layers names layer {max(moe.layers)} of {self.n_layers}")

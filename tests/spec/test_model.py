@@ -6,6 +6,8 @@ import pytest
 from conftest import debug_spec, sized, spec_of
 from pydantic import ValidationError
 
+from archcalc.spec.model import ModelSpec
+
 
 def test_llama_d_ff_rounding_rule_reproduces_llama2():
     # Llama-2-7B's published intermediate_size, from int(8/3·4096) rounded up to 256.
@@ -84,3 +86,11 @@ def test_max_context_follows_the_extension_when_left_out():
     assert spec.max_context == 163_840  # DeepSeek-V3's 4096 × 40
     with pytest.raises(ValidationError, match="max_context"):
         debug_spec(max_context=None, position={"scaling": {"type": "llama3", "factor": 8, "original_context": 8192}})
+
+
+def test_a_ratio_that_rounds_d_ff_to_zero_is_an_error():
+    # int(0.5 × 1) = 0 under Llama's rounding: a zero-width FFN (found by the property tests).
+    with pytest.raises(ValidationError, match="rounds down to d_ff 0"):
+        ModelSpec.model_validate(dict(name="x", d_model=1, n_layers=1, vocab_size=2, max_context=8,
+                                      attention=dict(n_heads=1), position=dict(kind="none"),
+                                      ffn=dict(d_ff_ratio=0.5)))
