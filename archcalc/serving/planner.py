@@ -141,6 +141,13 @@ class Solution:
     detail: dict = field(default_factory=dict)
 
 
+def tp_shards_heads(spec: ModelSpec, tp: int) -> bool:
+    """vLLM's rule (QKVParallelLinear): TP divides the query heads, and the KV
+    heads split evenly (K % t == 0) or are replicated whole (t % K == 0)."""
+    kv = spec.n_kv_heads
+    return spec.attention.n_heads % tp == 0 and (kv % tp == 0 if tp < kv else tp % kv == 0)
+
+
 def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
     """Every bad option as one InputError."""
     engine = engine_named(dep.engine)
@@ -148,9 +155,10 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
         raise InputError(None, "--dtype", f"{dep.weight_dtype!r}; valid: {', '.join(WEIGHT_DTYPES)}")
     engine.kv_bytes_per_value(dep.kv_dtype or engine.default_kv_dtype)
     heads, tp = spec.attention.n_heads, dep.tensor_parallel
-    if heads % tp:
-        valid = ", ".join(str(t) for t in range(1, heads + 1) if heads % t == 0)
-        raise InputError(None, "--tp", f"{tp} does not divide {spec.name}'s {heads} attention heads; valid: {valid}")
+    if not tp_shards_heads(spec, tp):
+        valid = ", ".join(str(t) for t in range(1, heads + 1) if tp_shards_heads(spec, t))
+        raise InputError(None, "--tp", f"{tp} does not split {spec.name}'s {heads} attention heads and "
+                                       f"{spec.n_kv_heads} KV heads evenly; valid: {valid}")
     if dep.gpus % tp:
         raise InputError(None, "--gpus", f"{dep.gpus} GPUs are not a whole number of TP groups of {tp}")
     if not 0 < dep.gpu_memory_utilization <= 1:
@@ -317,7 +325,7 @@ def min_gpus(spec: ModelSpec, hardware: HardwareProfile, dep: Deployment, contex
     """Fewest GPUs (one TP group of 1, 2, 4 or 8 dividing the heads) that fit."""
     stopped = "nothing: one GPU fits"  # what made the next smaller TP fail
     for tp in TP_CHOICES:
-        if spec.attention.n_heads % tp:
+        if not tp_shards_heads(spec, tp):
             continue
         plan = Planner(spec, hardware, replace(dep, gpus=tp, tp=tp)).plan(context, batch)
         if plan.fits:

@@ -197,3 +197,17 @@ def test_llamacpp_splits_layers_not_tensors():
     for gpus in (1, 2, 4):
         act = Planner(LLAMA_31_8B, H100, Deployment(engine="llamacpp", gpus=gpus)).plan(8192).activations
         assert (act.largest_op, act.bytes) == ("layers.ffn.act", 359_137_280)
+
+
+def test_tp_must_split_kv_heads_as_vllm_does():
+    # vLLM's QKVParallelLinear: divide(total_num_kv_heads, tp) when tp < K, divide(tp, K) otherwise.
+    # Nemotron-4B has 24 query and 8 KV heads: TP 3 divides the queries but would leave 8/3 KV heads a rank.
+    from archcalc.errors import InputError
+    from archcalc.serving.deployment import Deployment
+    from archcalc.serving.planner import check_deployment, tp_shards_heads
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model("nemotron-4b")[0]
+    assert [t for t in range(1, 25) if tp_shards_heads(spec, t)] == [1, 2, 4, 8, 24]
+    with pytest.raises(InputError, match="valid: 1, 2, 4, 8, 24"):
+        check_deployment(spec, Deployment(gpus=3))

@@ -182,7 +182,7 @@ def test_activation_estimate_is_near_vllms_profile():
 
 
 def test_tp_must_divide_the_heads():
-    with pytest.raises(Exception, match="does not divide"):
+    with pytest.raises(Exception, match="does not split"):
         planner(G27, gpus=3)
 
 
@@ -360,7 +360,7 @@ def test_context_beyond_the_maximum_warns():
 
 @pytest.mark.parametrize("args,fragment", [
     (["--gpu", "h1000"], "unknown hardware 'h1000'; did you mean 'h100'?"),
-    (["--gpu", "h100", "--tp", "3"], "--tp: 3 does not divide gemma-3-27b's 32 attention heads"),
+    (["--gpu", "h100", "--tp", "3"], "--tp: 3 does not split gemma-3-27b's 32 attention heads"),
     (["--gpu", "h100", "--engine", "vllm", "--kv-dtype", "q8_0"], "--kv-dtype: 'q8_0' is not a KV-cache type of engine vllm"),
     (["--gpu", "h100", "--engine", "llamacpp", "--kv-dtype", "fp8"], "'fp8' is not a KV-cache type of engine llamacpp"),
     (["--gpu", "h100", "--kv-dtype", "q4_0"], "'q4_0' is not a KV-cache type of engine plain"),
