@@ -21,9 +21,10 @@ import argparse
 import json
 import subprocess
 import sys
-import tomllib
 from collections import Counter, defaultdict
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "mutants"

@@ -7,9 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
-
 import torch  # noqa: E402  (a dev dependency: missing torch is an error, never a skip)
-
 from conftest import BUNDLED, sized, spec_of  # noqa: E402
 
 from archcalc.measure.reference import build_reference_model, count_flops  # noqa: E402

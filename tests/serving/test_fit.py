@@ -17,11 +17,11 @@ from click.testing import CliRunner
 from conftest import debug_spec, spec_of
 
 from archcalc.cli import cli
+from archcalc.hardware.profile import all_hardware, load_hardware
+from archcalc.serving.deployment import Deployment, parse_bytes
 from archcalc.serving.engines import ENGINES
 from archcalc.serving.engines.vllm import VLLM_TOO_SMALL, format_gib, vllm_blocks
-from archcalc.serving.deployment import Deployment, parse_bytes
 from archcalc.serving.planner import Planner, _last_true, min_gpus
-from archcalc.hardware.profile import all_hardware, load_hardware
 
 GiB, MiB = 2**30, 2**20
 H100 = load_hardware("h100")
