@@ -58,7 +58,7 @@ def fit(model, gpu, all_gpus, gpus, tp, context, batch, dtype, kv_dtype, engine,
         warn(result.warnings)
         if as_json:
             return echo_json(result.to_dict())
-        return out().print(views.fit_all_table(result.rows, result.rows[0][1]))
+        return out().print(views.fit_all_table(result.rows))
     result = api.fit(model, gpu, **options)
     warn(result.warnings)
     if as_json:

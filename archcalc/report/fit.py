@@ -150,7 +150,8 @@ def solve_table(solutions: dict[str, Solution], plan: FitPlan) -> Table:
     return table
 
 
-def fit_all_json(rows: list[tuple[HardwareProfile, FitPlan, Solution]], plan0: FitPlan) -> dict:
+def fit_all_json(rows: list[tuple[HardwareProfile, FitPlan, Solution]]) -> dict:
+    plan0 = rows[0][1]  # the deployment is the same on every device
     return {
         "schema": FIT_SCHEMA,
         "model": {"name": plan0.spec.name, "source": plan0.spec.source, "max_context": plan0.spec.max_context},
@@ -161,7 +162,8 @@ def fit_all_json(rows: list[tuple[HardwareProfile, FitPlan, Solution]], plan0: F
     }
 
 
-def fit_all_table(rows: list[tuple[HardwareProfile, FitPlan, Solution]], plan0: FitPlan) -> Table:
+def fit_all_table(rows: list[tuple[HardwareProfile, FitPlan, Solution]]) -> Table:
+    plan0 = rows[0][1]
     dep = plan0.deployment
     table = Table(title=f"{plan0.spec.name}: {dep.gpus} × each device, engine {dep.engine}, TP "
                         f"{dep.tensor_parallel}, context {plan0.context:,} × batch {plan0.batch:,}, weights "

@@ -373,7 +373,7 @@ class FitAllResult:
     def to_dict(self) -> dict:
         from archcalc.report.fit import fit_all_json
 
-        return fit_all_json(self.rows, self.rows[0][1])
+        return fit_all_json(self.rows)
 
 
 def solve(spec: ModelSpec, hardware: HardwareProfile, dep: Deployment, context: int, batch: int = 1) -> FitResult:

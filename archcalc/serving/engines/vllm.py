@@ -170,9 +170,6 @@ class VllmEngine(Engine):
         return {"gpu_memory_utilization": dep.gpu_memory_utilization,
                 "max_num_batched_tokens": dep.max_num_batched_tokens, "block_size": VLLM_BLOCK_SIZE}
 
-    def startup(self, kinds, context, available, dep):
-        return self.report(kinds, context, available, dep.max_num_batched_tokens)
-
     # The per-layer functions vLLM's check and its binary search run over.
 
     def page_bytes(self, kinds: list[AttnKind]) -> int:
@@ -209,7 +206,9 @@ class VllmEngine(Engine):
                 right = mid - 1
         return result
 
-    def report(self, kinds: list[AttnKind], max_model_len: int, available: int, mnbt: int) -> VllmReport:
+    def startup(self, kinds: list[AttnKind], max_model_len: int, available: int, dep) -> VllmReport:
+        """check_enough_kv_cache_memory and report_kv_cache_config for one GPU."""
+        mnbt = dep.max_num_batched_tokens
         size, groups = vllm_groups(kinds)
         page = self.page_bytes(kinds)
         needed = self.needed(kinds, max_model_len, mnbt)
