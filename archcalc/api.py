@@ -73,26 +73,90 @@ def size(model: Model, *, context: int | None = None, batch: int = 1, dtype: str
     return replace(result, warnings=tuple(warnings + context_warnings(spec, context)))
 
 
-def roofline(model: Model, gpu: Gpu, *, prompt: int = 2048, context: int | None = None, batch: int = 1,
-             gen: int = 256, dtype: str = "bf16", act_dtype: str = "bf16", kv_dtype: str = "bf16") -> RooflineResult:
+def roofline(model: Model, gpu: Gpu | None = None, *, prompt: int = 2048, context: int | None = None, batch: int = 1,
+             gen: int = 256, dtype: str = "bf16", act_dtype: str = "bf16", kv_dtype: str = "bf16", tp: int = 1,
+             gpus: int | None = None, measure: bool = False, device: str = "auto",
+             repeats: int = 5) -> RooflineResult:
     """Prefill of `prompt` tokens, one decode step at `context` (default prompt + gen)
-    and `gen` decode steps, per rate set of the device."""
-    from archcalc.cost.roofline import RooflineResult, predict
+    and `gen` decode steps, per rate set of the device (peak, typical, calibrated),
+    for one of `tp` tensor-parallel ranks (its share of every op plus the collectives).
+
+    measure: also run every op of the prefill and the decode step as a real
+    kernel on the local `device` (needs torch); every dtype is then the one the
+    device runs (bf16, or fp32 on a CPU without bf16 units), and `gpu`
+    defaults to `local` (this machine's calibration)."""
+    from archcalc.cost.roofline import RooflineResult, predict, prefill_workload
     from archcalc.ops.dtypes import ACT_DTYPES, KV_DTYPES, WEIGHT_DTYPES
+    from archcalc.ops.workload import Workload
     from archcalc.spec.model import context_warnings
 
     _choice("--dtype", dtype, WEIGHT_DTYPES)
     _choice("--act-dtype", act_dtype, ACT_DTYPES)
     _choice("--kv-dtype", kv_dtype, KV_DTYPES)
-    for name, value in (("--prompt", prompt), ("--batch", batch), ("--gen", gen)):
+    for name, value in (("--prompt", prompt), ("--batch", batch), ("--gen", gen), ("--tp", tp)):
         _positive(name, value)
+    if gpus is not None and _positive("--gpus", gpus) % tp:
+        raise InputError(None, "--gpus", f"{gpus} GPUs do not hold whole TP groups of {tp}; give a multiple of --tp")
     spec, warnings = load(model)
-    hw = load_gpu(gpu)
+    if tp > 1:
+        from archcalc.serving.deployment import Deployment
+        from archcalc.serving.planner import check_deployment
+
+        check_deployment(spec, Deployment(gpus=tp, tp=tp))
+    session = None
+    if measure:
+        if tp > 1:
+            raise InputError(None, "--measure", "runs on one local device; measure with --tp 1")
+        session = _measure_session(device, act_dtype)
+        if dtype != session.dtype or act_dtype != session.dtype or kv_dtype != session.dtype:
+            warnings.append(f"--measure runs every tensor in {session.dtype} on {session.name}; predictions use "
+                            f"{session.dtype} weights, activations and KV cache too")
+        dtype = act_dtype = kv_dtype = session.dtype
+        warnings += list(session.notes)
+    hw = load_gpu(gpu if gpu is not None else "local" if measure else _missing_gpu())
+    if hw.calibration is not None and hw.calibration.dtype != act_dtype:
+        warnings.append(f"the calibration of {hw.name} ran in {hw.calibration.dtype}, the prediction computes in "
+                        f"{act_dtype}: calibrated rates are for {hw.calibration.dtype}")
     context = _positive("--context", context or prompt + gen)
-    preds = predict(spec, hw, prompt=prompt, context=context, gen=gen, batch=batch, weight_dtype=dtype,
-                    act_dtype=act_dtype, kv_dtype=kv_dtype)
+    dtypes = {"weight_dtype": dtype, "act_dtype": act_dtype, "kv_dtype": kv_dtype}
+    preds = predict(spec, hw, prompt=prompt, context=context, gen=gen, batch=batch, tp=tp, **dtypes)
+    measured = ()
+    if session is not None:
+        from archcalc.measure.steps import measure_step
+
+        measured = (measure_step(spec, prefill_workload(prompt, batch, **dtypes), "prefill", session, repeats),
+                    measure_step(spec, Workload.decode(context, batch, **dtypes), "decode", session, repeats))
     return RooflineResult(spec, hw, prompt, context, batch, gen, preds,
-                          tuple(warnings + context_warnings(spec, prompt + gen, context)))
+                          tuple(warnings + context_warnings(spec, prompt + gen, context)), tp=tp,
+                          gpus=gpus or tp, measured=measured)
+
+
+def calibrate(*, device: str = "auto", dtype: str = "bf16", quick: bool = False, out: str | PathLike | None = None,
+              progress=None):
+    """Measure this device (archcalc calibrate) and write the calibration: to
+    `out`, else the per-user calibration directory.  Returns (path, Calibration)."""
+    from pathlib import Path
+
+    from archcalc.hardware.calibration import default_path, save_calibration
+
+    session = _measure_session(device, dtype)  # checks torch, the device and the dtype before any work
+    from archcalc.measure.calibrate import calibrate as run
+
+    cal = run(str(session.device.type), dtype, quick=quick, progress=progress)
+    return save_calibration(cal, Path(out) if out else default_path(cal)), cal
+
+
+def _measure_session(device: str, dtype: str):
+    try:
+        from archcalc.measure.steps import session
+    except ImportError:
+        raise InputError(None, "--measure", "needs torch: pip install 'archcalc[measure]'") from None
+    return session(device, dtype)
+
+
+def _missing_gpu():
+    raise InputError(None, "--gpu", "give a device: a bundled name or alias (archcalc hardware list), a profile or "
+                                    "calibration YAML, or `local`")
 
 
 def fit(model: Model, gpu: Gpu, *, gpus: int = 1, tp: int | None = None, context: int | None = None, batch: int = 1,

@@ -26,6 +26,7 @@ COMMANDS = {
     "fit": "archcalc.cli.fit:fit",
     "compare": "archcalc.cli.compare:compare",
     "hardware": "archcalc.cli.hardware:hardware",
+    "calibrate": "archcalc.cli.calibrate:calibrate",
 }
 
 

@@ -19,7 +19,9 @@ from archcalc.cli.common import (
 
 @click.command()
 @click.argument("model")
-@click.option("--gpu", required=True, help="Hardware profile: a bundled name or alias, or a YAML file.")
+@click.option("--gpu", "--hardware", "gpu",
+              help="Device: a bundled name or alias, a profile or calibration YAML, or `local` (this machine's "
+                   "calibration; the default with --measure).")
 @click.option("--phase", type=click.Choice(["prefill", "decode", "both"]), default="both", show_default=True)
 @click.option("--prompt", type=click.IntRange(min=1), default=2048, show_default=True, help="Prefill tokens.")
 @click.option("--context", type=click.IntRange(min=1), help="Context of the decode step shown (default prompt + gen).")
@@ -28,23 +30,35 @@ from archcalc.cli.common import (
 @dtype_option
 @act_dtype_option
 @kv_dtype_option
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel ranks: each op's share on one rank plus the all-reduces and gathers.")
+@click.option("--gpus", type=click.IntRange(min=1), help="GPUs in all (default --tp): beyond --tp, data-parallel "
+                                                         "replicas, each running --batch.")
+@click.option("--measure", is_flag=True, help="Also run every op as a real torch kernel on the local device.")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True,
+              help="Where --measure runs (auto: cuda, then mps, then cpu).")
+@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Timed repeats per kernel with --measure (the median is kept).")
 @click.option("--plot", "plot_path", help="Write a roofline chart (.png or .svg; needs matplotlib).")
 @json_option
-def roofline(model, gpu, phase, prompt, context, batch, gen, dtype, act_dtype, kv_dtype, plot_path, as_json):
+def roofline(model, gpu, phase, prompt, context, batch, gen, dtype, act_dtype, kv_dtype, tp, gpus, measure, device,
+             repeats, plot_path, as_json):
     """Prefill and decode time of MODEL on a device, op by op."""
+    if plot_path:
+        from archcalc.report.plot import check_plot_path
+
+        check_plot_path(plot_path)  # before any measurement: a bad path costs nothing
     result = api.roofline(model, gpu, prompt=prompt, context=context, batch=batch, gen=gen, dtype=dtype,
-                          act_dtype=act_dtype, kv_dtype=kv_dtype)
+                          act_dtype=act_dtype, kv_dtype=kv_dtype, tp=tp, gpus=gpus, measure=measure, device=device,
+                          repeats=repeats)
     warn(result.warnings)
-    first, spec, hw = result.predictions[0], result.spec, result.hardware
+    phases = ("prefill", "decode") if phase == "both" else (phase,)
     if plot_path:
         from archcalc.report.plot import roofline_chart
 
-        steps = {"prefill": first.prefill, "decode": first.decode}
-        roofline_chart({k: v for k, v in steps.items() if phase in (k, "both")}, plot_path,
-                       f"{spec.name} on {hw.name} (batch {batch}, prompt {prompt:,}, decode at {result.context:,})")
+        roofline_chart(result, phases, plot_path)
     if as_json:
         return echo_json(result.to_dict())
     from archcalc.report.roofline import roofline_view
 
-    phases = ("prefill", "decode") if phase == "both" else (phase,)
-    out().print(roofline_view(result.predictions, hw, phases, prompt, result.context, batch))
+    out().print(roofline_view(result, phases))

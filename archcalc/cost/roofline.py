@@ -1,11 +1,13 @@
-"""Roofline predictions: each op takes max(FLOPs / peak, bytes / bandwidth).
+"""Time predictions: each op takes fixed + max(FLOPs / compute rate, bytes / memory rate).
 
-A step's time is the sum over its ops (no overlap between kernels, which is
-how eager and CUDA-graph serving run them).  The op list is the same one
-`size` sums; only the rates come from the hardware profile.  Rates:
-matmul and attention FLOPs at the dense matrix-unit peak of the compute dtype,
-elementwise FLOPs at the fp32 (vector) rate, all bytes at the memory
-bandwidth.  Letters: B batch, S context, P peak FLOP/s, W bytes/s.
+This is the one place that turns an Op into time.  A step's time is the sum
+over its ops (no overlap between kernels, as eager and CUDA-graph serving run
+them).  The op list is the same one `size` sums; the rates come from a rate
+set (cost/rates.py: peak, typical, calibrated), which says how fast an op of
+a given shape runs, the launch cost per kernel and, for tensor parallelism,
+the link.  With tp > 1 every op is one rank's share and the collectives
+Megatron-style TP adds are ops of their own (parallel/collectives.py).
+Letters: B batch, S context, P FLOP/s, W bytes/s.
 """
 
 from __future__ import annotations
@@ -13,46 +15,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import floor
 
+from archcalc.cost.rates import Rates, compute_dtype, rate_sets  # noqa: F401  (re-exported)
 from archcalc.hardware.profile import HardwareProfile
-from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION
+from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.layers import model_ops
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
-
-CONVENTION = CONVENTIONS[DEFAULT_CONVENTION]  # the work kernels really do: causal, windows capped
-W8A8_DTYPES = ("fp8", "int8")  # weight formats whose matmuls run on 8-bit units (activations quantized too)
-
-
-@dataclass(frozen=True)
-class Rates:
-    label: str  # "peak" or "calibrated"
-    matmul: float  # FLOP/s for matmuls and attention
-    vector: float  # FLOP/s for elementwise work
-    bandwidth: float  # bytes/s
-
-    @property
-    def ridge(self) -> float:
-        return self.matmul / self.bandwidth
-
-
-def compute_dtype(wl: Workload, hw: HardwareProfile) -> str:
-    """fp8/int8 weights run W8A8 on the 8-bit units where the device has them;
-    int4 (weight-only) and 16-bit weights compute in the activation dtype."""
-    if wl.weight_dtype in W8A8_DTYPES and wl.weight_dtype in hw.peak_flops:
-        return wl.weight_dtype
-    return wl.act_dtype
-
-
-def rate_sets(hw: HardwareProfile, wl: Workload) -> list[Rates]:
-    """Peak rates, and the calibrated ones when the profile has a calibration."""
-    dtype = compute_dtype(wl, hw)
-    peak = Rates("peak", hw.peak(dtype), hw.peak("fp32"), hw.memory_bandwidth)
-    cal = hw.calibration
-    if not cal:
-        return [peak]
-    return [peak, Rates("calibrated", cal.flops.get(dtype, peak.matmul), peak.vector,
-                        cal.memory_bandwidth or peak.bandwidth)]
 
 
 @dataclass(frozen=True)
@@ -62,10 +31,11 @@ class OpTime:
     bytes: float  # per step: weights + activations + KV
     t_math: float
     t_memory: float
+    t_fixed: float = 0.0  # launch costs (link latency for a collective), outside the max
 
     @property
     def time(self) -> float:
-        return max(self.t_math, self.t_memory)
+        return self.t_fixed + max(self.t_math, self.t_memory)
 
     @property
     def bound(self) -> str:
@@ -77,10 +47,15 @@ class OpTime:
 
 
 def time_op(op: Op, rates: Rates) -> OpTime:
+    """All `count` executions of `op`: fixed + max(math, memory) each."""
     n = op.count
-    t_math = n * (op.flops / rates.matmul + op.vector_flops / rates.vector)
     nbytes = n * (op.weight_bytes + op.act_bytes + op.kv_bytes)
-    return OpTime(op, n * (op.flops + op.vector_flops), nbytes, t_math, nbytes / rates.bandwidth)
+    if op.kind == "collective":  # on the link: latency + bytes sent by one rank
+        link = rates.link_bandwidth or float("inf")
+        return OpTime(op, n * op.vector_flops, nbytes, 0.0, n * op.comm_bytes / link, n * rates.link_latency)
+    t_math = n * ((op.flops / rates.compute_rate(op) if op.flops else 0.0) + op.vector_flops / rates.vector)
+    return OpTime(op, n * (op.flops + op.vector_flops), nbytes, t_math, nbytes / rates.memory_rate(op),
+                  n * rates.launch)
 
 
 @dataclass(frozen=True)
@@ -115,8 +90,31 @@ class Step:
         return self.bytes / self.time / self.rates.bandwidth
 
 
-def step(spec: ModelSpec, wl: Workload, rates: Rates) -> Step:
-    return Step(wl, rates, [time_op(op, rates) for op in model_ops(spec, wl, CONVENTION)])
+def step(spec: ModelSpec, wl: Workload, rates: Rates, tp: int = 1) -> Step:
+    return Step(wl, rates, [time_op(op, rates) for op in step_ops(spec, wl, rates.convention, tp)])
+
+
+_OPS_CACHE: dict[tuple, tuple[ModelSpec, tuple[Op, ...]]] = {}
+
+
+def step_ops(spec: ModelSpec, wl: Workload, convention: str = "causal", tp: int = 1) -> tuple[Op, ...]:
+    """The ops one rank runs in a step: the model's op list, as the rate set's
+    kernels count attention, split over `tp` ranks with its collectives.
+    Cached (rate sets and searches ask for the same lists again) by the spec
+    object itself: a ModelSpec holds lists, so it cannot be a dict key."""
+    key = (id(spec), wl, convention, tp)
+    hit = _OPS_CACHE.get(key)
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    ops = model_ops(spec, wl, CONVENTIONS[convention])
+    if tp > 1:
+        from archcalc.parallel.collectives import tp_ops
+
+        ops = tp_ops(spec, wl, ops, tp)
+    if len(_OPS_CACHE) > 4096:
+        _OPS_CACHE.clear()
+    _OPS_CACHE[key] = (spec, tuple(ops))
+    return _OPS_CACHE[key][1]
 
 
 def prefill_workload(prompt: int, batch: int, **dtypes) -> Workload:
@@ -127,30 +125,32 @@ def prefill_workload(prompt: int, batch: int, **dtypes) -> Workload:
 # ---- decode over many tokens, in closed form ----------------------------------------------
 
 
-def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates, **dtypes) -> float:
+def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates, tp: int = 1, **dtypes) -> float:
     """Seconds to generate `gen` tokens per sequence after a `prompt`-token
     prefill: Σ over contexts c = prompt+1 … prompt+gen of the decode step
     time at c, summed in closed form.
 
     Each op's FLOPs and bytes are affine in c between breakpoints (a sliding
-    window stops growing at c = window), so its time max(f(c)/P, m(c)/W) is a
-    max of two affine functions: split where they cross and sum arithmetic
-    series.
+    window stops growing at c = window) and its rates do not depend on c (a
+    decode step's matmuls keep m = B; decode attention runs at one bandwidth),
+    so its time fixed + max(f(c)/P, m(c)/W) is a constant plus a max of two
+    affine functions: split where they cross and sum arithmetic series.
     """
     lo, hi = prompt + 1, prompt + gen
-    windows = {op.dims.window for op in _decode_ops(spec, lo, batch, dtypes) if op.kind == "attention"}
+    windows = {op.dims.window for op in _decode_ops(spec, lo, batch, rates, tp, dtypes) if op.kind == "attention"}
     cuts = sorted({lo, hi + 1} | {w for w in windows if w and lo < w <= hi})
     total = 0.0
     for a, b in zip(cuts, cuts[1:]):  # [a, b): every op affine in c here
-        at_a = [time_op(op, rates) for op in _decode_ops(spec, a, batch, dtypes)]
-        at_next = [time_op(op, rates) for op in _decode_ops(spec, a + 1, batch, dtypes)]
+        at_a = [time_op(op, rates) for op in _decode_ops(spec, a, batch, rates, tp, dtypes)]
+        at_next = [time_op(op, rates) for op in _decode_ops(spec, a + 1, batch, rates, tp, dtypes)]
         for x, y in zip(at_a, at_next):
-            total += _sum_max_affine(x.t_math, y.t_math - x.t_math, x.t_memory, y.t_memory - x.t_memory, b - a)
+            total += (b - a) * x.t_fixed + _sum_max_affine(x.t_math, y.t_math - x.t_math, x.t_memory,
+                                                           y.t_memory - x.t_memory, b - a)
     return total
 
 
-def _decode_ops(spec: ModelSpec, context: int, batch: int, dtypes: dict) -> list[Op]:
-    return model_ops(spec, Workload.decode(context, batch, **dtypes), CONVENTION)
+def _decode_ops(spec: ModelSpec, context: int, batch: int, rates: Rates, tp: int, dtypes: dict) -> tuple[Op, ...]:
+    return step_ops(spec, Workload.decode(context, batch, **dtypes), rates.convention, tp)
 
 
 def _sum_affine(x0: float, dx: float, n: int) -> float:
@@ -176,27 +176,40 @@ def _sum_max_affine(f0: float, df: float, m0: float, dm: float, n: int) -> float
 
 
 def critical_batch(spec: ModelSpec, context: int, rates: Rates, *, weights_only: bool = True,
-                   limit: int = 1 << 20, **dtypes) -> int | None:
+                   limit: int = 1 << 20, tp: int = 1, **dtypes) -> int | None:
     """Smallest batch at which decode turns compute-bound: the weight matmuls
     (weights_only, the classic P/W·bytes-per-weight/2 figure) or the whole
     step.  None when it stays memory-bound up to `limit` (long-context KV
     reads grow with the batch too)."""
 
-    def compute_bound(batch: int) -> bool:
-        ops = [time_op(op, rates) for op in _decode_ops(spec, context, batch, dtypes)]
+    def margin(batch: int) -> float:  # math time − memory time: ≥ 0 once compute-bound
+        ops = [time_op(op, rates) for op in _decode_ops(spec, context, batch, rates, tp, dtypes)]
         if weights_only:
             ops = [o for o in ops if o.op.kind == "matmul" and o.op.params]
-        return sum(o.t_math for o in ops) >= sum(o.t_memory for o in ops)
+        return sum(o.t_math for o in ops) - sum(o.t_memory for o in ops)
 
-    hi = 1
-    while not compute_bound(hi):
+    # A dense model's decode FLOPs and bytes are affine in B, so the margin is a
+    # line through B = 1 and 2 whose root is the answer; MoE expert loads and
+    # tile quantization bend it, so the root is only where the search starts.
+    m1, m2 = margin(1), margin(2)
+    if m1 >= 0:
+        return 1
+    guess = 2 if m2 <= m1 else min(limit, max(2, int(1 - m1 / (m2 - m1)) + 1))
+    lo, hi = 1, guess  # memory-bound at lo; hi is to be checked
+    step_ = 1
+    while margin(hi) < 0:  # gallop up from the guess
         if hi >= limit:
             return None
-        hi *= 2
-    lo = hi // 2  # memory-bound at lo (or lo = 0)
-    while hi - lo > 1:
+        lo, hi = hi, min(limit, hi + step_)
+        step_ *= 2
+    step_ = 1
+    while hi - step_ > lo and margin(hi - step_) >= 0:  # gallop down while still compute-bound
+        hi -= step_
+        step_ *= 2
+    lo = max(lo, hi - step_)
+    while hi - lo > 1:  # margin(lo) < 0 ≤ margin(hi)
         mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if compute_bound(mid) else (mid, hi)
+        lo, hi = (lo, mid) if margin(mid) >= 0 else (mid, hi)
     return hi
 
 
@@ -241,6 +254,13 @@ class RooflineResult:
     gen: int
     predictions: list[Prediction]
     warnings: tuple[str, ...] = ()
+    tp: int = 1  # tensor-parallel ranks; every step is one rank's
+    gpus: int = 1  # GPUs in all: gpus / tp data-parallel replicas
+    measured: tuple = ()  # measure.steps.MeasuredStep for prefill and decode, with --measure
+
+    @property
+    def replicas(self) -> int:
+        return self.gpus // self.tp
 
     def to_dict(self) -> dict:
         """The archcalc.roofline/1 JSON document."""
@@ -249,19 +269,19 @@ class RooflineResult:
         return roofline_json(self)
 
 
-def predict(spec: ModelSpec, hw: HardwareProfile, *, prompt: int, context: int, gen: int, batch: int,
+def predict(spec: ModelSpec, hw: HardwareProfile, *, prompt: int, context: int, gen: int, batch: int, tp: int = 1,
             **dtypes) -> list[Prediction]:
+    """One Prediction per rate set of `hw` (peak, typical, calibrated), for one of `tp` ranks."""
     out = []
     for rates in rate_sets(hw, Workload(**dtypes)):
         out.append(Prediction(
             rates,
-            prefill=step(spec, prefill_workload(prompt, batch, **dtypes), rates),
-            decode=step(spec, Workload.decode(context, batch, **dtypes), rates),
-            decode_total=decode_time(spec, prompt, gen, batch, rates, **dtypes),
+            prefill=step(spec, prefill_workload(prompt, batch, **dtypes), rates, tp),
+            decode=step(spec, Workload.decode(context, batch, **dtypes), rates, tp),
+            decode_total=decode_time(spec, prompt, gen, batch, rates, tp, **dtypes),
             gen=gen,
-            critical_batch=critical_batch(spec, context, rates, **dtypes),
-            step_critical_batch=critical_batch(spec, context, rates, weights_only=False, limit=1 << 16, **dtypes),
+            critical_batch=critical_batch(spec, context, rates, tp=tp, **dtypes),
+            step_critical_batch=critical_batch(spec, context, rates, weights_only=False, limit=1 << 16, tp=tp,
+                                               **dtypes),
         ))
     return out
-
-

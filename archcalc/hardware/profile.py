@@ -1,20 +1,23 @@
 """HardwareProfile: what a device can hold and how fast it computes and moves data.
 
 Memory in bytes, bandwidth in bytes/s, dense peak FLOP/s per dtype (absent
-where the device has no such unit).  `calibration` holds measured rates
-written by `archcalc calibrate`; predictions use peaks and, when present,
-the calibrated rates as well.
+where the device has no such unit).  `typical` holds sourced efficiencies
+(what real kernels reach: hardware/SOURCES.md); `calibration` what
+`archcalc calibrate` measured.  Predictions use the peaks and, where present,
+the typical and calibrated rate sets as well (cost/rates.py).
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from archcalc.errors import InputError
 from archcalc.files import bundled_dir, read_yaml, resolve_name, validation_error
+from archcalc.hardware.calibration import Calibration
 
 
 class _Frozen(BaseModel):
@@ -26,12 +29,22 @@ class Interconnect(_Frozen):
     bandwidth: PositiveFloat | None = None  # bytes/s per device, total bidirectional as the datasheet states it
 
 
-class Calibration(_Frozen):
-    """Rates measured on this device (archcalc calibrate)."""
+Fraction = Annotated[float, Field(gt=0, le=1)]
 
-    flops: dict[str, PositiveFloat] = Field(default_factory=dict)  # achieved matmul FLOP/s per dtype
-    memory_bandwidth: PositiveFloat | None = None  # achieved bytes/s (streaming copy)
-    measured: str | None = None  # when and with what (device name, torch version)
+
+class TypicalRates(_Frozen):
+    """What real kernels reach on this device, as fractions of the datasheet,
+    each from a public measurement named in hardware/SOURCES.md."""
+
+    gemm_efficiency: Fraction  # large dense GEMM (cuBLAS / hipBLASLt) FLOP/s ÷ dense peak
+    bandwidth_efficiency: Fraction  # achievable memory bandwidth (copy / stream) ÷ datasheet
+    attention_prefill_efficiency: Fraction  # FlashAttention forward FLOP/s ÷ dense peak
+    attention_decode_efficiency: Fraction  # decode attention KV-read bytes/s ÷ datasheet bandwidth
+    launch_s: NonNegativeFloat  # fixed seconds per kernel (launch + tail)
+    compute_units: PositiveInt | None = None  # SMs / CUs (vendor), for wave quantization
+    link_efficiency: Fraction = 1.0  # achieved collective bus bandwidth ÷ link datasheet
+    link_latency_s: NonNegativeFloat = 0.0  # seconds per small collective
+    sources: list[str] = Field(default_factory=list)  # where each fraction comes from
 
 
 class HardwareProfile(_Frozen):
@@ -48,6 +61,7 @@ class HardwareProfile(_Frozen):
     source: str
     sources: list[str] = Field(default_factory=list)
     notes: str | None = None
+    typical: TypicalRates | None = None
     calibration: Calibration | None = None
 
     @property
@@ -69,12 +83,14 @@ class HardwareProfile(_Frozen):
         return self.peak(dtype) / self.memory_bandwidth
 
 
+@lru_cache(maxsize=1)
 def _profiles() -> dict[str, Path]:
     return {p.stem: p for p in sorted(bundled_dir("hardware").glob("*.yaml"))}
 
 
+@lru_cache(maxsize=1)
 def aliases() -> dict[str, str]:
-    """alias -> file stem, for every bundled profile."""
+    """alias -> file stem, for every bundled profile (read once per process)."""
     table = {}
     for stem, path in _profiles().items():
         for alias in read_yaml(path).get("aliases", []):
@@ -92,11 +108,58 @@ def load_profile(path: Path, label: str | None = None) -> HardwareProfile:
 
 
 def load_hardware(ref: str) -> HardwareProfile:
-    """A YAML path, or a bundled name or alias (case-insensitive)."""
+    """A bundled name or alias (case-insensitive), a profile YAML, a calibration
+    file, or `local`: the newest calibration of this machine.  A calibration of a
+    bundled device (its `profile`) calibrates that profile; any other makes a
+    profile of its own (local_profile)."""
+    from archcalc.hardware.calibration import is_calibration, load_calibration, local_calibration
+
+    if ref.lower() == "local":
+        return calibrated_profile(local_calibration()[1])
     path = Path(ref)
     if path.suffix in (".yaml", ".yml") or path.exists():
+        if is_calibration(read_yaml(path)):
+            return calibrated_profile(load_calibration(path))
         return load_profile(path)
-    return load_profile(resolve_name(ref, "hardware", aliases()), ref)
+    stem = resolve_name(ref, "hardware", aliases()).stem
+    return _with_local_calibration(stem, load_profile(_profiles()[stem], ref))
+
+
+def calibrated_profile(cal: Calibration) -> HardwareProfile:
+    if cal.profile and cal.profile in _profiles():
+        return load_profile(_profiles()[cal.profile]).model_copy(update={"calibration": cal})
+    return local_profile(cal)
+
+
+def local_profile(cal: Calibration) -> HardwareProfile:
+    """A profile for a device no bundled profile describes: its 'peaks' are the
+    best rates the calibration measured (not a datasheet), and it says so."""
+    best = max(2 * p.m * p.k * p.n / p.seconds for p in cal.matmul)
+    bandwidth = max(cal.bandwidth.read_bytes_per_s, cal.bandwidth.copy_bytes_per_s)
+    return HardwareProfile(
+        name=f"local: {cal.device.name}", vendor="local", kind="gpu" if cal.device.kind != "cpu" else "cpu",
+        memory_bytes=1, memory_bandwidth=bandwidth, peak_flops={cal.dtype: best, "fp32": best if cal.dtype == "fp32"
+                                                                 else best / 2},
+        source="archcalc calibrate", calibration=cal,
+        notes="No datasheet: the 'peak' rates are the best this calibration measured "
+              f"({best / 1e9:.1f} GFLOP/s {cal.dtype} matmul, {bandwidth / 1e9:.1f} GB/s), not vendor figures.")
+
+
+def _with_local_calibration(stem: str, hw: HardwareProfile) -> HardwareProfile:
+    """The newest user calibration made for this bundled profile, if any."""
+    from archcalc.hardware.calibration import calibration_dir, load_calibration
+
+    folder = calibration_dir()
+    if not folder.is_dir():
+        return hw
+    for path in sorted(folder.glob("*.yaml"), key=lambda p: p.stat().st_mtime, reverse=True):
+        try:
+            cal = load_calibration(path)
+        except InputError:
+            continue  # a foreign or corrupt file in the folder calibrates nothing; `--gpu FILE` reports it
+        if cal.profile == stem:
+            return hw.model_copy(update={"calibration": cal})
+    return hw
 
 
 def all_hardware() -> list[HardwareProfile]:

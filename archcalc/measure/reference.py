@@ -14,12 +14,21 @@ transformers modules, the papers), never from archcalc's formulas:
 
 Letters: B batch, T tokens, D d_model, H query heads, K KV heads, F d_ff,
 E experts, n residual streams, s depth sources, U = 2L residual units.
+
+Inference: ``model(tokens, cache)`` with ``cache = model.new_cache()`` runs a
+prefill and then decode steps (or chunks); with no cache the forward is the
+training-style one above, unchanged.  Each attention layer caches what its
+architecture keeps per token: K and V after qk-norm and RoPE, or MLA's normed
+latent and rotated rope key (re-expanded through kv_b every step: the
+non-absorbed form); a sliding-window layer keeps its last `window` tokens.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -39,15 +48,29 @@ ACTIVATIONS = {
 }
 
 
-def build_reference_model(spec: ModelSpec, device: str | torch.device = "meta") -> nn.Module:
-    """The model `spec` describes; ``forward(tokens [B, T]) -> logits [B, T, V]``.
+def build_reference_model(
+    spec: ModelSpec, device: str | torch.device = "meta", dtype: torch.dtype | None = None
+) -> nn.Module:
+    """The model `spec` describes; ``forward(tokens [B, T], cache=None) -> logits [B, T, V]``.
 
     On "meta" (the default) nothing is allocated: use it to count parameters.
-    Run forwards on "cpu" with tiny dims.
+    Run forwards on "cpu" with tiny dims.  `dtype` (default: torch's, fp32) is
+    the parameters' dtype, set at creation so no fp32 copy is ever allocated;
+    RoPE frequencies stay fp32.
     """
     device = torch.device(device)
-    with torch.device(device), _skip_random_init(device.type == "meta"):
+    with torch.device(device), _default_dtype(dtype), _skip_random_init(device.type == "meta"):
         return ReferenceModel(spec)
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: torch.dtype | None):
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(dtype or saved)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(saved)
 
 
 @contextlib.contextmanager
@@ -140,11 +163,11 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     return torch.tensor(slopes)
 
 
-def sinusoidal_table(n_positions: int, dim: int, base: float) -> torch.Tensor:
-    """Vaswani et al. absolute positions: sin on even features, cos on odd ones."""
-    pos = torch.arange(n_positions, dtype=torch.float32)[:, None]
-    freq = base ** (-torch.arange(0, dim, 2, dtype=torch.float32) / dim)
-    table = torch.zeros(n_positions, dim)
+def sinusoidal_table(positions: torch.Tensor, dim: int, base: float) -> torch.Tensor:
+    """Vaswani et al. absolute positions: sin on even features, cos on odd ones; [T, dim] for positions [T]."""
+    pos = positions.to(torch.float32)[:, None]
+    freq = base ** (-torch.arange(0, dim, 2, dtype=torch.float32, device=positions.device) / dim)
+    table = torch.zeros(len(positions), dim, device=positions.device)
     table[:, 0::2] = torch.sin(pos * freq)
     table[:, 1::2] = torch.cos(pos * freq[: dim // 2])
     return table
@@ -159,14 +182,46 @@ class Rotary(nn.Module):
         self.register_buffer("inv_freq", inv_freq, persistent=False)
         self.dim, self.offset = dim, offset
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: [B, T, heads, d]
-        angles = torch.arange(x.shape[1], device=x.device, dtype=torch.float32)[:, None] * self.inv_freq
+    def rotate(self, part: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """All `dim` features of part [B, T, heads, dim] rotated by positions [T]."""
+        angles = positions.to(torch.float32)[:, None] * self.inv_freq
         angles = torch.cat([angles, angles], -1)[:, None, :]  # [T, 1, dim]
-        start, stop = self.offset, self.offset + self.dim
-        part = x[..., start:stop]
         half1, half2 = part.chunk(2, dim=-1)
         rotated = (part * angles.cos() + torch.cat([-half2, half1], -1) * angles.sin()) * self.factor
-        return torch.cat([x[..., :start], rotated, x[..., stop:]], -1)
+        return rotated.to(part.dtype)  # angles stay fp32; the result keeps the activations' dtype
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:  # x: [B, T, heads, d]
+        start, stop = self.offset, self.offset + self.dim
+        return torch.cat([x[..., :start], self.rotate(x[..., start:stop], positions), x[..., stop:]], -1)
+
+
+# ---- KV cache ---------------------------------------------------------------
+
+
+class LayerCache:
+    """What one attention layer keeps between steps: a tuple of [B, S, ...] tensors (k and v, or MLA's
+    latent and rope key) for the S most recent tokens."""
+
+    def __init__(self):
+        self.kept: tuple[torch.Tensor, ...] = ()
+
+    def extend(self, new: tuple[torch.Tensor, ...], window: int | None) -> tuple[torch.Tensor, ...]:
+        """The kept tensors followed by `new` ([B, T, ...] each) along the tokens: what this step attends to.
+
+        A sliding-window layer then keeps only the last `window` of them (as archcalc allocates; the
+        next query needs window - 1 plus itself, the extra one is masked).
+        """
+        full = tuple(torch.cat([old, n], 1) for old, n in zip(self.kept, new)) if self.kept else new
+        self.kept = full if window is None else tuple(t[:, -window:] for t in full)
+        return full
+
+
+class KVCache:
+    """A model's cache: one LayerCache per layer and `length`, the tokens each sequence has processed."""
+
+    def __init__(self, n_layers: int):
+        self.layers = [LayerCache() for _ in range(n_layers)]
+        self.length = 0
 
 
 # ---- attention --------------------------------------------------------------
@@ -175,7 +230,9 @@ class Rotary(nn.Module):
 class Attention(nn.Module):
     """What both attention kinds share: qk-norm, RoPE, the explicit-matmul core, o_proj.
 
-    Subclasses define `project(x) -> q [B,T,H,dq], k [B,T,Hk,dq], v [B,T,Hk,dv]`.
+    Subclasses define `project(x, positions) -> (q [B,T,H,dq], new)`: q ready for the scores, `new`
+    what the cache keeps of these T tokens; and, unless `new` is (k, v) itself,
+    `keys_values(kept) -> k [B,S,Hk,dq], v [B,S,Hk,dv]` for the S kept tokens.
     """
 
     def __init__(self, spec: ModelSpec, layer: int, rope_offset: int):
@@ -208,8 +265,14 @@ class Attention(nn.Module):
         self.sinks = nn.Parameter(torch.zeros(a.n_heads)) if a.sinks else None  # gpt-oss: one logit per head
         self.o_proj = nn.Linear(a.n_heads * self.v_dim, spec.d_model, bias="o" in a.bias)
 
-    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def project(self, x: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         raise NotImplementedError
+
+    def keys_values(self, kept: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, torch.Tensor]:
+        return kept  # MHA caches k and v themselves
+
+    def rotate(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return x if self.rotary is None else self.rotary(x, positions)
 
     def normalize_qk(self, q: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self.qk_norm_widths[0] is None:
@@ -219,31 +282,33 @@ class Attention(nn.Module):
         k = self.k_norm(k.reshape(B, T, -1, self.qk_norm_widths[1])).reshape(k.shape)
         return q, k
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        B, T, _ = x.shape
-        q, k, v = self.project(x)
-        q, k = self.normalize_qk(q, k)
-        if self.rotary is not None:
-            q, k = self.rotary(q), self.rotary(k)
-        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # heads first: [B, heads, T, d]
+    def forward(self, x: torch.Tensor, positions: torch.Tensor, cache: LayerCache | None = None) -> torch.Tensor:
+        """x [B, T, D] at positions [T]; with a cache, the T tokens follow the ones it keeps."""
+        q, new = self.project(x, positions)
+        k, v = self.keys_values(new if cache is None else cache.extend(new, self.window))
+        return self.o_proj(self.attend(q, k, v, positions).flatten(2))
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """softmax(q kᵀ) v -> [B, T, H, dv]; the S keys are the S tokens ending at the newest query's."""
+        B, T, S = q.shape[0], q.shape[1], k.shape[1]
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # heads first: [B, heads, T or S, d]
         groups = self.n_heads // k.shape[1]
         k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)  # GQA: a copy, no FLOPs
         scores = (q @ k.transpose(-1, -2)) * self.scale  # [B, H, T, S], the full rectangle
         if self.softcap is not None:
             scores = self.softcap * torch.tanh(scores / self.softcap)
-        i = torch.arange(T, device=x.device)[:, None]
-        j = torch.arange(T, device=x.device)[None, :]
+        i = positions[:, None]
+        j = (positions[-1] + 1 - S + torch.arange(S, device=q.device))[None, :]
         if hasattr(self, "alibi_slopes"):
-            scores = scores - self.alibi_slopes[:, None, None] * (i - j)
+            scores = scores - (self.alibi_slopes[:, None, None] * (i - j)).to(scores.dtype)
         allowed = j <= i
         if self.window is not None:
             allowed = allowed & (i - j < self.window)
         scores = scores.masked_fill(~allowed, float("-inf"))
         if self.sinks is not None:  # an extra softmax column per head, dropped after
             scores = torch.cat([scores, self.sinks.view(1, -1, 1, 1).expand(B, -1, T, 1)], -1)
-        probs = scores.softmax(-1)[..., :T]
-        out = probs @ v  # [B, H, T, dv]
-        return self.o_proj(out.transpose(1, 2).reshape(B, T, -1))
+        probs = scores.softmax(-1)[..., :S]
+        return (probs @ v).transpose(1, 2)  # [B, H, T, dv] -> [B, T, H, dv]
 
 
 class MultiHeadAttention(Attention):
@@ -257,12 +322,13 @@ class MultiHeadAttention(Attention):
         self.k_proj = nn.Linear(D, K * self.qk_dim, bias="k" in a.bias)
         self.v_proj = nn.Linear(D, K * self.v_dim, bias="v" in a.bias)
 
-    def project(self, x):
+    def project(self, x, positions):
         B, T, _ = x.shape
         q = self.q_proj(x).view(B, T, self.n_heads, self.qk_dim)
         k = self.k_proj(x).view(B, T, self.n_kv_heads, self.qk_dim)
         v = self.v_proj(x).view(B, T, self.n_kv_heads, self.v_dim)
-        return q, k, v
+        q, k = self.normalize_qk(q, k)
+        return self.rotate(q, positions), (self.rotate(k, positions), v)  # the cache keeps k as attended
 
 
 class LatentAttention(Attention):
@@ -282,15 +348,23 @@ class LatentAttention(Attention):
         self.kv_a_layernorm = nn.RMSNorm(self.kv_rank, eps=1e-6)
         self.kv_b_proj = nn.Linear(self.kv_rank, H * (self.nope + self.v_dim), bias=False)
 
-    def project(self, x):
+    def project(self, x, positions):
         B, T, _ = x.shape
-        H = self.n_heads
         q = self.q_proj(x) if hasattr(self, "q_proj") else self.q_b_proj(self.q_a_layernorm(self.q_a_proj(x)))
         latent, k_rope = self.kv_a_proj_with_mqa(x).split([self.kv_rank, self.rope], -1)
-        kv = self.kv_b_proj(self.kv_a_layernorm(latent)).view(B, T, H, self.nope + self.v_dim)
+        k_rope = k_rope[:, :, None, :]  # [B, T, 1, rope]: one rope key shared by all heads
+        if self.rotary is not None:
+            k_rope = self.rotary.rotate(k_rope, positions)
+        q = self.rotate(q.view(B, T, self.n_heads, self.qk_dim), positions)
+        return q, (self.kv_a_layernorm(latent), k_rope)  # the cache keeps kv_rank + rope values per token
+
+    def keys_values(self, kept):
+        latent, k_rope = kept  # [B, S, kv_rank], [B, S, 1, rope]
+        B, S, _ = latent.shape
+        H = self.n_heads
+        kv = self.kv_b_proj(latent).view(B, S, H, self.nope + self.v_dim)  # every kept token, every step
         k_nope, v = kv.split([self.nope, self.v_dim], -1)
-        k = torch.cat([k_nope, k_rope[:, :, None, :].expand(B, T, H, self.rope)], -1)  # rope key shared by all heads
-        return q.view(B, T, H, self.qk_dim), k, v
+        return torch.cat([k_nope, k_rope.expand(B, S, H, self.rope)], -1), v
 
 
 # ---- feed-forward -----------------------------------------------------------
@@ -363,8 +437,8 @@ class Sublayer(nn.Module):
         self.inner = inner
         self.norm_out = make_norm(spec.norm, D) if placement in ("post", "both") else nn.Identity()
 
-    def forward(self, x):
-        return self.norm_out(self.inner(self.norm_in(x)))
+    def forward(self, x, **kwargs):  # kwargs: an attention unit's positions and cache
+        return self.norm_out(self.inner(self.norm_in(x), **kwargs))
 
 
 class DecoderLayer(nn.Module):
@@ -556,16 +630,40 @@ class ReferenceModel(nn.Module):
         if spec.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    def new_cache(self) -> KVCache:
+        return KVCache(len(self.layers))
+
+    def forward(
+        self, tokens: torch.Tensor, cache: KVCache | None = None, logits: Literal["all", "last"] = "all"
+    ) -> torch.Tensor:
+        """Logits [B, T, V] of tokens [B, T]; [B, 1, V] (each sequence's last token) for logits="last".
+
+        With a cache the tokens follow the cache.length already processed (positions, causal mask and
+        windows offset accordingly) and the cache grows by them.
+        """
         T = tokens.shape[1]
+        start = 0 if cache is None else cache.length
+        positions = torch.arange(start, start + T, device=tokens.device)
         x = self.embed_tokens(tokens)
         kind = self.spec.position.kind
         if kind == "learned":
-            x = x + self.embed_positions(torch.arange(T, device=tokens.device))
+            x = x + self.embed_positions(positions)
         elif kind == "sinusoidal":
-            x = x + sinusoidal_table(T, x.shape[-1], self.spec.position.theta).to(x.device)
-        units = [unit for layer in self.layers for unit in (layer.attn, layer.mlp)]
-        x = self.residual(x, units)
-        logits = self.lm_head(self.final_norm(x))
+            x = x + sinusoidal_table(positions, x.shape[-1], self.spec.position.theta).to(x)
+        x = self.residual(x, self.units(positions, cache))
+        if cache is not None:
+            cache.length += T
+        if logits == "last":
+            x = x[:, -1:]
+        out = self.lm_head(self.final_norm(x))
         cap = self.spec.final_softcap
-        return logits if cap is None else cap * torch.tanh(logits / cap)
+        return out if cap is None else cap * torch.tanh(out / cap)
+
+    def units(self, positions: torch.Tensor, cache: KVCache | None) -> list:
+        """The 2L residual units in order, each attention unit bound to the positions and its layer's cache."""
+        caches = cache.layers if cache is not None else [None] * len(self.layers)
+        return [
+            unit
+            for layer, layer_cache in zip(self.layers, caches)
+            for unit in (functools.partial(layer.attn, positions=positions, cache=layer_cache), layer.mlp)
+        ]

@@ -21,6 +21,9 @@ class FlopsConvention:
     cap_windows: bool  # sliding-window layers see at most `window` keys
     count_vector: bool  # add elementwise FLOPs to the total
     description: str
+    # A sliding window given as an explicit mask: the kernel computes every T × S pair and masks them
+    # (torch's scaled_dot_product_attention takes a window only as attn_mask, and skips no block of it).
+    masked_windows: bool = False
 
 
 CONVENTIONS = {
@@ -35,6 +38,10 @@ CONVENTIONS = {
         FlopsConvention("full", "rectangle", True, False, "full T×S rectangle, windows capped (vLLM MFU metrics)"),
         # calflops / DeepSpeed style: elementwise ops counted on top of causal.
         FlopsConvention("detailed", "causal", True, True, "causal pairs, windows capped, plus norms, softmax, activations, RoPE and adds"),
+        # What torch SDPA runs (measure/, calibrated rates): is_causal for global layers, and
+        # sliding-window layers through an explicit mask, so the whole T × S rectangle.
+        FlopsConvention("sdpa", "causal", True, False, "torch SDPA: causal pairs, sliding windows as a mask over the full T×S rectangle",
+                        masked_windows=True),
     )
 }
 DEFAULT_CONVENTION = "causal"

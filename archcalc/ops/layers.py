@@ -112,7 +112,7 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         rope_layers = L if a.global_rope else kinds["local"]
         if rope_layers:
             out.append(ops.elementwise("layers.attn.rope", "position", wl, rotated, ops.ROPE_FLOPS, count=rope_layers,
-                                       tp="split"))
+                                       tp="split", fn="rope"))
     for kind in ("global", "local"):
         if kinds[kind]:
             out.append(ops.attention(
@@ -135,15 +135,17 @@ def _mlp(spec: ModelSpec, wl: Workload, prefix: str, width: int, count: int, *, 
     up_width = 2 * width if f.gated else width
     per_element = ops.ACTIVATION_FLOPS[BASE_ACTIVATION[f.activation]] + (ops.GATE_PRODUCT_FLOPS if f.gated else 0)
     inputs = 2 if f.gated else 1
+    act = BASE_ACTIVATION[f.activation]
     if experts:
         E, k = experts
         routed = wl.tokens * k
         return [ops.expert_matmul(f"{prefix}.up", wl, D, up_width, E, k, bias=f.bias, count=count),
                 ops.elementwise(f"{prefix}.act", "experts", wl, width, per_element, inputs=inputs, count=count,
-                                tokens=routed, tp="split"),
+                                tokens=routed, tp="split", fn=act),
                 ops.expert_matmul(f"{prefix}.down", wl, width, D, E, k, bias=f.bias, count=count, tp="row")]
     return [ops.matmul(f"{prefix}.up", component, wl, D, up_width, bias_width=up_width if f.bias else 0, count=count),
-            ops.elementwise(f"{prefix}.act", component, wl, width, per_element, inputs=inputs, count=count, tp="split"),
+            ops.elementwise(f"{prefix}.act", component, wl, width, per_element, inputs=inputs, count=count, tp="split",
+                            fn=act),
             ops.matmul(f"{prefix}.down", component, wl, width, D, bias_width=D if f.bias else 0, count=count,
                        tp="row")]
 
@@ -254,5 +256,5 @@ def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     out.append(head)
     if spec.final_softcap:
         out.append(ops.elementwise("lm_head.softcap", "lm_head", wl, spec.vocab_size, ops.SOFTCAP_FLOPS,
-                                   tokens=wl.logit_tokens, tp="split"))
+                                   tokens=wl.logit_tokens, tp="split", fn="softcap"))
     return out

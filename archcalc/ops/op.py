@@ -18,7 +18,7 @@ from archcalc.ops.conventions import FlopsConvention
 from archcalc.ops.dtypes import kept_dtype, nbytes
 from archcalc.ops.workload import Workload
 
-OpKind = Literal["matmul", "attention", "norm", "elementwise", "gather"]
+OpKind = Literal["matmul", "attention", "norm", "elementwise", "gather", "collective"]
 # How tensor parallelism (t ranks) places an op's parameters and work (the
 # fractions are parallel/tensor.py's): split: 1/t per rank (column-parallel
 # linears, whose output is split, vocab-parallel embedding, attention heads,
@@ -85,12 +85,15 @@ class AttentionDims(Dims):
 
 @dataclass(frozen=True)
 class RowDims(Dims):
-    """A row-wise op over [m, width]: norms (norm set), elementwise ops of `inputs` tensors."""
+    """A row-wise op over [m, width]: norms (norm set), elementwise ops of `inputs` tensors.
+    fn: the elementwise function a kernel runs (an activation name, "rope",
+    "softcap"; "add" sums the inputs: adds, combines, stream mixes)."""
 
     m: int
     width: int
     inputs: int = 1
     norm: str | None = None
+    fn: str = "add"
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,16 @@ class GatherDims(Dims):
     m: int
     rows: int
     width: int
+
+
+@dataclass(frozen=True)
+class CollectiveDims(Dims):
+    """A collective over an [m, width] tensor across `ranks` ranks (tensor parallelism)."""
+
+    m: int
+    width: int
+    ranks: int
+    pattern: Literal["all_reduce", "all_gather"]
 
 
 # Elementwise FLOPs per element.  Conventions, not measurements: they follow
@@ -131,6 +144,7 @@ class Op:
     weight_bytes: float = 0  # parameters read
     act_bytes: float = 0  # activations read + written
     kv_bytes: float = 0  # KV cache read + written
+    comm_bytes: float = 0  # bytes ONE rank sends over the interconnect (collectives), per execution
 
     def counted_flops(self, convention: FlopsConvention) -> int:
         return self.flops + (self.vector_flops if convention.count_vector else 0)
@@ -206,9 +220,12 @@ def score_pairs(new_tokens: int, context: int, window: int | None, convention: F
 
     Causal: the query at position p sees min(p + 1, window) keys, summed over
     p = S−T … S−1 (T·S − T(T−1)/2 without a window).  Rectangle: T × S, or
-    T × min(S, window) when windows are capped.
+    T × min(S, window) when windows are capped.  A window applied as a mask
+    (masked_windows) costs the whole T × S rectangle once it cuts anything.
     """
     t, s = new_tokens, context
+    if window and window < s and t > 1 and convention.masked_windows:
+        return t * s  # a prefill chunk under a mask; one decode query reads just the window's keys
     w = window if (window and convention.cap_windows) else None
     if convention.pairs == "rectangle":
         return t * (min(s, w) if w else s)
@@ -229,7 +246,8 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     """
     b, t, s = wl.batch, wl.new_tokens, wl.context
     pairs = b * score_pairs(t, s, window, convention)
-    keys_read = min(s, window + t - 1) if window else s  # keys any query of the step needs
+    masked = convention.masked_windows and t > 1  # a masked kernel reads every key
+    keys_read = min(s, window + t - 1) if window and not masked else s  # keys any query of the step needs
     vector = pairs * n_heads * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0))
     return Op(
         name, "attention", "attention",
@@ -278,10 +296,10 @@ def norm(name: str, wl: Workload, width: int, kind: str, bias: bool, *, count: i
 
 def elementwise(name: str, component: Component, wl: Workload, width: int, flops_per_element: int, *,
                 inputs: int = 1, count: int = 1, params: int = 0, tokens: int | None = None,
-                tp: Sharding = "replicated") -> Op:
+                tp: Sharding = "replicated", fn: str = "add") -> Op:
     """`inputs` tensors of [m, width] in, one out."""
     m = wl.tokens if tokens is None else tokens
-    return Op(name, "elementwise", component, RowDims(m, width, inputs), count, tp=tp,
+    return Op(name, "elementwise", component, RowDims(m, width, inputs, fn=fn), count, tp=tp,
               params=params, active_params=params, vector_flops=flops_per_element * m * width,
               weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
               act_bytes=nbytes((inputs + 1) * m * width, wl.act_dtype))
@@ -294,3 +312,37 @@ def gather(name: str, component: Component, wl: Workload, rows: int, width: int)
               params=rows * width, active_params=rows * width,
               weight_bytes=nbytes(min(m, rows) * width, kept_dtype(wl.weight_dtype)),  # only the rows looked up
               act_bytes=nbytes(m * width, wl.act_dtype))
+
+
+# ---- collectives (tensor parallelism) -----------------------------------------------
+
+
+def collective(name: str, component: Component, wl: Workload, width: int, ranks: int,
+               pattern: Literal["all_reduce", "all_gather"], *, count: int = 1, tokens: int | None = None) -> Op:
+    """A ring collective over an [m, width] activation tensor (m = tokens, default B·T) across `ranks` ranks.
+
+    Bytes one rank sends, t = ranks, N = the whole tensor's bytes (NCCL's
+    ring algorithms; the nccl-tests "Performance" notes, doc/PERFORMANCE.md,
+    define the bus bandwidth from the same volumes: all-reduce busBw = algBw ×
+    2(n−1)/n, all-gather busBw = algBw × (n−1)/n):
+      all_reduce: reduce-scatter then all-gather, each t−1 steps of an N/t
+                  chunk: 2(t−1)/t × N;
+      all_gather: t−1 steps of an N/t shard: (t−1)/t × N (N: the gathered output).
+    vector_flops: the reduction's additions, n−1 per element (same page)
+    spread over the t ranks (each adds t−1 received chunks of m·width/t
+    values into its own chunk in the reduce-scatter): (t−1)/t × m·width.
+    act_bytes (local memory): what a rank reads from its own buffer and writes
+    to it once: an all-reduce reads its whole [m, width] input and writes the
+    whole result (2N); an all-gather reads its own [m, width/t] shard and
+    writes the whole [m, width] output ((1 + 1/t)·N).  The chunks passing
+    through the ring are counted in comm_bytes, not here."""
+    m = wl.tokens if tokens is None else tokens
+    tensor = nbytes(m * width, wl.act_dtype)
+    if pattern == "all_reduce":
+        sent, adds, local = 2 * (ranks - 1) * tensor / ranks, (ranks - 1) * m * width / ranks, 2 * tensor
+    elif pattern == "all_gather":
+        sent, adds, local = (ranks - 1) * tensor / ranks, 0, tensor + tensor / ranks
+    else:
+        raise ValueError(f"unknown collective pattern {pattern!r}")
+    return Op(name, "collective", component, CollectiveDims(m, width, ranks, pattern), count, tp="replicated",
+              vector_flops=adds, act_bytes=local, comm_bytes=sent)

@@ -6,11 +6,15 @@ is the one policy that turns that label into fractions.  Megatron-style
 pairing: column-parallel linears ("split") split their output (QKV, up,
 lm_head), row-parallel ones ("row") their input (o, down); attention splits
 by heads; a vocab-parallel embedding splits its rows and ends in an all-reduce.
+rank_op turns a whole Op into the one a rank runs; the collectives that join
+the ranks are parallel/collectives.py's.
 """
 
 from __future__ import annotations
 
-from archcalc.ops.op import FusedQKVDims, MatmulDims, Op
+from dataclasses import replace
+
+from archcalc.ops.op import AttentionDims, Dims, FusedQKVDims, GatherDims, MatmulDims, Op, RowDims
 
 
 def weight_share(op: Op, tp: int) -> float:
@@ -52,3 +56,57 @@ def act_bytes_per_rank(op: Op, tp: int) -> float:
             return op.act_bytes * (k / tp + n) / (k + n)
         return op.act_bytes * (k + n / tp) / (k + n)
     return op.act_bytes / tp
+
+
+def _ceil_div(x: int, t: int) -> int:
+    return -(-x // t)
+
+
+def rank_dims(op: Op, tp: int) -> Dims:
+    """The shape one of `tp` ranks runs this op at, for a kernel runner.
+
+    column-parallel matmul (split): n/t; row-parallel (row): k/t; fused QKV:
+    H/t query heads and max(1, K/t) KV heads (q_width, kv_width, n follow);
+    attention: H/t heads, max(1, K/t) KV heads, kv_width of those heads (MLA's
+    one latent stays whole); split elementwise ops: width/t; vocab-parallel
+    gather: rows/t.  A width t does not divide is rounded up (the widest rank,
+    the one the step waits for).  Replicated ops keep their dims."""
+    d = op.dims
+    if tp == 1 or op.tp == "replicated":
+        return d
+    if isinstance(d, FusedQKVDims):
+        heads = max(1, d.n_kv_heads // tp)
+        q, kv = _ceil_div(d.q_width, tp), d.kv_width * heads // d.n_kv_heads
+        return replace(d, n=q + kv, q_width=q, kv_width=kv, n_kv_heads=heads)
+    if isinstance(d, MatmulDims):
+        return replace(d, k=_ceil_div(d.k, tp)) if op.tp == "row" else replace(d, n=_ceil_div(d.n, tp))
+    if isinstance(d, AttentionDims):
+        heads = max(1, d.n_kv_heads // tp)
+        return replace(d, n_heads=_ceil_div(d.n_heads, tp), n_kv_heads=heads,
+                       kv_width=d.kv_width * heads // d.n_kv_heads)
+    if isinstance(d, RowDims):
+        return replace(d, width=_ceil_div(d.width, tp))
+    if isinstance(d, GatherDims):
+        return replace(d, rows=_ceil_div(d.rows, tp))
+    return d
+
+
+def rank_op(op: Op, tp: int) -> Op:
+    """The op one of `tp` ranks runs: its work, weights and cache times this
+    module's shares, its activations act_bytes_per_rank, its dims rank_dims.
+
+    flops, vector_flops, weight_bytes and params (active and bias parts too) ×
+    weight_share (attention cores: 1/t, split by heads); kv_bytes × kv_share;
+    name, count and comm_bytes unchanged.  tp == 1, or a replicated op: the op
+    itself.  The collectives joining the ranks are not here
+    (parallel/collectives.py: tp_ops)."""
+    if tp == 1 or op.tp == "replicated":
+        return op
+    share = weight_share(op, tp)
+    return replace(
+        op, dims=rank_dims(op, tp),
+        params=op.params * share, active_params=op.active_params * share, bias_params=op.bias_params * share,
+        flops=op.flops * share, vector_flops=op.vector_flops * share, weight_bytes=op.weight_bytes * share,
+        act_bytes=act_bytes_per_rank(op, tp),
+        kv_bytes=op.kv_bytes * kv_share(op, tp) if isinstance(op.dims, AttentionDims) else op.kv_bytes,
+    )

@@ -1,0 +1,265 @@
+"""Rate sets: how fast a device runs each kind of op, the parameters of the time model.
+
+cost/roofline.py turns an Op into time with ONE rule for every rate set:
+
+    t = fixed + max(FLOPs / compute rate, bytes / memory rate)
+
+where `fixed` is the launch cost of a kernel (the link latency for a
+collective).  A rate set says what those rates are for an op of a given
+shape.  Four kinds, each labelled in every output:
+
+- peak: the datasheet: dense matrix-unit FLOP/s, fp32 vector FLOP/s, memory
+  bandwidth, no launch cost.  A strict lower bound on time.
+- typical: the datasheet scaled by sourced public figures (the profile's
+  `typical` section, hardware/SOURCES.md): large-GEMM efficiency with tile and
+  wave quantization, achievable bandwidth, attention efficiency by phase, a
+  launch cost per kernel, link efficiency and latency.
+- calibrated: what `archcalc calibrate` measured on the device: matmul
+  FLOP/s interpolated over the measured (m, k·n) grid, SDPA rates for
+  prefill and decode, copy / read bandwidth, row-kernel bandwidth by kind,
+  the measured launch cost.  Its attention work is what SDPA runs (the
+  "sdpa" convention: an explicit window mask computes the whole rectangle).
+- measured (measure/, not here): each op run as a real kernel.
+
+Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from math import ceil, log
+
+from archcalc.hardware.calibration import Calibration
+from archcalc.hardware.profile import HardwareProfile, TypicalRates
+from archcalc.ops import op as ops
+from archcalc.ops.conventions import CONVENTIONS
+from archcalc.ops.dtypes import nbytes
+from archcalc.ops.op import AttentionDims, MatmulDims, Op, RowDims
+from archcalc.ops.workload import Workload
+
+W8A8_DTYPES = ("fp8", "int8")  # weight formats whose matmuls run on 8-bit units (activations quantized too)
+TILE = 128  # cuBLAS/hipBLASLt output tile edge (m and n) used for tile and wave quantization
+
+
+# ---- interpolation over measured points ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Curve:
+    """y(x), piecewise linear in (log x, log y) through measured points, flat beyond the ends."""
+
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+
+    @classmethod
+    def of(cls, points: dict[float, list[float]]) -> Curve:
+        """Points {x: [y, ...]}: the median y at each x."""
+        xs = sorted(points)
+        return cls(tuple(xs), tuple(sorted(points[x])[len(points[x]) // 2] for x in xs))
+
+    def __call__(self, x: float) -> float:
+        xs, ys = self.xs, self.ys
+        if x <= xs[0]:
+            return ys[0]
+        if x >= xs[-1]:
+            return ys[-1]
+        i = bisect_left(xs, x)
+        f = (log(x) - log(xs[i - 1])) / (log(xs[i]) - log(xs[i - 1]))
+        return ys[i - 1] ** (1 - f) * ys[i] ** f
+
+
+@dataclass(frozen=True)
+class Surface:
+    """y(m, size): a Curve in m for each measured size, interpolated between sizes in log-log."""
+
+    sizes: tuple[float, ...]
+    curves: tuple[Curve, ...]
+
+    def __call__(self, m: float, size: float) -> float:
+        return Curve(self.sizes, tuple(c(m) for c in self.curves))(size)
+
+
+# ---- the rate set ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rates:
+    label: str  # "peak", "typical" or "calibrated"
+    matmul: float  # FLOP/s of large matmuls (and attention) in the compute dtype
+    vector: float  # FLOP/s for elementwise work
+    bandwidth: float  # bytes/s for memory traffic
+    source: str = "datasheet"  # where the numbers come from, printed with them
+    convention: str = "causal"  # the attention work the kernels run (ops/conventions.py)
+    launch: float = 0.0  # seconds of fixed cost per kernel
+    link_bandwidth: float | None = None  # bytes/s one rank sends over the interconnect
+    link_latency: float = 0.0  # seconds per collective
+    # typical: fractions of the datasheet
+    gemm_efficiency: float = 1.0
+    quantized_tiles: bool = False  # charge partial output tiles and the last wave as whole ones
+    compute_units: int | None = None  # SMs / CUs, for wave quantization
+    attention_prefill_efficiency: float = 1.0
+    attention_decode_efficiency: float = 1.0  # of the bandwidth, for decode KV reads
+    # calibrated: measured curves
+    matmul_surface: Surface | None = None  # effective FLOP/s over (m, k·n)
+    prefill_attention: dict[bool, Curve] = field(default_factory=dict)  # masked? -> FLOP/s over kernel pairs
+    decode_bandwidth: float | None = None  # bytes/s of SDPA decode (KV read)
+    row_bandwidth: dict[str, Curve] = field(default_factory=dict)  # row kernel kind -> bytes/s over bytes
+
+    @property
+    def ridge(self) -> float:
+        return self.matmul / self.bandwidth
+
+    # What roofline.time_op asks, per op.
+
+    def compute_rate(self, op: Op) -> float:
+        """FLOP/s this op's matmul / attention FLOPs run at."""
+        d = op.dims
+        if op.kind == "attention":
+            return self._attention_rate(op)
+        if isinstance(d, MatmulDims):
+            if self.matmul_surface is not None:
+                return self.matmul_surface(d.m, d.k * d.n)
+            return self.matmul * self.gemm_efficiency * (self._quantization(d) if self.quantized_tiles else 1.0)
+        return self.matmul * self.gemm_efficiency
+
+    def memory_rate(self, op: Op) -> float:
+        """bytes/s this op's traffic moves at."""
+        if op.kind == "attention" and op.dims.new_tokens == 1:
+            return self.decode_bandwidth or self.bandwidth * self.attention_decode_efficiency
+        if isinstance(op.dims, RowDims) or op.kind == "gather":
+            curve = self.row_bandwidth.get(row_kind(op))
+            if curve is not None:
+                return curve(op.act_bytes + op.weight_bytes)
+        return self.bandwidth
+
+    def _attention_rate(self, op: Op) -> float:
+        d: AttentionDims = op.dims
+        masked = d.window is not None and d.window < d.context
+        curve = self.prefill_attention.get(masked) or self.prefill_attention.get(False)
+        if curve is not None:
+            return curve(op.flops)
+        eff = self.attention_prefill_efficiency if d.new_tokens > 1 else 1.0
+        return self.matmul * eff
+
+    def _quantization(self, d: MatmulDims) -> float:
+        """Tile and wave quantization (NVIDIA's Matrix Multiplication Background guide):
+        the output is cut into TILE × TILE tiles; a partial tile costs a whole
+        one, and the last wave of tiles over the compute units runs part-empty."""
+        tiles_m, tiles_n = ceil(d.m / TILE), ceil(d.n / TILE)
+        useful = d.m * d.n / (tiles_m * tiles_n * TILE * TILE)
+        if not self.compute_units:
+            return useful
+        tiles = tiles_m * tiles_n * (d.experts or 1)
+        waves = ceil(tiles / self.compute_units)
+        return useful * tiles / (waves * self.compute_units)
+
+    def describe(self) -> dict:
+        """The rates as printed and in JSON."""
+        return {"label": self.label, "source": self.source, "matmul_flops_per_s": self.matmul,
+                "vector_flops_per_s": self.vector, "bandwidth_bytes_per_s": self.bandwidth,
+                "ridge_flops_per_byte": self.ridge, "launch_s": self.launch, "convention": self.convention,
+                "gemm_efficiency": self.gemm_efficiency, "link_bandwidth_bytes_per_s": self.link_bandwidth,
+                "link_latency_s": self.link_latency}
+
+
+def row_kind(op: Op) -> str:
+    """Which calibrated row kernel an op resembles (measure/kernels.py runs the same kinds)."""
+    if op.kind == "gather":
+        return "gather"
+    d: RowDims = op.dims
+    if op.kind == "norm":
+        return "layernorm" if d.norm == "layernorm" else "rmsnorm"
+    if d.fn in ("relu", "relu2", "silu", "gelu"):
+        return "gated_activation" if d.inputs > 1 else "activation"
+    return "rope" if d.fn == "rope" else "add"
+
+
+# ---- building the sets ----------------------------------------------------------------------
+
+
+def compute_dtype(weight_dtype: str, act_dtype: str, hw: HardwareProfile) -> str:
+    """fp8/int8 weights run W8A8 on the 8-bit units where the device has them;
+    int4 (weight-only) and 16-bit weights compute in the activation dtype."""
+    if weight_dtype in W8A8_DTYPES and weight_dtype in hw.peak_flops:
+        return weight_dtype
+    return act_dtype
+
+
+def peak_rates(hw: HardwareProfile, dtype: str) -> Rates:
+    return Rates("peak", hw.peak(dtype), hw.peak("fp32"), hw.memory_bandwidth, source=f"{hw.name} datasheet",
+                 link_bandwidth=_link(hw))
+
+
+def typical_rates(hw: HardwareProfile, dtype: str, t: TypicalRates) -> Rates:
+    link = _link(hw)
+    return Rates("typical", hw.peak(dtype), hw.peak("fp32"), hw.memory_bandwidth * t.bandwidth_efficiency,
+                 source=f"{hw.name} datasheet × sourced efficiencies (hardware/SOURCES.md)",
+                 launch=t.launch_s, link_bandwidth=link * t.link_efficiency if link else None,
+                 link_latency=t.link_latency_s, gemm_efficiency=t.gemm_efficiency, quantized_tiles=True,
+                 compute_units=t.compute_units,
+                 attention_prefill_efficiency=t.attention_prefill_efficiency,
+                 attention_decode_efficiency=t.attention_decode_efficiency)
+
+
+def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
+    """A rate set from a Calibration (hardware/calibration.py)."""
+    launch = cal.launch_s
+    by_size: dict[int, dict[float, list[float]]] = {}
+    for p in cal.matmul:  # effective FLOP/s once the launch cost is taken out
+        by_size.setdefault(p.k * p.n, {}).setdefault(p.m, []).append(2 * p.m * p.k * p.n / max(p.seconds - launch,
+                                                                                            p.seconds / 2))
+    sizes = sorted(by_size)
+    surface = Surface(tuple(sizes), tuple(Curve.of(by_size[s]) for s in sizes))
+    best = max(2 * p.m * p.k * p.n / p.seconds for p in cal.matmul)
+
+    prefill: dict[bool, dict[float, list[float]]] = {}
+    decode: list[float] = []
+    for p in cal.attention:  # FLOPs and bytes of the point by the same constructor the op list uses
+        wl = Workload(batch=p.batch, new_tokens=p.q_len, context=p.kv_len, weight_dtype=cal.dtype,
+                      act_dtype=cal.dtype, kv_dtype=cal.dtype)
+        op = ops.attention("calibration", wl, CONVENTIONS["sdpa"], n_heads=p.heads, kv_heads=p.kv_heads,
+                           qk_dim=p.head_dim, v_dim=p.head_dim, kv_width=2 * p.kv_heads * p.head_dim,
+                           window=p.window, layer_kind="local" if p.window else "global")
+        seconds = max(p.seconds - launch, p.seconds / 2)
+        if p.q_len == 1:
+            decode.append((op.act_bytes + op.kv_bytes) / seconds)
+        else:
+            prefill.setdefault(p.window is not None, {}).setdefault(op.flops, []).append(op.flops / seconds)
+    rows: dict[str, dict[float, list[float]]] = {}
+    for p in cal.rows:
+        moved = nbytes(p.rows * p.width * ROW_TENSORS[p.kind], cal.dtype)
+        rows.setdefault(p.kind, {}).setdefault(moved, []).append(moved / max(p.seconds - launch, p.seconds / 2))
+    return Rates(
+        "calibrated", best, hw.peak("fp32"), cal.bandwidth.read_bytes_per_s,
+        source=f"calibrated on {cal.device.name} ({cal.dtype}, {cal.device.threads} threads, {cal.device.date[:10]})",
+        convention="sdpa", launch=launch, link_bandwidth=_link(hw),
+        matmul_surface=surface,
+        prefill_attention={masked: Curve.of(pts) for masked, pts in prefill.items()},
+        decode_bandwidth=sorted(decode)[len(decode) // 2] if decode else None,
+        row_bandwidth={kind: Curve.of(pts) for kind, pts in rows.items()},
+    )
+
+
+# Tensors of [rows, width] a row kernel reads + writes (measure/kernels.py's kernels, the op list's act_bytes):
+# a norm reads x and writes y; an activation likewise; a gated one reads gate and up; an add reads two;
+# a gather writes the rows it reads; RoPE reads x (cos/sin are small) and writes the result.
+ROW_TENSORS = {"rmsnorm": 2, "layernorm": 2, "activation": 2, "gated_activation": 3, "add": 3, "gather": 2, "rope": 2}
+
+
+def _link(hw: HardwareProfile) -> float | None:
+    """Bytes/s one rank sends: half the datasheet's total bidirectional figure."""
+    bw = hw.interconnect.bandwidth if hw.interconnect else None
+    return bw / 2 if bw else None
+
+
+def rate_sets(hw: HardwareProfile, wl: Workload) -> list[Rates]:
+    """Peak, typical (when the profile has sourced efficiencies) and calibrated
+    (when the profile carries a calibration), in that order."""
+    dtype = compute_dtype(wl.weight_dtype, wl.act_dtype, hw)
+    out = [peak_rates(hw, dtype)]
+    if hw.typical is not None:
+        out.append(typical_rates(hw, dtype, hw.typical))
+    if hw.calibration is not None:
+        out.append(calibrated_rates(hw, hw.calibration))
+    return out

@@ -1,0 +1,153 @@
+"""Calibrations: what `archcalc calibrate` measured on a device, and where it is kept.
+
+A calibration is every measured point, not a summary: matmul times over a
+grid of shapes (the efficiency curve), attention (SDPA) times for prefill and
+decode shapes, copy and read-only bandwidth, the cost of a tiny kernel (the
+launch overhead) and norm / activation kernels.  cost/rates.py turns it into
+a rate set; nothing here imports torch.
+
+Files are YAML (schema archcalc.calibration/1), kept per user in
+platformdirs' data directory (`calibrations/<device>.yaml`), or wherever
+--out says; ARCHCALC_CALIBRATION_DIR overrides the directory.  Writes are
+atomic: a temporary file renamed into place, so nothing is ever half-written.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
+
+from archcalc.errors import InputError
+from archcalc.files import read_yaml, validation_error
+
+SCHEMA = "archcalc.calibration/1"
+DIR_ENV = "ARCHCALC_CALIBRATION_DIR"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DeviceInfo(_Frozen):
+    name: str  # torch's device name (cuda) or the CPU model name
+    kind: Literal["cpu", "cuda", "mps"]
+    torch: str  # torch.__version__
+    threads: PositiveInt  # torch.get_num_threads() (CPU math threads)
+    date: str  # ISO 8601, UTC
+    host: str | None = None  # platform.platform()
+
+
+class MatmulPoint(_Frozen):
+    """y[m, n] = x[m, k] @ W[k, n]: the median seconds of one call."""
+
+    m: PositiveInt
+    k: PositiveInt
+    n: PositiveInt
+    seconds: PositiveFloat
+
+
+class AttentionPoint(_Frozen):
+    """One scaled_dot_product_attention call: B sequences, H query heads over K
+    KV heads of head_dim, q_len new queries over kv_len keys; causal, or an
+    explicit sliding-window mask (`window`)."""
+
+    batch: PositiveInt
+    heads: PositiveInt
+    kv_heads: PositiveInt
+    head_dim: PositiveInt
+    q_len: PositiveInt
+    kv_len: PositiveInt
+    window: PositiveInt | None = None
+    seconds: PositiveFloat
+
+
+class RowPoint(_Frozen):
+    """A row-wise kernel over [rows, width]: a norm, an activation, an add, a gather."""
+
+    kind: Literal["rmsnorm", "layernorm", "activation", "gated_activation", "add", "gather", "rope"]
+    rows: PositiveInt
+    width: PositiveInt
+    seconds: PositiveFloat
+
+
+class Bandwidth(_Frozen):
+    copy_bytes_per_s: PositiveFloat  # counting bytes read + written (STREAM copy)
+    read_bytes_per_s: PositiveFloat  # a read-only reduction over a large buffer
+    buffer_bytes: PositiveInt  # size of the buffer measured (well above the last-level cache)
+
+
+class Calibration(_Frozen):
+    schema_: Literal["archcalc.calibration/1"] = Field(SCHEMA, alias="schema")
+    device: DeviceInfo
+    profile: str | None = None  # the bundled profile it calibrates (matched by name), if any
+    dtype: Literal["fp32", "bf16", "fp16"]  # the math and storage dtype every kernel ran in
+    notes: list[str] = Field(default_factory=list)  # e.g. why bf16 was replaced by fp32
+    launch_s: NonNegativeFloat  # median seconds of a tiny elementwise kernel
+    bandwidth: Bandwidth
+    matmul: list[MatmulPoint] = Field(min_length=1)
+    attention: list[AttentionPoint] = Field(default_factory=list)
+    rows: list[RowPoint] = Field(default_factory=list)
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.model_dump(by_alias=True, mode="json"), sort_keys=False)
+
+
+def calibration_dir() -> Path:
+    """Where calibrations are kept: $ARCHCALC_CALIBRATION_DIR, else the user data dir."""
+    if os.environ.get(DIR_ENV):
+        return Path(os.environ[DIR_ENV])
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("archcalc")) / "calibrations"
+
+
+def slug(name: str) -> str:
+    """A file name for a device name: 'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3'."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "device"
+
+
+def is_calibration(data: dict) -> bool:
+    return data.get("schema") == SCHEMA
+
+
+def load_calibration(path: Path) -> Calibration:
+    """A calibration file, or one line saying why it is not one."""
+    data = read_yaml(path)
+    if not is_calibration(data):
+        found = data.get("schema")
+        raise InputError(str(path), "schema", f"not an archcalc calibration (expected {SCHEMA!r}, found {found!r})")
+    try:
+        return Calibration.model_validate(data)
+    except Exception as e:  # pydantic.ValidationError
+        if hasattr(e, "errors"):
+            raise validation_error(str(path), e) from None
+        raise
+
+
+def save_calibration(cal: Calibration, path: Path) -> Path:
+    """Write atomically (temp file + rename): an interrupted write leaves no half file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(cal.to_yaml())
+    tmp.replace(path)
+    return path
+
+
+def default_path(cal: Calibration) -> Path:
+    return calibration_dir() / f"{cal.device.kind}-{slug(cal.device.name)}.yaml"
+
+
+def local_calibration() -> tuple[Path, Calibration]:
+    """The newest calibration in the calibration directory (`--gpu local`)."""
+    folder = calibration_dir()
+    files = sorted(folder.glob("*.yaml"), key=lambda p: p.stat().st_mtime, reverse=True) if folder.is_dir() else []
+    if not files:
+        raise InputError("local", None, f"no calibration in {folder}; run `archcalc calibrate` first")
+    return files[0], load_calibration(files[0])

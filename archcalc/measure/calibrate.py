@@ -1,0 +1,189 @@
+"""`archcalc calibrate`: measure what this device really runs at.
+
+Matmul throughput over a grid of shapes (small m as in decode up to large m
+as in prefill; square, wide and tall k × n), SDPA attention (causal prefill
+at several lengths and head dims, a sliding-window mask, decode over a long
+cache), copy bandwidth (bytes read + written) and read-only streaming, the
+cost of a tiny elementwise kernel (the launch overhead), and norm /
+activation / add / RoPE / gather kernels at a few sizes.  Every point is kept
+(hardware/calibration.py); cost/rates.py derives the calibrated rate set.
+
+Every shape is built as an Op by the same constructors the op list uses and
+run by measure/kernels.py, so what calibrate measures and what --measure
+runs are the same kernels.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import platform
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from archcalc.errors import InputError
+from archcalc.hardware.calibration import (
+    AttentionPoint,
+    Bandwidth,
+    Calibration,
+    DeviceInfo,
+    MatmulPoint,
+    RowPoint,
+)
+from archcalc.measure.kernels import cache_bytes, kernel
+from archcalc.measure.timing import resolve_device, time_call
+from archcalc.ops import op as ops
+from archcalc.ops.conventions import CONVENTIONS
+from archcalc.ops.workload import Workload
+
+TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+BF16_SLOWDOWN_LIMIT = 2.0  # bf16 matmul slower than fp32 by more than this: no native bf16 units
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The shapes one calibration measures."""
+
+    matmul_m: tuple[int, ...]
+    matmul_kn: tuple[tuple[int, int], ...]
+    prefill_lengths: tuple[int, ...]
+    head_dims: tuple[int, ...]
+    decode_contexts: tuple[int, ...]
+    row_shapes: tuple[tuple[int, int], ...]
+    repeats: int
+
+
+# --quick stays under a minute on a 2-core CPU; the full grid takes a few minutes there.
+QUICK = Grid((1, 4, 16, 64, 256, 1024), ((1024, 1024), (2048, 5632), (4096, 4096)), (256, 1024), (64,),
+             (1024, 8192), ((1, 2048), (256, 2048), (2048, 2048)), repeats=3)
+FULL = Grid((1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),
+            ((512, 512), (1024, 1024), (1024, 4096), (4096, 1024), (2048, 5632), (4096, 4096), (4096, 14336)),
+            (128, 512, 1024, 2048, 4096), (64, 128), (512, 2048, 8192, 32768),
+            ((1, 1024), (1, 4096), (64, 4096), (512, 4096), (2048, 4096), (8192, 4096)), repeats=5)
+ATTENTION_HEADS = (8, 2)  # query heads, KV heads (GQA 4:1, as Llama-3 and Qwen use)
+WINDOW = 256  # the sliding window measured (Mistral/Gemma-style masks in prefill)
+ROW_KINDS = (("rmsnorm", "norm"), ("layernorm", "norm"), ("activation", "silu"), ("gated_activation", "silu"),
+             ("add", "add"), ("rope", "rope"))
+GATHER_ROWS = 32_000  # embedding table rows (a Llama-2-sized vocabulary)
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    if device.type == "mps":
+        return f"Apple GPU ({platform.processor() or platform.machine()})"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+def match_profile(name: str) -> str | None:
+    """The bundled profile a device name is (its longest alias with a model number,
+    as whole words): 'NVIDIA H100 80GB HBM3' -> h100-sxm; 'NVIDIA H100 PCIe' -> h100-pcie."""
+    from archcalc.hardware.profile import aliases
+
+    words = re.findall(r"[a-z0-9]+", name.lower())
+    text = f" {' '.join(words)} "
+    best = None
+    for alias, stem in aliases().items():
+        tokens = re.findall(r"[a-z0-9]+", alias)
+        if not any(c.isdigit() for c in alias):
+            continue  # "epyc" or "genoa" name a family, not the device
+        if f" {' '.join(tokens)} " in text and (best is None or len(alias) > len(best[0])):
+            best = (alias, stem)
+    return best[1] if best else None
+
+
+def choose_dtype(requested: str, device: torch.device) -> tuple[str, list[str]]:
+    """The dtype to run in, and why it differs from the one requested: a CPU
+    without native bf16/fp16 matmul units runs them ~100× slower than fp32."""
+    if requested not in TORCH_DTYPES:
+        raise InputError(None, "--dtype", f"{requested!r} is not valid; valid: {', '.join(TORCH_DTYPES)}")
+    if requested == "fp32" or device.type != "cpu":
+        return requested, []
+    seconds = {d: _time_matmul(256, 1024, 1024, TORCH_DTYPES[d], device, 3) for d in ("fp32", requested)}
+    ratio = seconds[requested] / seconds["fp32"]
+    if ratio > BF16_SLOWDOWN_LIMIT:
+        return "fp32", [f"{requested} matmul ran {ratio:.0f}x slower than fp32 on this CPU (no native {requested} "
+                        f"units): calibrated in fp32"]
+    return requested, []
+
+
+def _time_matmul(m: int, k: int, n: int, dtype: torch.dtype, device: torch.device, repeats: int) -> float:
+    wl = Workload(batch=m)
+    return _time_op(ops.matmul("calibrate.matmul", "ffn", wl, k, n), device, dtype, repeats)
+
+
+def _time_op(op: ops.Op, device: torch.device, dtype: torch.dtype, repeats: int) -> float:
+    k = kernel(op, device, dtype)
+    return time_call(k.run, device, repeats=repeats, rotate=k.rotate)
+
+
+def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
+              progress: Callable[[str], None] | None = None) -> Calibration:
+    dev = resolve_device(device)
+    say = progress or (lambda _msg: None)
+    chosen, notes = choose_dtype(dtype, dev)
+    tdtype, grid = TORCH_DTYPES[chosen], QUICK if quick else FULL
+    sdpa = CONVENTIONS["sdpa"]
+
+    say("launch overhead and bandwidth")
+    tiny = ops.elementwise("calibrate.tiny", "residual", Workload(), 64, 1, inputs=2)
+    launch = _time_op(tiny, dev, tdtype, grid.repeats + 4)
+    bandwidth = _bandwidth(dev, tdtype, grid.repeats)
+
+    say("matmuls")
+    matmul = [MatmulPoint(m=m, k=k, n=n, seconds=_time_matmul(m, k, n, tdtype, dev, grid.repeats))
+              for k, n in grid.matmul_kn for m in grid.matmul_m]
+
+    say("attention")
+    heads, kv_heads = ATTENTION_HEADS
+    shapes = [(1, length, length, None, hd) for length in grid.prefill_lengths for hd in grid.head_dims]
+    shapes.append((1, max(grid.prefill_lengths), max(grid.prefill_lengths), WINDOW, grid.head_dims[0]))
+    shapes += [(b, 1, s, None, hd) for s in grid.decode_contexts for hd in grid.head_dims for b in (1, 4)]
+    attention = []
+    for batch, q_len, kv_len, window, hd in shapes:
+        wl = Workload(batch=batch, new_tokens=q_len, context=kv_len)
+        op = ops.attention("calibrate.attention", wl, sdpa, n_heads=heads, kv_heads=kv_heads, qk_dim=hd, v_dim=hd,
+                           kv_width=2 * kv_heads * hd, window=window, layer_kind="local" if window else "global")
+        attention.append(AttentionPoint(batch=batch, heads=heads, kv_heads=kv_heads, head_dim=hd, q_len=q_len,
+                                        kv_len=kv_len, window=window, seconds=_time_op(op, dev, tdtype, grid.repeats)))
+
+    say("row kernels")
+    rows = []
+    for rows_, width in grid.row_shapes:
+        wl = Workload(batch=rows_)
+        for kind, fn in ROW_KINDS:
+            if kind in ("rmsnorm", "layernorm"):
+                op = ops.norm("calibrate.norm", wl, width, kind, kind == "layernorm")
+            else:
+                op = ops.elementwise("calibrate.row", "ffn", wl, width, 1, fn=fn,
+                                     inputs=2 if kind in ("gated_activation", "add") else 1)
+            rows.append(RowPoint(kind=kind, rows=rows_, width=width, seconds=_time_op(op, dev, tdtype, grid.repeats)))
+        gather = ops.gather("calibrate.gather", "embedding", wl, GATHER_ROWS, width)
+        rows.append(RowPoint(kind="gather", rows=rows_, width=width, seconds=_time_op(gather, dev, tdtype,
+                                                                                   grid.repeats)))
+    name = device_name(dev)
+    info = DeviceInfo(name=name, kind=dev.type, torch=torch.__version__, threads=torch.get_num_threads(),
+                      date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), host=platform.platform())
+    return Calibration(device=info, profile=match_profile(name) if dev.type != "cpu" else None, dtype=chosen,
+                       notes=notes, launch_s=launch, bandwidth=bandwidth, matmul=matmul, attention=attention,
+                       rows=rows)
+
+
+def _bandwidth(device: torch.device, dtype: torch.dtype, repeats: int) -> Bandwidth:
+    """STREAM-style copy (bytes read + written) and a read-only sum, over a buffer
+    of 4 × the last-level cache (at least 256 MiB) so neither fits in cache."""
+    nbytes = max(4 * cache_bytes(device), 256 * 2**20)
+    x = torch.randn(nbytes // 4, device=device, dtype=torch.float32).to(dtype)
+    y = torch.empty_like(x)
+    size = x.numel() * x.element_size()
+    copy = time_call(lambda i: y.copy_(x), device, repeats=repeats)
+    read = time_call(lambda i: x.sum(), device, repeats=repeats)
+    return Bandwidth(copy_bytes_per_s=2 * size / copy, read_bytes_per_s=size / read, buffer_bytes=size)

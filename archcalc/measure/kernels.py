@@ -1,0 +1,177 @@
+"""Every Op of the list as a real torch kernel, built from the Op's own dims.
+
+`kernel(op, device, dtype)` allocates random inputs of the op's shapes and
+returns a Kernel: `run(i)` executes ONE execution of the op on input set i.
+Inputs that a real step reads from memory (weights, the KV cache) are
+rotated through enough copies to exceed twice the last-level cache, so a
+layer's weights are not found in cache as they would not be in a real model.
+
+Kernels: matmuls via F.linear (experts: one linear per touched expert, as
+eager MoE code runs them); attention via scaled_dot_product_attention
+(is_causal for a whole prefill, a bottom-right causal mask for a chunk,
+an explicit mask for a sliding window in prefill, the window's keys only in
+decode — the "sdpa" convention the calibrated rates count; logit soft-caps
+and sinks are not applied, SDPA has no such options); RMSNorm / LayerNorm;
+activations (gated: act(gate) × up); RoPE (x·cos + rotate(x)·sin); adds of
+the op's inputs; the embedding gather.  Collectives have no kernel here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from archcalc.errors import InputError
+from archcalc.measure.timing import last_level_cache_bytes
+from archcalc.ops.op import (
+    AttentionDims,
+    ContractionDims,
+    GatherDims,
+    MatmulDims,
+    Op,
+    RowDims,
+    expected_experts_touched,
+)
+
+ROTATION_BYTES_CAP = 512 * 2**20  # at most this much memory in rotated copies
+MAX_COPIES = 32
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": F.relu, "relu2": lambda x: F.relu(x).square(), "silu": F.silu,
+    "gelu": lambda x: F.gelu(x, approximate="tanh"),
+}
+SOFTCAP = 30.0  # any cap: the kernel's cost does not depend on it
+
+
+@dataclass(frozen=True)
+class Kernel:
+    run: Callable[[int], object]
+    rotate: int  # input sets to cycle through
+    note: str = ""  # what the kernel does differently from the op, if anything
+
+
+def cache_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).L2_cache_size
+    return last_level_cache_bytes()
+
+
+def copies(nbytes: float, device: torch.device) -> int:
+    """Copies of an input of `nbytes` whose total exceeds twice the cache (within the caps)."""
+    if nbytes <= 0:
+        return 1
+    want = ceil(2 * cache_bytes(device) / nbytes)
+    return max(1, min(MAX_COPIES, want, int(ROTATION_BYTES_CAP // nbytes) or 1))
+
+
+def kernel(op: Op, device: torch.device, dtype: torch.dtype) -> Kernel | None:
+    """The op as a kernel, or None for ops without one (collectives)."""
+    d = op.dims
+    if op.kind == "collective":
+        return None
+    if op.kind == "attention":
+        return _attention(d, device, dtype)
+    if isinstance(d, MatmulDims):
+        return _experts(d, op, device, dtype) if d.experts else _linear(d.m, d.k, d.n, op.bias_params > 0, device,
+                                                                          dtype)
+    if isinstance(d, ContractionDims):  # a weighted sum over streams / sources: [m, s] · [s] as a matmul
+        return _linear(d.m, d.macs_per_token, 1, False, device, dtype)
+    if isinstance(d, GatherDims):
+        return _gather(d, device, dtype)
+    if isinstance(d, RowDims):
+        return _norm(d, device, dtype) if op.kind == "norm" else _elementwise(d, device, dtype)
+    raise InputError(op.name, "kind", f"no kernel for op kind {op.kind!r}")
+
+
+def _rand(*shape: int, device, dtype) -> torch.Tensor:
+    return torch.randn(*shape, device=device, dtype=dtype)
+
+
+def _linear(m: int, k: int, n: int, bias: bool, device, dtype) -> Kernel:
+    x = _rand(m, k, device=device, dtype=dtype)
+    n_copies = copies(k * n * x.element_size(), device)
+    weights = [_rand(n, k, device=device, dtype=dtype) for _ in range(n_copies)]
+    b = _rand(n, device=device, dtype=dtype) if bias else None
+    return Kernel(lambda i: F.linear(x, weights[i], b), n_copies)
+
+
+def _experts(d: MatmulDims, op: Op, device, dtype) -> Kernel:
+    """The routed rows split evenly over the experts a step touches (uniform routing, op.py's count)."""
+    touched = max(1, round(expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)))
+    rows = ceil(d.m / touched)
+    x = _rand(rows, d.k, device=device, dtype=dtype)
+    per_copy = touched * d.k * d.n * x.element_size()
+    n_copies = copies(per_copy, device)
+    weights = [[_rand(d.n, d.k, device=device, dtype=dtype) for _ in range(touched)] for _ in range(n_copies)]
+    return Kernel(lambda i: [F.linear(x, w) for w in weights[i]], n_copies,
+                  f"{touched} touched experts × [{rows}, {d.k}] @ [{d.k}, {d.n}]")
+
+
+def _attention(d: AttentionDims, device, dtype) -> Kernel:
+    b, h, t, s = d.batch, d.n_heads, d.new_tokens, d.context
+    kv_heads = d.n_kv_heads if h % d.n_kv_heads == 0 else h  # MLA runs expanded heads (HF's non-absorbed form)
+    mask, causal, keys = None, False, s
+    if t == 1:
+        keys = min(s, d.window) if d.window else s  # decode: the window's keys only, no mask
+    elif d.window and d.window < s:  # prefill under a sliding window: an explicit mask over T × S
+        q_pos = torch.arange(s - t, s, device=device)[:, None]
+        k_pos = torch.arange(s, device=device)[None, :]
+        mask = (k_pos <= q_pos) & (k_pos > q_pos - d.window)
+    elif t == s:
+        causal = True
+    else:  # a chunk after cached tokens: bottom-right causal
+        mask = torch.arange(s, device=device)[None, :] <= torch.arange(s - t, s, device=device)[:, None]
+    q = _rand(b, h, t, d.qk_dim, device=device, dtype=dtype)
+    kv_bytes = b * kv_heads * keys * (d.qk_dim + d.v_dim) * q.element_size()
+    n_copies = copies(kv_bytes, device)
+    kvs = [(_rand(b, kv_heads, keys, d.qk_dim, device=device, dtype=dtype),
+            _rand(b, kv_heads, keys, d.v_dim, device=device, dtype=dtype)) for _ in range(n_copies)]
+    gqa = kv_heads != h
+
+    def run(i: int):
+        k, v = kvs[i]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=gqa)
+
+    return Kernel(run, n_copies)
+
+
+def _norm(d: RowDims, device, dtype) -> Kernel:
+    x = _rand(d.m, d.width, device=device, dtype=dtype)
+    w = torch.ones(d.width, device=device, dtype=dtype)
+    if d.norm == "layernorm":
+        bias = torch.zeros(d.width, device=device, dtype=dtype)
+        return Kernel(lambda i: F.layer_norm(x, (d.width,), w, bias), 1)
+    return Kernel(lambda i: F.rms_norm(x, (d.width,), w, eps=1e-6), 1)
+
+
+def _elementwise(d: RowDims, device, dtype) -> Kernel:
+    xs = [_rand(d.m, d.width, device=device, dtype=dtype) for _ in range(max(1, d.inputs))]
+    if d.fn in ACTIVATIONS:
+        act = ACTIVATIONS[d.fn]
+        if len(xs) > 1:  # gated: act(gate) × up
+            return Kernel(lambda i: act(xs[0]) * xs[1], 1)
+        return Kernel(lambda i: act(xs[0]), 1)
+    if d.fn == "rope":
+        half = d.width // 2
+        cos, sin = _rand(1, d.width, device=device, dtype=dtype), _rand(1, d.width, device=device, dtype=dtype)
+
+        def rope(i: int):
+            x = xs[0]
+            rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+            return x * cos + rotated * sin
+
+        return Kernel(rope, 1)
+    if d.fn == "softcap":
+        return Kernel(lambda i: torch.tanh(xs[0] / SOFTCAP) * SOFTCAP, 1)
+    if len(xs) == 1:  # a copy (stream expansion) or a scale
+        return Kernel(lambda i: xs[0] * 1.0, 1)
+    return Kernel(lambda i: sum(xs[1:], xs[0]), 1)
+
+
+def _gather(d: GatherDims, device, dtype) -> Kernel:
+    table = _rand(d.rows, d.width, device=device, dtype=dtype)
+    idx = torch.randint(0, d.rows, (d.m,), device=device)
+    return Kernel(lambda i: F.embedding(idx, table), 1)

@@ -1,0 +1,96 @@
+"""Timing kernels properly: the device, warm-up, synchronisation, median of repeats.
+
+- `resolve_device("auto")`: cuda, then mps, then cpu; asking for a device
+  that is not there is an InputError (one line, exit 2).
+- `time_call(run, device)`: `run(i)` executes the kernel once on input set i
+  (callers rotate through copies so caches do not flatter the result).  One
+  warm-up call, then samples of `inner` calls each, long enough to dwarf the
+  timer's resolution; on CUDA timed with events, elsewhere with perf_counter
+  after a synchronisation.  Returns the median seconds of one call.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+from archcalc.errors import InputError
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+MIN_SAMPLE_S = 2e-4  # one sample spans at least this long (perf_counter is ~0.1 µs; a launch ~5 µs)
+MAX_INNER = 256
+
+
+def resolve_device(name: str) -> torch.device:
+    if name not in DEVICES:
+        raise InputError(None, "--device", f"{name!r} is not valid; valid: {', '.join(DEVICES)}")
+    cuda = torch.cuda.is_available()
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    if name == "auto":
+        return torch.device("cuda" if cuda else "mps" if mps else "cpu")
+    if name == "cuda" and not cuda:
+        raise InputError(None, "--device", "cuda requested but torch sees no CUDA device (torch.cuda.is_available() "
+                                           "is False)")
+    if name == "mps" and not mps:
+        raise InputError(None, "--device", "mps requested but torch sees no Apple GPU (torch.backends.mps.is_available() "
+                                          "is False)")
+    return torch.device(name)
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def time_call(run: Callable[[int], object], device: torch.device, *, repeats: int = 5, rotate: int = 1) -> float:
+    """Median seconds of one call of `run`, cycling i through range(rotate)."""
+    with torch.inference_mode():
+        run(0)  # warm-up: allocations, kernel selection, lazy init
+        synchronize(device)
+        t0 = time.perf_counter()
+        run(1 % rotate)
+        synchronize(device)
+        first = time.perf_counter() - t0
+        inner = max(1, min(MAX_INNER, int(MIN_SAMPLE_S / max(first, 1e-9))))
+        samples = []
+        for r in range(repeats):
+            samples.append(_sample(run, device, inner, rotate, r * inner) / inner)
+    return statistics.median(samples)
+
+
+def _sample(run: Callable[[int], object], device: torch.device, inner: int, rotate: int, offset: int) -> float:
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(inner):
+            run((offset + i) % rotate)
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3  # ms -> s
+    synchronize(device)
+    t0 = time.perf_counter()
+    for i in range(inner):
+        run((offset + i) % rotate)
+    synchronize(device)
+    return time.perf_counter() - t0
+
+
+def last_level_cache_bytes() -> int:
+    """The CPU's largest cache (sysfs), or 64 MiB when it cannot be read; inputs
+    rotate through enough copies to exceed twice this."""
+    from pathlib import Path
+
+    sizes = []
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = f.read_text().strip().upper()
+        scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
+        try:
+            sizes.append(int(text.rstrip("KMG")) * scale)
+        except ValueError:
+            continue
+    return max(sizes, default=64 * 2**20)
