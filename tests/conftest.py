@@ -21,6 +21,12 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA device; the only tests that may skip in CI")
 
 
+@pytest.fixture(autouse=True)
+def _own_calibration_dir(tmp_path_factory, monkeypatch):
+    """No test sees the user's calibrations (hardware/calibration.py: ARCHCALC_CALIBRATION_DIR)."""
+    monkeypatch.setenv("ARCHCALC_CALIBRATION_DIR", str(tmp_path_factory.mktemp("calibrations")))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session, exitstatus):
     """CI=true: a skipped test that is not marked `gpu` fails the run (a missing
@@ -75,3 +81,17 @@ else:
                                           print_blob=True)
     _hypothesis_settings.register_profile("dev", max_examples=60, deadline=None)
     _hypothesis_settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+def synthetic_calibration(*, matmul_rate: float = 1e12, read: float = 1e11, copy: float = 8e10, launch: float = 0.0,
+                          profile: str | None = None, dtype: str = "bf16", **extra):
+    """A Calibration whose every matmul point runs at `matmul_rate` FLOP/s (after
+    the launch cost), over a small (m, k·n) grid; for tests of the rate set."""
+    from archcalc.hardware.calibration import Bandwidth, Calibration, DeviceInfo, MatmulPoint
+
+    points = [MatmulPoint(m=m, k=k, n=n, seconds=launch + 2 * m * k * n / matmul_rate)
+              for m in (1, 16, 256) for k, n in ((256, 256), (1024, 4096))]
+    return Calibration(device=DeviceInfo(name="Test Device", kind="cpu", torch="0", threads=1, date="2026-01-01"),
+                       profile=profile, dtype=dtype, launch_s=launch,
+                       bandwidth=Bandwidth(copy_bytes_per_s=copy, read_bytes_per_s=read, buffer_bytes=2**28),
+                       matmul=points, **extra)

@@ -39,7 +39,9 @@ from archcalc.ops.op import AttentionDims, MatmulDims, Op, RowDims
 from archcalc.ops.workload import Workload
 
 W8A8_DTYPES = ("fp8", "int8")  # weight formats whose matmuls run on 8-bit units (activations quantized too)
-TILE = 128  # cuBLAS/hipBLASLt output tile edge (m and n) used for tile and wave quantization
+TILE = 128  # cuBLAS/hipBLASLt output tile edge used for tile and wave quantization
+SPLIT_K_MIN = 256  # smallest k slice of a split-K GEMM (the k-tile depth × a few stages)
+MIN_TILE_M = 16  # rows of the smallest tensor-core MMA (mma.m16n8k16): fewer rows still cost 16
 
 
 # ---- interpolation over measured points ---------------------------------------------------
@@ -144,13 +146,20 @@ class Rates:
 
     def _quantization(self, d: MatmulDims) -> float:
         """Tile and wave quantization (NVIDIA's Matrix Multiplication Background guide):
-        the output is cut into TILE × TILE tiles; a partial tile costs a whole
-        one, and the last wave of tiles over the compute units runs part-empty."""
-        tiles_m, tiles_n = ceil(d.m / TILE), ceil(d.n / TILE)
-        useful = d.m * d.n / (tiles_m * tiles_n * TILE * TILE)
+        the output is cut into tiles; a partial tile costs a whole one, and the
+        last wave of tiles over the compute units runs part-empty.  Tiles are
+        TILE wide in n; in m the library picks the smallest power of two that
+        holds the rows, down to MIN_TILE_M (the m16n8k16 tensor-core MMA), as
+        small-batch GEMM kernels do."""
+        tile_m = min(TILE, max(MIN_TILE_M, 1 << (d.m - 1).bit_length()))
+        tiles_m, tiles_n = ceil(d.m / tile_m), ceil(d.n / TILE)
+        useful = d.m * d.n / (tiles_m * tiles_n * tile_m * TILE)
         if not self.compute_units:
             return useful
         tiles = tiles_m * tiles_n * (d.experts or 1)
+        # Too few tiles to fill the device: split-K (cuBLAS) cuts k into slices of at least
+        # SPLIT_K_MIN so that tiles × slices covers the compute units, as small-m kernels do.
+        tiles *= max(1, min(self.compute_units // tiles, d.k // SPLIT_K_MIN))
         waves = ceil(tiles / self.compute_units)
         return useful * tiles / (waves * self.compute_units)
 
@@ -205,10 +214,13 @@ def typical_rates(hw: HardwareProfile, dtype: str, t: TypicalRates) -> Rates:
 def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
     """A rate set from a Calibration (hardware/calibration.py)."""
     launch = cal.launch_s
+
+    def busy(seconds: float) -> float:  # a kernel's time past the launch cost (kept positive under noise)
+        return max(seconds - launch, seconds * 1e-6)
+
     by_size: dict[int, dict[float, list[float]]] = {}
     for p in cal.matmul:  # effective FLOP/s once the launch cost is taken out
-        by_size.setdefault(p.k * p.n, {}).setdefault(p.m, []).append(2 * p.m * p.k * p.n / max(p.seconds - launch,
-                                                                                            p.seconds / 2))
+        by_size.setdefault(p.k * p.n, {}).setdefault(p.m, []).append(2 * p.m * p.k * p.n / busy(p.seconds))
     sizes = sorted(by_size)
     surface = Surface(tuple(sizes), tuple(Curve.of(by_size[s]) for s in sizes))
     best = max(2 * p.m * p.k * p.n / p.seconds for p in cal.matmul)
@@ -221,7 +233,7 @@ def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
         op = ops.attention("calibration", wl, CONVENTIONS["sdpa"], n_heads=p.heads, kv_heads=p.kv_heads,
                            qk_dim=p.head_dim, v_dim=p.head_dim, kv_width=2 * p.kv_heads * p.head_dim,
                            window=p.window, layer_kind="local" if p.window else "global")
-        seconds = max(p.seconds - launch, p.seconds / 2)
+        seconds = busy(p.seconds)
         if p.q_len == 1:
             decode.append((op.act_bytes + op.kv_bytes) / seconds)
         else:
@@ -229,7 +241,7 @@ def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
     rows: dict[str, dict[float, list[float]]] = {}
     for p in cal.rows:
         moved = nbytes(p.rows * p.width * ROW_TENSORS[p.kind], cal.dtype)
-        rows.setdefault(p.kind, {}).setdefault(moved, []).append(moved / max(p.seconds - launch, p.seconds / 2))
+        rows.setdefault(p.kind, {}).setdefault(moved, []).append(moved / busy(p.seconds))
     return Rates(
         "calibrated", best, hw.peak("fp32"), cal.bandwidth.read_bytes_per_s,
         source=f"calibrated on {cal.device.name} ({cal.dtype}, {cal.device.threads} threads, {cal.device.date[:10]})",

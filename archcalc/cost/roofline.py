@@ -52,10 +52,25 @@ def time_op(op: Op, rates: Rates) -> OpTime:
     nbytes = n * (op.weight_bytes + op.act_bytes + op.kv_bytes)
     if op.kind == "collective":  # on the link: latency + bytes sent by one rank
         link = rates.link_bandwidth or float("inf")
-        return OpTime(op, n * op.vector_flops, nbytes, 0.0, n * op.comm_bytes / link, n * rates.link_latency)
+        return OpTime(op, n * op.vector_flops, nbytes, 0.0, n * op.comm_bytes / link,
+                      n * rates.link_latency * ring_steps(op) / ring_steps_measured(op))
     t_math = n * ((op.flops / rates.compute_rate(op) if op.flops else 0.0) + op.vector_flops / rates.vector)
     return OpTime(op, n * (op.flops + op.vector_flops), nbytes, t_math, nbytes / rates.memory_rate(op),
                   n * rates.launch)
+
+
+LATENCY_RANKS = 8  # the link latency of a profile is measured over 8 GPUs (nccl-tests, all_reduce_bench)
+
+
+def ring_steps(op: Op, ranks: int | None = None) -> int:
+    """Hops a ring collective waits for: all-reduce 2(t−1) (reduce-scatter then
+    all-gather), all-gather t−1; the latency term scales with them."""
+    t = ranks or op.dims.ranks
+    return 2 * (t - 1) if op.dims.pattern == "all_reduce" else t - 1
+
+
+def ring_steps_measured(op: Op) -> int:
+    return ring_steps(op, LATENCY_RANKS)
 
 
 @dataclass(frozen=True)

@@ -112,13 +112,13 @@ def load_hardware(ref: str) -> HardwareProfile:
     file, or `local`: the newest calibration of this machine.  A calibration of a
     bundled device (its `profile`) calibrates that profile; any other makes a
     profile of its own (local_profile)."""
-    from archcalc.hardware.calibration import is_calibration, load_calibration, local_calibration
+    from archcalc.hardware.calibration import load_calibration, local_calibration
 
     if ref.lower() == "local":
         return calibrated_profile(local_calibration()[1])
     path = Path(ref)
     if path.suffix in (".yaml", ".yml") or path.exists():
-        if is_calibration(read_yaml(path)):
+        if "schema" in read_yaml(path):  # profiles have none; a calibration, or a foreign document
             return calibrated_profile(load_calibration(path))
         return load_profile(path)
     stem = resolve_name(ref, "hardware", aliases()).stem

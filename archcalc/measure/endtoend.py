@@ -26,6 +26,7 @@ import torch
 
 from archcalc.errors import InputError
 from archcalc.measure.reference import build_reference_model
+from archcalc.measure.timing import synchronize
 from archcalc.spec.model import ModelSpec
 
 MISSING_TRANSFORMERS = "timing a Hugging Face model needs transformers: pip install transformers"
@@ -90,14 +91,16 @@ def time_hf(
     device: str | torch.device = "cpu",
     dtype: torch.dtype = torch.float32,
     repeats: int = 3,
+    attn_implementation: str = "sdpa",
 ) -> StepTimes:
     """Prefill and decode-step times of the Hugging Face model a config.json dict describes (random
-    weights, SDPA attention, its default DynamicCache)."""
+    weights, its default DynamicCache).  `attn_implementation="eager"` for the models HF refuses SDPA
+    for (Gemma 2, gpt-oss)."""
     _check(prompt=prompt, batch=batch, decode_steps=decode_steps, repeats=repeats)
     device = torch.device(device)
     torch.manual_seed(0)
-    model = _hf_model(config, device, dtype)
-    tokens = _tokens(model.config.vocab_size, batch, prompt + decode_steps, device)
+    model = _hf_model(config, device, dtype, attn_implementation)
+    tokens = _tokens(model.config.get_text_config().vocab_size, batch, prompt + decode_steps, device)
 
     # `cache` is transformers 5's name for past_key_values (the old name still works, with a warning)
     def prefill():
@@ -111,7 +114,7 @@ def time_hf(
                     repeats=repeats)
 
 
-def _hf_model(config: dict, device: torch.device, dtype: torch.dtype) -> torch.nn.Module:
+def _hf_model(config: dict, device: torch.device, dtype: torch.dtype, attn_implementation: str) -> torch.nn.Module:
     try:
         from transformers import AutoConfig, AutoModelForCausalLM
     except ImportError:
@@ -122,7 +125,7 @@ def _hf_model(config: dict, device: torch.device, dtype: torch.dtype) -> torch.n
         raise InputError(None, "model_type", "config.json needs a model_type to build a Hugging Face model")
     with torch.device(device):  # weights created on the device, in dtype: no CPU or fp32 copy
         model = AutoModelForCausalLM.from_config(
-            AutoConfig.for_model(model_type, **fields), attn_implementation="sdpa", dtype=dtype
+            AutoConfig.for_model(model_type, **fields), attn_implementation=attn_implementation, dtype=dtype
         )
     return model.eval()
 
@@ -170,16 +173,9 @@ def _run(prefill: Prefill, decode: Decode, decode_steps: int, device: torch.devi
 
 
 def _timed(fn: Callable[[], Any], device: torch.device) -> tuple[float, Any]:
-    _synchronize(device)
+    """Seconds of fn() and its result; synchronised on both sides so the step's queued kernels count."""
+    synchronize(device)
     start = time.perf_counter()
     out = fn()
-    _synchronize(device)
+    synchronize(device)
     return time.perf_counter() - start, out
-
-
-def _synchronize(device: torch.device) -> None:
-    """Wait for the device's queued work, so a step's time includes its kernels."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()

@@ -38,7 +38,7 @@ from archcalc.ops.op import (
 )
 
 ROTATION_BYTES_CAP = 512 * 2**20  # at most this much memory in rotated copies
-MAX_COPIES = 32
+MAX_COPIES = 4096  # tiny weights need many copies to leave the cache
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu, "relu2": lambda x: F.relu(x).square(), "silu": F.silu,
     "gelu": lambda x: F.gelu(x, approximate="tanh"),

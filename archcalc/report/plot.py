@@ -11,7 +11,8 @@ point), so each op gets a number, the same in both phases, and a key in a side
 panel says which op each number is.  Points that fall on one spot share a
 label ("3,8,12"); labels are placed one by one, each at the nearest spot
 around its point whose rendered box overlaps no other label, no marker and no
-other text, with a leader line when it had to move away.
+other text (and crosses no roof where it can), with a leader line when it had
+to move away.  The layout is fixed before placement and never moves after.
 
 matplotlib is optional (`pip install 'archcalc[plot]'`) and imported inside
 the functions only; the figure is drawn by the Agg canvas, without pyplot.
@@ -27,7 +28,7 @@ from archcalc.errors import InputError
 from archcalc.report.units import si
 
 SUFFIXES = (".png", ".svg")
-OP_LABEL = "op-label"  # gid of every op label Text (the tests find them by it)
+OP_LABEL = "op-label"  # gid of every op label Text is "op-label:<phase>" (the tests find them by it)
 PHASE_STYLE = {"prefill": ("tab:blue", "o"), "decode": ("tab:orange", "^")}
 ROOF_COLOURS = ("black", "tab:green", "tab:purple", "tab:red")
 MARKER_PT = 5.0  # marker diameter in points (scatter s = MARKER_PT²)
@@ -35,7 +36,7 @@ CLUSTER_PT = 4.0  # points of one phase closer than this share a label
 PER_LINE = 5  # numbers per line of a shared label
 RADII_PT = (2, 6, 11, 17, 24, 32, 42, 54, 68, 84, 102, 124, 150, 180, 215)  # label offsets tried, nearest first
 ANGLES = 16  # directions tried at each radius
-LEADER_PT = 9  # a label moved farther than this gets a leader line
+LEADER_PT = 7  # a label moved farther than this gets a leader line
 DPI = 100
 
 
@@ -94,7 +95,6 @@ def build_figure(result, phases):
     """The chart as a matplotlib Figure (Agg canvas), its labels already placed."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
 
     phases = tuple(phases)
     points = chart_points(result, phases)
@@ -107,12 +107,12 @@ def build_figure(result, phases):
     legend_rows = len(preds) + 1 + len(phases) + len(measured_phases)
     key_pt = (legend_rows * 13 + 30 + len(names) * 10.5) * 1.05
     height = max(6.0, key_pt / 72 + 1.3)
-    width = 11.5
+    width = 10.5
     fig = Figure(figsize=(width, height), dpi=DPI)
     FigureCanvasAgg(fig)
     left, bottom, top = 0.8 / width, 0.6 / height, 0.75 / height
-    ax = fig.add_axes((left, bottom, 7.6 / width, 1 - bottom - top))
-    side = fig.add_axes((left + 7.8 / width, bottom, 1 - left - 7.95 / width, 1 - bottom - top))
+    ax = fig.add_axes((left, bottom, 7.0 / width, 1 - bottom - top))
+    side = fig.add_axes((left + 7.25 / width, bottom, 1 - left - 7.35 / width, 1 - bottom - top))
     side.set_axis_off()
 
     xs = [p.x for p in points] or [1.0]
@@ -132,7 +132,7 @@ def build_figure(result, phases):
         ridge = top_rate / rates.bandwidth
         line = ax.plot([x_lo, ridge, x_hi], [x_lo * rates.bandwidth, top_rate, top_rate],
                        color=ROOF_COLOURS[i % len(ROOF_COLOURS)], lw=1.6 if i == 0 else 1.2,
-                       ls="-" if i == 0 else "--", zorder=1,
+                       ls="-" if i == 0 else "--", zorder=2,
                        label=f"{rates.label} roof: {si(top_rate, 'FLOP/s')}, {si(rates.bandwidth, 'B/s')}")[0]
         handles.append(line)
     ridge_line = ax.axvline(peak.ridge, color="grey", ls=":", lw=1, zorder=1,
@@ -160,20 +160,22 @@ def build_figure(result, phases):
     ax.set_xlabel("arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("FLOP/s")
     ax.set_title(chart_title(result), fontsize=10)
-    ax.grid(True, which="major", color="0.92", lw=0.6, zorder=0)
+    ax.set_axisbelow(True)
+    ax.grid(True, which="major", color="0.92", lw=0.6)
 
     legend = side.legend(handles=handles, loc="upper left", fontsize=7, frameon=False, borderaxespad=0)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     key_top = side.transAxes.inverted().transform(legend.get_window_extent(renderer).p0)[1]
     line_pt = 10.5
-    side.text(0, key_top, "ops (label: name, in both phases)", transform=_shift(side.transAxes, fig, 0, -18),
-              fontsize=7, fontweight="bold", va="top")
+    header = "ops (label: name" + (", the same in both phases)" if len(phases) > 1 else ")")
+    side.text(0, key_top, header, transform=_shift(side.transAxes, fig, 0, -18), fontsize=7, fontweight="bold",
+              va="top")
     for i, (number, name) in enumerate(sorted(names.items())):
         side.text(0, key_top, f"{number:>3}  {name}", transform=_shift(side.transAxes, fig, 0, -30 - i * line_pt),
                   fontsize=7, va="top", family="monospace", gid="op-key")
 
-    _place_labels(fig, ax, points, [ridge_text], renderer, Line2D)
+    _place_labels(fig, ax, points, [ridge_text], handles[:len(roofs) + 1], renderer)
     return fig
 
 
@@ -197,72 +199,63 @@ def _clusters(points: list[_Point], to_px, near_px: float) -> list[list[_Point]]
     return groups
 
 
-def _place_labels(fig, ax, points, fixed_texts, renderer, Line2D) -> None:
-    """Greedy placement: each label at the nearest free spot around its point."""
+def _place_labels(fig, ax, points, fixed_texts, lines, renderer) -> None:
+    """Greedy placement: each label at the nearest spot around its point where
+    its rendered box stays inside the axes and overlaps no label, marker or
+    other text, crossing none of `lines` (the roofs and the ridge) if it can;
+    where there is none, the spot with the fewest overlaps, then crossings."""
+    from matplotlib.lines import Line2D
     from matplotlib.transforms import Bbox
 
     px_per_pt = fig.dpi / 72
     to_px = lambda p: tuple(ax.transData.transform((p.x, p.y)))  # noqa: E731
     half = (MARKER_PT / 2 + 1) * px_per_pt
-    taken = [Bbox.from_extents(x - half, y - half, x + half, y + half)
-             for p in points for x, y in [to_px(p)] + ([ax.transData.transform((p.x, p.measured))]
-                                                        if p.measured else [])]
+    centres = [to_px(p) for p in points] + [tuple(ax.transData.transform((p.x, p.measured)))
+                                           for p in points if p.measured]
+    taken = [Bbox.from_extents(x - half, y - half, x + half, y + half) for x, y in centres]
     taken += [t.get_window_extent(renderer) for t in fixed_texts]
+    paths = [ln.get_transform().transform_path(ln.get_path()) for ln in lines]
     frame = ax.get_window_extent(renderer)
-    groups = _clusters(points, to_px, CLUSTER_PT * px_per_pt)
+    spots = [(r * cos(a), r * sin(a)) for r in RADII_PT
+             for a in (pi / 4 + 2 * pi * k / ANGLES for k in range(ANGLES))]  # nearest first, upper right first
 
-    def crowd(g):  # most crowded first: they have the fewest free spots
+    def crowd(g):  # the most crowded first: they have the fewest free spots
         x, y = to_px(g[0])
-        return -sum(abs(x - a) < 60 and abs(y - b) < 60 for a, b in map(to_px, points))
+        return -sum(abs(x - a) < 60 and abs(y - b) < 60 for a, b in centres)
 
-    for g in sorted(groups, key=crowd):
+    def clashes(box) -> tuple[int, int]:
+        inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
+        hard = sum(box.overlaps(t) for t in taken) + (0 if inside else len(taken) + 1)
+        return hard, sum(path.intersects_bbox(box, filled=False) for path in paths)
+
+    for g in sorted(_clusters(points, to_px, CLUSTER_PT * px_per_pt), key=crowd):
         colour = PHASE_STYLE.get(g[0].phase, ("tab:grey",))[0]
         numbers = [str(p.number) for p in g]
         label = "\n".join(",".join(numbers[i:i + PER_LINE]) for i in range(0, len(numbers), PER_LINE))
-        cx = sum(p.x for p in g) / len(g)
-        cy = sum(p.y for p in g) / len(g)
-        text = ax.text(cx, cy, label, fontsize=7, color=colour, zorder=4, gid=OP_LABEL, linespacing=1.0)
-        best = None
-        for r in RADII_PT:
-            for k in range(ANGLES):
-                a = pi / 4 + 2 * pi * k / ANGLES  # upper right first
-                dx, dy = r * cos(a), r * sin(a)
-                text.set_transform(_shift(ax.transData, fig, dx, dy))
-                text.set_ha("left" if dx > 0.3 * r else "right" if dx < -0.3 * r else "center")
-                text.set_va("bottom" if dy > 0.3 * r else "top" if dy < -0.3 * r else "center")
-                box = text.get_window_extent(renderer).padded(1)
-                inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
-                if inside and not any(box.overlaps(t) for t in taken):
-                    best = (r, dx, dy, text.get_ha(), text.get_va(), box)
-                    break
-            if best:
+        cx, cy = g[0].x, g[0].y
+        text = ax.text(cx, cy, label, fontsize=7, color=colour, zorder=4, gid=f"{OP_LABEL}:{g[0].phase}",
+                       linespacing=1.0)
+        best = None  # (clashes, spot)
+        for spot in spots:
+            n = clashes(_set_at(text, ax, fig, renderer, *spot))
+            if best is None or n < best[0]:
+                best = (n, spot)
+            if n == (0, 0):
                 break
-        if best is None:  # nowhere free: the spot overlapping the fewest others, nearest first
-            best = min(((r, r * cos(a), r * sin(a)) for r in RADII_PT
-                        for a in (pi / 4 + 2 * pi * k / ANGLES for k in range(ANGLES))),
-                       key=lambda c: _overlaps_at(text, ax, fig, renderer, c[1], c[2], taken))
-            r, dx, dy = best
-            _set_at(text, ax, fig, dx, dy)
-            best = (r, dx, dy, text.get_ha(), text.get_va(), text.get_window_extent(renderer).padded(1))
-        r, dx, dy, ha, va, box = best
-        _set_at(text, ax, fig, dx, dy)
+        dx, dy = best[1]
+        box = _set_at(text, ax, fig, renderer, dx, dy)
         taken.append(box)
-        if r > LEADER_PT:  # a line from the point to the nearest edge of its label
+        if (dx * dx + dy * dy) ** 0.5 > LEADER_PT:  # a line from the point to the nearest edge of its label
             px, py = ax.transData.transform((cx, cy))
-            ex, ey = min(max(px, box.x0), box.x1), min(max(py, box.y0), box.y1)
-            end = ax.transData.inverted().transform((ex, ey))
-            ax.add_line(Line2D([cx, end[0]], [cy, end[1]], color=colour, lw=0.5, alpha=0.6, zorder=2,
+            end = ax.transData.inverted().transform((min(max(px, box.x0), box.x1), min(max(py, box.y0), box.y1)))
+            ax.add_line(Line2D([cx, end[0]], [cy, end[1]], color=colour, lw=0.6, alpha=0.8, zorder=2,
                                gid="leader"))
 
 
-def _set_at(text, ax, fig, dx, dy) -> None:
+def _set_at(text, ax, fig, renderer, dx: float, dy: float):
+    """Put `text` (dx, dy) points from its anchor, aligned away from it; its rendered box, padded."""
     r = (dx * dx + dy * dy) ** 0.5
     text.set_transform(_shift(ax.transData, fig, dx, dy))
     text.set_ha("left" if dx > 0.3 * r else "right" if dx < -0.3 * r else "center")
     text.set_va("bottom" if dy > 0.3 * r else "top" if dy < -0.3 * r else "center")
-
-
-def _overlaps_at(text, ax, fig, renderer, dx, dy, taken) -> int:
-    _set_at(text, ax, fig, dx, dy)
-    box = text.get_window_extent(renderer).padded(1)
-    return sum(box.overlaps(t) for t in taken)
+    return text.get_window_extent(renderer).padded(1)

@@ -33,10 +33,13 @@ def step_table(r: RooflineResult, phase: str, title: str) -> Table:
     rates the kernel achieved and the measured time share beside the FLOP share."""
     steps, measured = _steps(r, phase), _measured(r, phase)
     first, labels = steps[0], [s.rates.label for s in steps]
-    table = Table(title=title, title_justify="left", show_edge=False)
-    cols = ["op", "count", "FLOPs", "bytes", "FLOP/byte", "bound", *labels]
     if measured:
-        cols += ["measured", f"{labels[-1]} err", "achieved FLOP/s", "achieved B/s"]
+        title += f"; err: {labels[-1]} vs measured; FLOP/s and B/s: what the measured kernel achieved"
+    table = Table(title=title, title_justify="left", show_edge=False)
+    # With measurements the table trades the FLOP and byte totals (in --json) for the measured columns.
+    cols = ["op", "count", *(() if measured else ("FLOPs", "bytes")), "FLOP/byte", "bound", *labels]
+    if measured:
+        cols += ["measured", "err", "FLOP/s", "B/s"]
     cols += ["time %", "FLOP %"]
     for col in cols:
         table.add_column(col, justify="left" if col in ("op", "bound") else "right", no_wrap=True)
@@ -45,8 +48,8 @@ def step_table(r: RooflineResult, phase: str, title: str) -> Table:
     by_name = measured.by_name() if measured else {}
     for i, o in enumerate(first.ops):
         times = [s.ops[i].time for s in steps]
-        row = [o.op.name, str(o.op.count), si(o.flops, "FLOP") if o.flops else "0", _b(o.bytes),
-               f"{o.intensity:.3g}", o.bound, *(seconds(t) for t in times)]
+        totals = () if measured else (si(o.flops, "FLOP") if o.flops else "0", _b(o.bytes))
+        row = [o.op.name, str(o.op.count), *totals, f"{o.intensity:.3g}", o.bound, *(seconds(t) for t in times)]
         m = by_name.get(o.op.name)
         shown = times[-1]
         if measured:
@@ -58,8 +61,8 @@ def step_table(r: RooflineResult, phase: str, title: str) -> Table:
                         si(o.flops / m.seconds, "FLOP/s") if o.flops else "—", si(o.bytes / m.seconds, "B/s")]
         row += [f"{shown / (share_of or 1):.1%}", f"{o.flops / total_f:.1%}"]
         table.add_row(*row)
-    total = ["step", "", si(first.flops, "FLOP"), _b(first.bytes), f"{first.flops / first.bytes:.3g}", "",
-             *(seconds(s.time) for s in steps)]
+    totals = () if measured else (si(first.flops, "FLOP"), _b(first.bytes))
+    total = ["step", "", *totals, f"{first.flops / first.bytes:.3g}", "", *(seconds(s.time) for s in steps)]
     if measured:
         total += [seconds(measured.time), f"{error(steps[-1].time, measured.time):+.0%}",
                   si(first.flops / measured.time, "FLOP/s"), si(first.bytes / measured.time, "B/s")]

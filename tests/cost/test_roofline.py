@@ -8,7 +8,7 @@ import random
 
 import pytest
 from click.testing import CliRunner
-from conftest import spec_of
+from conftest import spec_of, synthetic_calibration
 
 from archcalc.cli import cli
 from archcalc.cost.roofline import (
@@ -21,7 +21,7 @@ from archcalc.cost.roofline import (
     step,
     time_op,
 )
-from archcalc.hardware.profile import Calibration, all_hardware, load_hardware
+from archcalc.hardware.profile import all_hardware, load_hardware
 from archcalc.ops import op as ops
 from archcalc.ops.workload import Workload
 
@@ -108,14 +108,17 @@ def test_norms_are_a_sliver_of_flops_and_a_real_part_of_time():
     assert sum(o.time for o in small) / s.time > 0.05
 
 
-def test_calibrated_rates_are_shown_beside_peak():
-    hw = H100.model_copy(update={"calibration": Calibration(flops={"bf16": 700e12}, memory_bandwidth=2.9e12)})
+def test_calibrated_rates_are_shown_beside_peak_and_typical():
+    cal = synthetic_calibration(matmul_rate=700e12, read=2.9e12, launch=3e-6, profile="h100-sxm")
+    hw = H100.model_copy(update={"calibration": cal})
     preds = predict(spec_of("gpt2"), hw, prompt=64, context=128, gen=8, batch=1)
-    assert [p.rates.label for p in preds] == ["peak", "calibrated"]
-    # GPT-2 decode at batch 1 is memory-bound in every op, so the calibrated
-    # time per token is the peak one × 3.35 / 2.9 (the two bandwidths).
-    assert all(o.bound == "memory" for o in preds[1].decode.ops)
-    assert preds[1].tpot == pytest.approx(preds[0].tpot * 3.35 / 2.9, rel=1e-12)
+    assert [p.rates.label for p in preds] == ["peak", "typical", "calibrated"]
+    # GPT-2 decode at batch 1 is memory-bound in every op, so each op's calibrated
+    # time is the launch plus its bytes at the calibrated read bandwidth: the peak
+    # time per token × 3.35 / 2.9 (the two bandwidths) + 3 µs per kernel launched.
+    assert all(o.bound == "memory" for o in preds[0].decode.ops)
+    kernels = sum(o.op.count for o in preds[0].decode.ops)
+    assert preds[2].tpot == pytest.approx(preds[0].tpot * 3.35 / 2.9 + kernels * 3e-6, rel=1e-9)
 
 
 def test_roofline_cli_json_and_plot(tmp_path):
@@ -125,7 +128,7 @@ def test_roofline_cli_json_and_plot(tmp_path):
                                  "--batch", "4", "--json", "--plot", str(png)])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
-    assert doc["schema"] == "archcalc.roofline/1" and doc["hardware"] == "H200 SXM"
+    assert doc["schema"] == "archcalc.roofline/2" and doc["hardware"] == "H200 SXM"
     p = doc["predictions"][0]
     assert p["decode_tokens_per_s"] == pytest.approx(4 / p["tpot_s"])
     assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"

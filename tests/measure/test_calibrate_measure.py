@@ -1,0 +1,146 @@
+"""`archcalc calibrate --quick` and `roofline --measure` for real on this CPU.
+
+Timings are noise; these tests assert only what noise cannot change: every
+op has a kernel and a positive time, achieved FLOP/s stay below the
+calibrated ceiling by more than noise could explain, the calibration file
+round-trips and calibrates predictions, the JSON schema, and the bad inputs
+(one line, exit 2, nothing written).  CUDA-only checks are marked `gpu`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from click.testing import CliRunner
+
+from archcalc.cli import cli
+from archcalc.cost.rates import calibrated_rates
+from archcalc.hardware.calibration import SCHEMA, load_calibration
+from archcalc.hardware.profile import load_hardware
+
+NOISE = 1.5  # a kernel may beat the median of the calibration grid by this much before it is suspicious
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture(scope="module")
+def calibration_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cal") / "cpu.yaml"
+    r = run("calibrate", "--quick", "--device", "cpu", "--out", str(path), "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == SCHEMA and doc["path"] == str(path)
+    return path
+
+
+def test_calibration_round_trips_and_holds_every_kind_of_point(calibration_file):
+    cal = load_calibration(calibration_file)
+    assert cal.device.kind == "cpu" and cal.device.threads == torch.get_num_threads()
+    assert cal.device.torch == torch.__version__
+    assert {p.kind for p in cal.rows} == {"rmsnorm", "layernorm", "activation", "gated_activation", "add", "rope",
+                                          "gather"}
+    assert any(p.q_len == 1 for p in cal.attention) and any(p.window for p in cal.attention)
+    assert all(p.seconds > 0 for p in [*cal.matmul, *cal.attention, *cal.rows])
+    assert cal.launch_s > 0 and cal.bandwidth.read_bytes_per_s > 0
+    assert load_calibration(calibration_file) == cal  # YAML → model → YAML is lossless
+    assert calibration_file.read_text() == cal.to_yaml()
+
+
+def test_a_calibration_is_a_device_for_predictions(calibration_file):
+    hw = load_hardware(str(calibration_file))
+    assert hw.name.startswith("local: ") and hw.calibration is not None
+    r = run("roofline", "debug", "--gpu", str(calibration_file), "--prompt", "32", "--gen", "4", "--json")
+    assert r.exit_code == 0, r.output
+    labels = [p["rates"]["label"] for p in json.loads(r.stdout)["predictions"]]
+    assert labels == ["peak", "calibrated"]
+
+
+def test_measure_runs_every_op_and_stays_under_the_ceilings(calibration_file):
+    r = run("roofline", "debug", "--gpu", str(calibration_file), "--measure", "--device", "cpu", "--prompt", "32",
+            "--gen", "4", "--repeats", "3", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "archcalc.roofline/2"
+    m = doc["measured"]
+    rates = calibrated_rates(load_hardware(str(calibration_file)), load_calibration(calibration_file))
+    for phase in ("prefill", "decode"):
+        predicted = {o["name"]: o for o in doc["predictions"][0][phase]["ops"]}
+        measured = m[phase]["ops"]
+        assert [o["name"] for o in measured] == list(predicted)  # the same op list, in order
+        assert all(o["time_s"] > 0 for o in measured)
+        assert m[phase]["time_s"] == pytest.approx(sum(o["time_s"] for o in measured))
+        for o in measured:
+            flops = predicted[o["name"]]["flops"]
+            assert flops / o["time_s"] <= NOISE * rates.matmul, o["name"]
+        assert set(m[phase]["error"]) == {"peak", "calibrated"}
+        # Peak is a lower bound on time: no measured step beats it.
+        assert m[phase]["error"]["peak"] < 0
+
+
+def test_measure_table_shows_measured_beside_predicted(calibration_file):
+    r = run("roofline", "debug", "--gpu", str(calibration_file), "--measure", "--device", "cpu", "--prompt", "16",
+            "--gen", "2", "--repeats", "1", "--phase", "decode")
+    assert r.exit_code == 0, r.output
+    for text in ("measured", "calibrated vs measured", "FLOP/s", "layers.attn.norm", "time %", "FLOP %"):
+        assert text in r.stdout
+
+
+def test_bad_devices_and_files_are_one_line(tmp_path, calibration_file):
+    out = tmp_path / "never.yaml"
+    cases = [
+        (["calibrate", "--device", "tpu"], "--device"),
+        (["roofline", "debug", "--gpu", str(calibration_file), "--measure", "--device", "tpu"], "--device"),
+    ]
+    if not torch.cuda.is_available():
+        cases.append((["calibrate", "--device", "cuda", "--out", str(out)], "cuda requested"))
+        cases.append((["roofline", "debug", "--measure", "--device", "cuda", "--gpu", str(calibration_file)],
+                      "cuda requested"))
+    corrupt = tmp_path / "corrupt.yaml"
+    corrupt.write_text(calibration_file.read_text()[:-200] + "\n  - {m: [1, 2")
+    foreign = tmp_path / "foreign.yaml"
+    foreign.write_text(calibration_file.read_text().replace("archcalc.calibration/1", "someone.else/3"))
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text(calibration_file.read_text().replace("launch_s:", "launch_s: fast\nold_launch_s:"))
+    cases += [(["roofline", "debug", "--gpu", str(corrupt)], "YAML syntax error"),
+              (["roofline", "debug", "--gpu", str(foreign)], "not an archcalc calibration"),
+              (["roofline", "debug", "--gpu", str(wrong)], "launch_s"),
+              (["calibrate", "--out", str(tmp_path), "--quick"], "--out")]
+    for args, needle in cases:
+        r = run(*args)
+        assert r.exit_code == 2, (args, r.output)
+        assert r.stderr.count("\n") == 1 and needle in r.stderr, (args, r.stderr)
+    assert not out.exists() and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_local_is_the_newest_calibration(tmp_path, monkeypatch, calibration_file):
+    monkeypatch.setenv("ARCHCALC_CALIBRATION_DIR", str(tmp_path))
+    r = run("roofline", "debug", "--gpu", "local")
+    assert r.exit_code == 2 and "run `archcalc calibrate` first" in r.stderr
+    (tmp_path / "cpu-x.yaml").write_text(calibration_file.read_text())
+    assert load_hardware("local").calibration == load_calibration(calibration_file)
+
+
+def test_without_torch_measure_and_calibrate_say_what_to_install():
+    """torch hidden from the import system: one line naming the extra, exit 2."""
+    code = ("import sys; sys.modules['torch'] = None; from archcalc.cli import main; "
+            "sys.argv = ['archcalc'] + sys.argv[1:]; main()")
+    for args in (["calibrate", "--quick"], ["roofline", "debug", "--gpu", "h100", "--measure"]):
+        p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+        assert p.returncode == 2, p.stderr
+        assert p.stderr.count("\n") == 1 and "pip install 'archcalc[measure]'" in p.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_calibration_matches_a_bundled_profile(tmp_path):
+    path = tmp_path / "gpu.yaml"
+    r = run("calibrate", "--quick", "--device", "cuda", "--out", str(path))
+    assert r.exit_code == 0, r.output
+    cal = load_calibration(path)
+    assert cal.device.kind == "cuda" and cal.profile is not None
