@@ -94,6 +94,7 @@ class Rates:
     source: str = "datasheet"  # where the numbers come from, printed with them
     convention: str = "causal"  # the attention work the kernels run (ops/conventions.py)
     launch: float = 0.0  # seconds of fixed cost per kernel
+    dispatch: float = 0.0  # seconds of framework overhead per kernel between kernels (Step.overhead)
     link_bandwidth: float | None = None  # bytes/s one rank sends over the interconnect
     link_latency: float = 0.0  # seconds per collective
     # typical: fractions of the datasheet
@@ -104,8 +105,12 @@ class Rates:
     attention_decode_efficiency: float = 1.0  # of the bandwidth, for decode KV reads
     # calibrated: measured curves
     matmul_surface: Surface | None = None  # effective FLOP/s over (m, k·n)
-    prefill_attention: dict[bool, Curve] = field(default_factory=dict)  # masked? -> FLOP/s over kernel pairs
-    decode_bandwidth: float | None = None  # bytes/s of SDPA decode (KV read)
+    # (phase, grouped-query?, masked?, head dim) -> SDPA FLOP/s over the FLOPs of the call.  FLOPs, not
+    # bytes, in decode too: torch's CPU kernel takes as long for 2 KV heads as for 8 (it works per query head).
+    attention: dict[tuple[str, bool, bool, int], Curve] = field(default_factory=dict)
+    # Engines run an op as one kernel (grouped-GEMM experts, fused sums); torch eager (fused=False) runs
+    # experts as one matmul per touched expert and a sum of n tensors as n − 1 adds.
+    fused: bool = True
     row_bandwidth: dict[str, Curve] = field(default_factory=dict)  # row kernel kind -> bytes/s over bytes
 
     @property
@@ -121,14 +126,14 @@ class Rates:
             return self._attention_rate(op)
         if isinstance(d, MatmulDims):
             if self.matmul_surface is not None:
-                return self.matmul_surface(d.m, d.k * d.n)
+                return self.matmul_surface(ceil(d.m / self.kernels(op)), d.k * d.n)
             return self.matmul * self.gemm_efficiency * (self._quantization(d) if self.quantized_tiles else 1.0)
         return self.matmul * self.gemm_efficiency
 
     def memory_rate(self, op: Op) -> float:
         """bytes/s this op's traffic moves at."""
         if op.kind == "attention" and op.dims.new_tokens == 1:
-            return self.decode_bandwidth or self.bandwidth * self.attention_decode_efficiency
+            return self.bandwidth * self.attention_decode_efficiency
         if isinstance(op.dims, RowDims) or op.kind == "gather":
             curve = self.row_bandwidth.get(row_kind(op))
             if curve is not None:
@@ -138,11 +143,23 @@ class Rates:
     def _attention_rate(self, op: Op) -> float:
         d: AttentionDims = op.dims
         masked = d.window is not None and d.window < d.context
-        curve = self.prefill_attention.get(masked) or self.prefill_attention.get(False)
+        curve = _nearest(self.attention, (phase(d), _gqa(d), masked, d.qk_dim))
         if curve is not None:
             return curve(op.flops)
         eff = self.attention_prefill_efficiency if d.new_tokens > 1 else 1.0
         return self.matmul * eff
+
+    def kernels(self, op: Op) -> int:
+        """Kernels one execution of the op launches: one when fused; else one per touched
+        expert (each over its share of the routed rows), n − 1 for a sum of n tensors."""
+        d = op.dims
+        if self.fused:
+            return 1
+        if isinstance(d, MatmulDims) and d.experts:
+            return max(1, round(ops.expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)))
+        if isinstance(d, RowDims) and op.kind == "elementwise" and d.fn == "add":
+            return max(1, d.inputs - 1)
+        return 1
 
     def _quantization(self, d: MatmulDims) -> float:
         """Tile and wave quantization (NVIDIA's Matrix Multiplication Background guide):
@@ -167,9 +184,28 @@ class Rates:
         """The rates as printed and in JSON."""
         return {"label": self.label, "source": self.source, "matmul_flops_per_s": self.matmul,
                 "vector_flops_per_s": self.vector, "bandwidth_bytes_per_s": self.bandwidth,
-                "ridge_flops_per_byte": self.ridge, "launch_s": self.launch, "convention": self.convention,
+                "ridge_flops_per_byte": self.ridge, "launch_s": self.launch, "dispatch_s": self.dispatch,
+                "convention": self.convention,
                 "gemm_efficiency": self.gemm_efficiency, "link_bandwidth_bytes_per_s": self.link_bandwidth,
                 "link_latency_s": self.link_latency}
+
+
+def _gqa(d: AttentionDims) -> bool:
+    return d.n_kv_heads < d.n_heads
+
+
+def phase(d: AttentionDims) -> str:
+    return "decode" if d.new_tokens == 1 else "prefill"
+
+
+def _nearest(curves: dict, key: tuple[str, bool, bool, int]) -> Curve | None:
+    """The curve measured closest to `key` = (phase, grouped-query?, masked?, head dim):
+    the same kind of call where there is one, at the nearest head dim (log scale)."""
+    for width in (3, 2, 1):
+        same = [k for k in curves if k[:width] == key[:width]]
+        if same:
+            return curves[min(same, key=lambda k: abs(log(k[3] / key[3])))]
+    return None
 
 
 def row_kind(op: Op) -> str:
@@ -179,7 +215,7 @@ def row_kind(op: Op) -> str:
     d: RowDims = op.dims
     if op.kind == "norm":
         return "layernorm" if d.norm == "layernorm" else "rmsnorm"
-    if d.fn in ("relu", "relu2", "silu", "gelu"):
+    if d.fn in ("relu", "relu2", "silu", "gelu", "softcap"):  # softcap: tanh, costed like an activation
         return "gated_activation" if d.inputs > 1 else "activation"
     return "rope" if d.fn == "rope" else "add"
 
@@ -225,8 +261,7 @@ def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
     surface = Surface(tuple(sizes), tuple(Curve.of(by_size[s]) for s in sizes))
     best = max(2 * p.m * p.k * p.n / p.seconds for p in cal.matmul)
 
-    prefill: dict[bool, dict[float, list[float]]] = {}
-    decode: list[float] = []
+    attention: dict[tuple[str, bool, bool, int], dict[float, list[float]]] = {}
     for p in cal.attention:  # FLOPs and bytes of the point by the same constructor the op list uses
         wl = Workload(batch=p.batch, new_tokens=p.q_len, context=p.kv_len, weight_dtype=cal.dtype,
                       act_dtype=cal.dtype, kv_dtype=cal.dtype)
@@ -234,10 +269,8 @@ def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
                            qk_dim=p.head_dim, v_dim=p.head_dim, kv_width=2 * p.kv_heads * p.head_dim,
                            window=p.window, layer_kind="local" if p.window else "global")
         seconds = busy(p.seconds)
-        if p.q_len == 1:
-            decode.append((op.act_bytes + op.kv_bytes) / seconds)
-        else:
-            prefill.setdefault(p.window is not None, {}).setdefault(op.flops, []).append(op.flops / seconds)
+        key = (phase(op.dims), p.kv_heads < p.heads, p.window is not None and p.q_len > 1, p.head_dim)
+        attention.setdefault(key, {}).setdefault(op.flops, []).append(op.flops / seconds)
     rows: dict[str, dict[float, list[float]]] = {}
     for p in cal.rows:
         moved = nbytes(p.rows * p.width * ROW_TENSORS[p.kind], cal.dtype)
@@ -245,10 +278,10 @@ def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
     return Rates(
         "calibrated", best, hw.peak("fp32"), cal.bandwidth.read_bytes_per_s,
         source=f"calibrated on {cal.device.name} ({cal.dtype}, {cal.device.threads} threads, {cal.device.date[:10]})",
-        convention="sdpa", launch=launch, link_bandwidth=_link(hw),
+        convention="sdpa", launch=launch, dispatch=cal.dispatch_s or 0.0, link_bandwidth=_link(hw),
         matmul_surface=surface,
-        prefill_attention={masked: Curve.of(pts) for masked, pts in prefill.items()},
-        decode_bandwidth=sorted(decode)[len(decode) // 2] if decode else None,
+        attention={key: Curve.of(pts) for key, pts in attention.items()},
+        fused=False,  # torch eager, as measure/kernels.py runs the ops
         row_bandwidth={kind: Curve.of(pts) for kind, pts in rows.items()},
     )
 

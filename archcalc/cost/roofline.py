@@ -56,7 +56,7 @@ def time_op(op: Op, rates: Rates) -> OpTime:
                       n * rates.link_latency * ring_steps(op) / ring_steps_measured(op))
     t_math = n * ((op.flops / rates.compute_rate(op) if op.flops else 0.0) + op.vector_flops / rates.vector)
     return OpTime(op, n * (op.flops + op.vector_flops), nbytes, t_math, nbytes / rates.memory_rate(op),
-                  n * rates.launch)
+                  n * rates.launch * rates.kernels(op))
 
 
 LATENCY_RANKS = 8  # the link latency of a profile is measured over 8 GPUs (nccl-tests, all_reduce_bench)
@@ -73,6 +73,12 @@ def ring_steps_measured(op: Op) -> int:
     return ring_steps(op, LATENCY_RANKS)
 
 
+def step_overhead(times: list[OpTime], rates: Rates) -> float:
+    if not rates.dispatch:
+        return 0.0
+    return rates.dispatch * sum(o.op.count * rates.kernels(o.op) for o in times if o.op.kind != "collective")
+
+
 @dataclass(frozen=True)
 class Step:
     """One step (a prefill, or one decode token for every sequence)."""
@@ -83,7 +89,18 @@ class Step:
 
     @property
     def time(self) -> float:
+        return self.kernel_time + self.overhead
+
+    @property
+    def kernel_time(self) -> float:
+        """The ops alone, one after another."""
         return sum(o.time for o in self.ops)
+
+    @property
+    def overhead(self) -> float:
+        """Framework time between kernels (eager dispatch), per kernel launched: 0 for
+        engines that replay CUDA graphs; calibrated from an eager torch model."""
+        return step_overhead(self.ops, self.rates)
 
     @property
     def flops(self) -> float:
@@ -158,6 +175,7 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     for a, b in zip(cuts, cuts[1:]):  # [a, b): every op affine in c here
         at_a = [time_op(op, rates) for op in _decode_ops(spec, a, batch, rates, tp, dtypes)]
         at_next = [time_op(op, rates) for op in _decode_ops(spec, a + 1, batch, rates, tp, dtypes)]
+        total += (b - a) * step_overhead(at_a, rates)  # the same kernels every step
         for x, y in zip(at_a, at_next):
             total += (b - a) * x.t_fixed + _sum_max_affine(x.t_math, y.t_math - x.t_math, x.t_memory,
                                                            y.t_memory - x.t_memory, b - a)

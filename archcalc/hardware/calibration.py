@@ -88,6 +88,10 @@ class Calibration(_Frozen):
     dtype: Literal["fp32", "bf16", "fp16"]  # the math and storage dtype every kernel ran in
     notes: list[str] = Field(default_factory=list)  # e.g. why bf16 was replaced by fp32
     launch_s: NonNegativeFloat  # median seconds of a tiny elementwise kernel
+    # Framework overhead per kernel of an eager torch model beyond the kernels themselves: a decode step of
+    # a debug-sized Llama (transformers', else the reference model), less its calibrated op times, per kernel.
+    dispatch_s: NonNegativeFloat | None = None
+    dispatch_source: str | None = None  # which model dispatch_s was timed on
     bandwidth: Bandwidth
     matmul: list[MatmulPoint] = Field(min_length=1)
     attention: list[AttentionPoint] = Field(default_factory=list)

@@ -56,13 +56,15 @@ class Grid:
 
 
 # --quick stays under a minute on a 2-core CPU; the full grid takes a few minutes there.
-QUICK = Grid((1, 4, 16, 64, 256, 1024), ((1024, 1024), (2048, 5632), (4096, 4096)), (256, 1024), (64,),
+QUICK = Grid((1, 4, 16, 64, 256, 1024), ((1024, 32), (512, 512), (1024, 4096), (4096, 4096)), (256, 1024), (64,),
              (1024, 8192), ((1, 2048), (256, 2048), (2048, 2048)), repeats=3)
 FULL = Grid((1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),
-            ((512, 512), (1024, 1024), (1024, 4096), (4096, 1024), (2048, 5632), (4096, 4096), (4096, 14336)),
+            ((1024, 32), (512, 512), (1024, 1024), (1024, 4096), (4096, 1024), (2048, 5632), (4096, 4096),
+             (4096, 14336)),
             (128, 512, 1024, 2048, 4096), (64, 128), (512, 2048, 8192, 32768),
             ((1, 1024), (1, 4096), (64, 4096), (512, 4096), (2048, 4096), (8192, 4096)), repeats=5)
-ATTENTION_HEADS = (8, 2)  # query heads, KV heads (GQA 4:1, as Llama-3 and Qwen use)
+ATTENTION_HEADS = 8  # query heads
+ATTENTION_KV_HEADS = (8, 2)  # MHA, and GQA 4:1 (Llama-3, Qwen): SDPA takes different paths for the two
 WINDOW = 256  # the sliding window measured (Mistral/Gemma-style masks in prefill)
 ROW_KINDS = (("rmsnorm", "norm"), ("layernorm", "norm"), ("activation", "silu"), ("gated_activation", "silu"),
              ("add", "add"), ("rope", "rope"))
@@ -143,17 +145,21 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
               for k, n in grid.matmul_kn for m in grid.matmul_m]
 
     say("attention")
-    heads, kv_heads = ATTENTION_HEADS
-    shapes = [(1, length, length, None, hd) for length in grid.prefill_lengths for hd in grid.head_dims]
-    shapes.append((1, max(grid.prefill_lengths), max(grid.prefill_lengths), WINDOW, grid.head_dims[0]))
-    shapes += [(b, 1, s, None, hd) for s in grid.decode_contexts for hd in grid.head_dims for b in (1, 4)]
+    shapes = [(1, length, length, None, hd, kv) for length in grid.prefill_lengths for hd in grid.head_dims
+              for kv in ATTENTION_KV_HEADS]
+    shapes += [(1, max(grid.prefill_lengths), max(grid.prefill_lengths), WINDOW, grid.head_dims[0], kv)
+               for kv in ATTENTION_KV_HEADS]
+    shapes += [(b, 1, s, None, hd, kv) for s in grid.decode_contexts for hd in grid.head_dims for b in (1, 4)
+               for kv in ATTENTION_KV_HEADS]
     attention = []
-    for batch, q_len, kv_len, window, hd in shapes:
+    for batch, q_len, kv_len, window, hd, kv_heads in shapes:
         wl = Workload(batch=batch, new_tokens=q_len, context=kv_len)
-        op = ops.attention("calibrate.attention", wl, sdpa, n_heads=heads, kv_heads=kv_heads, qk_dim=hd, v_dim=hd,
-                           kv_width=2 * kv_heads * hd, window=window, layer_kind="local" if window else "global")
-        attention.append(AttentionPoint(batch=batch, heads=heads, kv_heads=kv_heads, head_dim=hd, q_len=q_len,
-                                        kv_len=kv_len, window=window, seconds=_time_op(op, dev, tdtype, grid.repeats)))
+        op = ops.attention("calibrate.attention", wl, sdpa, n_heads=ATTENTION_HEADS, kv_heads=kv_heads, qk_dim=hd,
+                           v_dim=hd, kv_width=2 * kv_heads * hd, window=window,
+                           layer_kind="local" if window else "global")
+        attention.append(AttentionPoint(batch=batch, heads=ATTENTION_HEADS, kv_heads=kv_heads, head_dim=hd,
+                                        q_len=q_len, kv_len=kv_len, window=window,
+                                        seconds=_time_op(op, dev, tdtype, grid.repeats)))
 
     say("row kernels")
     rows = []
@@ -170,11 +176,50 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
         rows.append(RowPoint(kind="gather", rows=rows_, width=width, seconds=_time_op(gather, dev, tdtype,
                                                                                    grid.repeats)))
     name = device_name(dev)
+    say("framework overhead")
     info = DeviceInfo(name=name, kind=dev.type, torch=torch.__version__, threads=torch.get_num_threads(),
                       date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), host=platform.platform())
-    return Calibration(device=info, profile=match_profile(name) if dev.type != "cpu" else None, dtype=chosen,
-                       notes=notes, launch_s=launch, bandwidth=bandwidth, matmul=matmul, attention=attention,
-                       rows=rows)
+    cal = Calibration(device=info, profile=match_profile(name) if dev.type != "cpu" else None, dtype=chosen,
+                      notes=notes, launch_s=launch, bandwidth=bandwidth, matmul=matmul, attention=attention, rows=rows)
+    dispatch, source = _dispatch(cal, dev, tdtype)
+    return cal.model_copy(update={"dispatch_s": dispatch, "dispatch_source": source})
+
+
+# A debug-sized Llama (specs/debug.yaml's shape) as a Hugging Face config: its kernels are all tiny, so a
+# decode step's time is the framework's, not the math's.
+DEBUG_LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 128,
+               "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+
+
+def _dispatch(cal: Calibration, device: torch.device, dtype: torch.dtype) -> tuple[float, str]:
+    """Eager framework overhead per kernel: a decode step of a debug-sized Llama, less
+    the calibrated time of its ops, per kernel launched.  Timed on Hugging Face
+    transformers' own model where transformers is installed (the eager
+    implementation people run), else on archcalc's reference model."""
+    from archcalc.cost.rates import calibrated_rates
+    from archcalc.cost.roofline import step
+    from archcalc.hardware.profile import local_profile
+    from archcalc.measure import endtoend
+    from archcalc.spec.catalog import spec_from_dict
+    from archcalc.spec.hf import spec_dict_from_config
+
+    spec = spec_from_dict(spec_dict_from_config(dict(DEBUG_LLAMA), "debug-llama")[0], "debug-llama")
+    prompt, steps = 16, 8
+    timing = {"prompt": prompt, "batch": 1, "decode_steps": steps, "device": device, "dtype": dtype, "repeats": 5}
+    try:
+        import transformers
+
+        measured = endtoend.time_hf(dict(DEBUG_LLAMA), **timing).decode_step_s
+        source = f"transformers {transformers.__version__} LlamaForCausalLM (debug size), decode step"
+    except ImportError:
+        measured = endtoend.time_reference(spec, **timing).decode_step_s
+        source = "archcalc reference model (debug size), decode step"
+    rates = calibrated_rates(local_profile(cal), cal)
+    predicted = step(spec, Workload.decode(prompt + steps // 2, 1, weight_dtype=cal.dtype, act_dtype=cal.dtype,
+                                           kv_dtype=cal.dtype), rates)
+    kernels = sum(o.op.count * rates.kernels(o.op) for o in predicted.ops)
+    return max(0.0, (measured - predicted.kernel_time) / kernels), source
 
 
 def _bandwidth(device: torch.device, dtype: torch.dtype, repeats: int) -> Bandwidth:

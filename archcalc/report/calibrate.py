@@ -19,22 +19,22 @@ def calibration_view(cal: Calibration, hw: HardwareProfile, path: Path) -> Group
     datasheet = hw.vendor != "local"
     table = Table(title=f"Calibration of {cal.device.name} ({cal.dtype}, {cal.device.threads} threads, torch "
                         f"{cal.device.torch})", title_justify="left", show_edge=False)
-    for col in ("ceiling", "measured", "datasheet" if datasheet else "", "share" if datasheet else ""):
+    for col in ("ceiling", "measured", *(("datasheet", "share") if datasheet else ())):
         table.add_column(col, justify="left" if col == "ceiling" else "right")
-    best_prefill = max((c.ys[-1] for c in rates.prefill_attention.values()), default=None)
+    best_prefill = max((max(c.ys) for k, c in rates.attention.items() if k[0] == "prefill"), default=None)
+    best_decode = max((max(c.ys) for k, c in rates.attention.items() if k[0] == "decode"), default=None)
     rows = [
         ("matmul, best of the grid", rates.matmul, hw.peak(cal.dtype), "FLOP/s"),
         ("attention prefill (SDPA), best", best_prefill, hw.peak(cal.dtype), "FLOP/s"),
         ("copy bandwidth (read + write)", cal.bandwidth.copy_bytes_per_s, hw.memory_bandwidth, "B/s"),
         ("read-only bandwidth", cal.bandwidth.read_bytes_per_s, hw.memory_bandwidth, "B/s"),
-        ("attention decode (KV read)", rates.decode_bandwidth, hw.memory_bandwidth, "B/s"),
+        ("attention decode (SDPA), best", best_decode, hw.peak(cal.dtype), "FLOP/s"),
     ]
     for label, value, sheet, unit in rows:
         if value is None:
             continue
-        table.add_row(label, si(value, unit), si(sheet, unit) if datasheet else "",
-                      f"{value / sheet:.0%}" if datasheet else "")
-    table.add_row("launch (tiny elementwise kernel)", seconds(cal.launch_s), "", "")
+        table.add_row(label, si(value, unit), *((si(sheet, unit), f"{value / sheet:.0%}") if datasheet else ()))
+    table.add_row("launch (tiny elementwise kernel)", seconds(cal.launch_s), *(("", "") if datasheet else ()))
     curve = Table(title="Matmul FLOP/s by rows m (the efficiency curve)", title_justify="left", show_edge=False)
     shapes = sorted({(p.k, p.n) for p in cal.matmul})
     curve.add_column("m", justify="right")

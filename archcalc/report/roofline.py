@@ -61,6 +61,12 @@ def step_table(r: RooflineResult, phase: str, title: str) -> Table:
                         si(o.flops / m.seconds, "FLOP/s") if o.flops else "—", si(o.bytes / m.seconds, "B/s")]
         row += [f"{shown / (share_of or 1):.1%}", f"{o.flops / total_f:.1%}"]
         table.add_row(*row)
+    if any(st.overhead for st in steps):  # not an op: the framework's time between kernels
+        blank = [""] * (2 if measured else 4)
+        table.add_row("framework overhead (eager dispatch)", "", *blank,
+                      *(seconds(st.overhead) if st.overhead else "0" for st in steps),
+                      *(("—", "", "", "") if measured else ()), f"{steps[-1].overhead / (share_of or 1):.1%}", "0%",
+                      style="dim")
     totals = () if measured else (si(first.flops, "FLOP"), _b(first.bytes))
     total = ["step", "", *totals, f"{first.flops / first.bytes:.3g}", "", *(seconds(s.time) for s in steps)]
     if measured:
@@ -145,7 +151,8 @@ def roofline_view(r: RooflineResult, phases: tuple[str, ...]) -> Group:
 
 
 def _step_json(s: Step) -> dict:
-    return {"time_s": s.time, "flops": s.flops, "bytes": s.bytes, "mfu": s.mfu, "mbu": s.mbu,
+    return {"time_s": s.time, "kernel_time_s": s.kernel_time, "overhead_s": s.overhead, "flops": s.flops,
+            "bytes": s.bytes, "mfu": s.mfu, "mbu": s.mbu,
             "ops": [{"name": o.op.name, "kind": o.op.kind, "count": o.op.count, "flops": o.flops,
                      "weight_bytes": o.op.count * o.op.weight_bytes, "act_bytes": o.op.count * o.op.act_bytes,
                      "kv_bytes": o.op.count * o.op.kv_bytes, "comm_bytes": o.op.count * o.op.comm_bytes,
