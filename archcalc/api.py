@@ -188,8 +188,11 @@ def fit_all_gpus(model: Model, *, gpus: int = 1, tp: int | None = None, context:
 
 
 def compare(models: list[Model], *, context: int = 8192, batch: int = 1, dtype: str = "bf16", kv_dtype: str = "bf16",
-            gpu: Gpu | None = None, prompt: int = 2048, gen: int = 256) -> Comparison:
-    """MODELS side by side, the first the baseline; with `gpu`, speed and fit rows too."""
+            gpu: Gpu | None = None, prompt: int = 2048, gen: int = 256, tp: int = 1, measure: bool = False,
+            device: str = "auto") -> Comparison:
+    """MODELS side by side, the first the baseline; with `gpu`, speed (per rate set, for
+    one of `tp` ranks) and fit rows too; with `measure`, the prefill and decode step
+    measured on the local `device` (roofline --measure)."""
     from archcalc.cost.compare import compare as run_compare
     from archcalc.ops.dtypes import KV_DTYPES, WEIGHT_DTYPES
     from archcalc.serving.deployment import Deployment
@@ -200,15 +203,29 @@ def compare(models: list[Model], *, context: int = 8192, batch: int = 1, dtype: 
         raise InputError(None, "MODELS", "give at least one model")
     _choice("--dtype", dtype, WEIGHT_DTYPES)
     _choice("--kv-dtype", kv_dtype, KV_DTYPES)
-    for name, value in (("--context", context), ("--batch", batch), ("--prompt", prompt), ("--gen", gen)):
+    for name, value in (("--context", context), ("--batch", batch), ("--prompt", prompt), ("--gen", gen),
+                        ("--tp", tp)):
         _positive(name, value)
     loaded = [load(m) for m in models]
     specs = [spec for spec, _ in loaded]
     warnings = [w for spec, ws in loaded for w in ws + context_warnings(spec, context)]
     hw = load_gpu(gpu) if gpu is not None else None
     rows = compare_rows(hw, context, batch, Deployment(weight_dtype=dtype, kv_dtype=kv_dtype)) if hw else None
+    if tp > 1:
+        from archcalc.serving.planner import check_deployment
+
+        for spec in specs:
+            check_deployment(spec, Deployment(gpus=tp, tp=tp))
+    measured = None
+    if measure:
+        def measured(spec):
+            r = roofline(spec, gpu if gpu is not None else "local", prompt=prompt, context=prompt + gen,
+                         batch=batch, gen=gen, measure=True, device=device)
+            warnings.extend(r.warnings)
+            return tuple(m.time for m in r.measured)
+
     result = run_compare(specs, context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, hw=hw, prompt=prompt,
-                         gen=gen, fit_metrics=rows)
+                         gen=gen, tp=tp, fit_metrics=rows, measured=measured)
     return replace(result, warnings=tuple(warnings))
 
 

@@ -25,12 +25,17 @@ from archcalc.cli.common import (
 @click.option("--gpu", help="Add fit and speed rows for this hardware profile.")
 @click.option("--prompt", type=click.IntRange(min=1), default=2048, show_default=True, help="Prefill tokens (with --gpu).")
 @click.option("--gen", type=click.IntRange(min=1), default=256, show_default=True, help="Generated tokens (with --gpu).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel ranks for the speed rows (one rank's ops plus the collectives).")
+@click.option("--measure", is_flag=True, help="Also measure prefill and decode on the local device (needs torch).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True,
+              help="Where --measure runs.")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv"]), default="table", show_default=True)
 @json_option
-def compare(models, context, batch, dtype, kv_dtype, gpu, prompt, gen, fmt, as_json):
+def compare(models, context, batch, dtype, kv_dtype, gpu, prompt, gen, tp, measure, device, fmt, as_json):
     """MODELS side by side; the first is the baseline the others are compared with."""
     result = api.compare(list(models), context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, gpu=gpu,
-                         prompt=prompt, gen=gen)
+                         prompt=prompt, gen=gen, tp=tp, measure=measure, device=device)
     warn(result.warnings)
     if as_json:
         return echo_json(result.to_dict())

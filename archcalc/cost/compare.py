@@ -42,9 +42,11 @@ class Comparison:
 
 
 def compare(specs: list[ModelSpec], *, context: int, batch: int, dtype: str, kv_dtype: str,
-            hw: HardwareProfile | None = None, prompt: int = 2048, gen: int = 256,
-            fit_metrics: Callable[[ModelSpec], dict] | None = None) -> Comparison:
-    """`fit_metrics(spec)` adds {key: (label, unit, value)} rows (the fit plan's)."""
+            hw: HardwareProfile | None = None, prompt: int = 2048, gen: int = 256, tp: int = 1,
+            fit_metrics: Callable[[ModelSpec], dict] | None = None,
+            measured: Callable[[ModelSpec], tuple[float, float]] | None = None) -> Comparison:
+    """`fit_metrics(spec)` adds {key: (label, unit, value)} rows (the fit plan's);
+    `measured(spec)` the (prefill, decode step) seconds measured on the local device."""
     conv = CONVENTIONS[DEFAULT_CONVENTION]
     sized = [size(s, Workload.forward(context, batch, weight_dtype=dtype, kv_dtype=kv_dtype), conv) for s in specs]
     rows: list[tuple[str, str, Unit, list, bool]] = [
@@ -58,15 +60,28 @@ def compare(specs: list[ModelSpec], *, context: int, batch: int, dtype: str, kv_
         ("max_context", "max context of the model", "tokens", [s.max_context for s in specs], False),
     ]
     if hw is not None:
-        preds = [predict(s, hw, prompt=prompt, context=prompt + gen, gen=gen, batch=batch, weight_dtype=dtype,
-                         kv_dtype=kv_dtype)[0] for s in specs]
-        rows += [
-            ("ttft_s", f"time to first token ({prompt:,} × {batch}, peak)", "seconds", [p.ttft for p in preds], True),
-            ("tpot_s", f"time per output token at {prompt + gen:,} (peak)", "seconds", [p.tpot for p in preds], True),
-            ("decode_tokens_per_s", f"decode tokens/s (batch {batch}, peak)", "per_s",
-             [p.decode_tokens_per_s for p in preds], False),
-            ("critical_batch", "critical batch", "count", [p.critical_batch for p in preds], True),
-        ]
+        per_model = [predict(s, hw, prompt=prompt, context=prompt + gen, gen=gen, batch=batch, tp=tp, weight_dtype=dtype,
+                             kv_dtype=kv_dtype) for s in specs]
+        where = f", TP {tp}" if tp > 1 else ""
+        for i, label in enumerate(p.rates.label for p in per_model[0]):
+            preds = [ps[i] for ps in per_model]
+            key = "" if label == "peak" else f"_{label}"  # the peak rows keep their keys
+            rows += [
+                (f"ttft_s{key}", f"time to first token ({prompt:,} × {batch}{where}, {label})", "seconds",
+                 [p.ttft for p in preds], True),
+                (f"tpot_s{key}", f"time per output token at {prompt + gen:,} ({label})", "seconds",
+                 [p.tpot for p in preds], True),
+                (f"decode_tokens_per_s{key}", f"decode tokens/s (batch {batch}, {label})", "per_s",
+                 [p.decode_tokens_per_s for p in preds], False),
+            ]
+        rows.append(("critical_batch", "critical batch (peak)", "count", [ps[0].critical_batch for ps in per_model],
+                     True))
+    if measured is not None:
+        times = [measured(s) for s in specs]
+        rows += [("ttft_s_measured", f"time to first token ({prompt:,} × {batch}, measured)", "seconds",
+                  [t[0] for t in times], True),
+                 ("tpot_s_measured", f"time per output token at {prompt + gen:,} (measured)", "seconds",
+                  [t[1] for t in times], True)]
     if fit_metrics is not None:
         extra = [fit_metrics(s) for s in specs]
         for key, (label, unit, _) in extra[0].items():

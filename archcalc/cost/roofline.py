@@ -208,12 +208,32 @@ def _sum_max_affine(f0: float, df: float, m0: float, dm: float, n: int) -> float
 # ---- critical batch -------------------------------------------------------------------------
 
 
+_CRITICAL_CACHE: dict[tuple, tuple[ModelSpec, int | None]] = {}
+
+
 def critical_batch(spec: ModelSpec, context: int, rates: Rates, *, weights_only: bool = True,
                    limit: int = 1 << 20, tp: int = 1, **dtypes) -> int | None:
     """Smallest batch at which decode turns compute-bound: the weight matmuls
     (weights_only, the classic P/W·bytes-per-weight/2 figure) or the whole
     step.  None when it stays memory-bound up to `limit` (long-context KV
-    reads grow with the batch too)."""
+    reads grow with the batch too).  The weight matmuls do not depend on the
+    context, so their answer is cached per spec, rates, dtypes and TP."""
+    if weights_only:
+        key = (id(spec), rates.label, rates.matmul, rates.vector, rates.bandwidth, limit, tp,
+               tuple(sorted(dtypes.items())))
+        hit = _CRITICAL_CACHE.get(key)
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        if len(_CRITICAL_CACHE) > 4096:
+            _CRITICAL_CACHE.clear()
+        value = _critical_batch(spec, context, rates, True, limit, tp, dtypes)
+        _CRITICAL_CACHE[key] = (spec, value)
+        return value
+    return _critical_batch(spec, context, rates, False, limit, tp, dtypes)
+
+
+def _critical_batch(spec: ModelSpec, context: int, rates: Rates, weights_only: bool, limit: int, tp: int,
+                    dtypes: dict) -> int | None:
 
     def margin(batch: int) -> float:  # math time − memory time: ≥ 0 once compute-bound
         ops = [time_op(op, rates) for op in _decode_ops(spec, context, batch, rates, tp, dtypes)]
@@ -223,26 +243,43 @@ def critical_batch(spec: ModelSpec, context: int, rates: Rates, *, weights_only:
 
     # A dense model's decode FLOPs and bytes are affine in B, so the margin is a
     # line through B = 1 and 2 whose root is the answer; MoE expert loads and
-    # tile quantization bend it, so the root is only where the search starts.
+    # tile quantization bend it, so the root only starts a bracketed false-position
+    # search (Illinois), which needs a handful of evaluations where bisection needs ~20.
     m1, m2 = margin(1), margin(2)
     if m1 >= 0:
         return 1
-    guess = 2 if m2 <= m1 else min(limit, max(2, int(1 - m1 / (m2 - m1)) + 1))
-    lo, hi = 1, guess  # memory-bound at lo; hi is to be checked
-    step_ = 1
-    while margin(hi) < 0:  # gallop up from the guess
+    if m2 <= m1 and margin(limit) < 0:  # not approaching the ridge: memory-bound up to the limit
+        return None
+    lo, m_lo = (2, m2) if m2 < 0 else (1, m1)
+    hi = min(limit, max(lo + 1, int(1 - m1 / (m2 - m1)) + 1)) if m2 > m1 else min(limit, 2 * lo)
+    m_hi = margin(hi)
+    while m_hi < 0:  # expand the bracket
         if hi >= limit:
             return None
-        lo, hi = hi, min(limit, hi + step_)
-        step_ *= 2
-    step_ = 1
-    while hi - step_ > lo and margin(hi - step_) >= 0:  # gallop down while still compute-bound
-        hi -= step_
-        step_ *= 2
-    lo = max(lo, hi - step_)
-    while hi - lo > 1:  # margin(lo) < 0 ≤ margin(hi)
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if margin(mid) >= 0 else (mid, hi)
+        lo, m_lo = hi, m_hi
+        hi = min(limit, 2 * hi)
+        m_hi = margin(hi)
+    return _false_position(margin, lo, m_lo, hi, m_hi)
+
+
+def _false_position(f, lo: int, f_lo: float, hi: int, f_hi: float) -> int:
+    """The smallest integer x in (lo, hi] with f(x) ≥ 0, given f(lo) < 0 ≤ f(hi) and f
+    increasing: the Illinois variant of regula falsi, rounded to integers."""
+    side = 0
+    while hi - lo > 1:
+        x = lo + (hi - lo) * -f_lo / (f_hi - f_lo)
+        mid = min(hi - 1, max(lo + 1, round(x)))
+        f_mid = f(mid)
+        if f_mid >= 0:
+            hi, f_hi = mid, f_mid
+            if side == 1:
+                f_lo /= 2  # the same end moved twice: halve the other's weight
+            side = 1
+        else:
+            lo, f_lo = mid, f_mid
+            if side == -1:
+                f_hi /= 2
+            side = -1
     return hi
 
 
@@ -307,14 +344,17 @@ def predict(spec: ModelSpec, hw: HardwareProfile, *, prompt: int, context: int, 
     """One Prediction per rate set of `hw` (peak, typical, calibrated), for one of `tp` ranks."""
     out = []
     for rates in rate_sets(hw, Workload(**dtypes)):
+        # The critical batch is the ridge-point idea: the peak set's.  Under tile
+        # quantization the margin is a sawtooth with many crossings; no other set has one.
+        peak = rates.label == "peak"
         out.append(Prediction(
             rates,
             prefill=step(spec, prefill_workload(prompt, batch, **dtypes), rates, tp),
             decode=step(spec, Workload.decode(context, batch, **dtypes), rates, tp),
             decode_total=decode_time(spec, prompt, gen, batch, rates, tp, **dtypes),
             gen=gen,
-            critical_batch=critical_batch(spec, context, rates, tp=tp, **dtypes),
+            critical_batch=critical_batch(spec, context, rates, tp=tp, **dtypes) if peak else None,
             step_critical_batch=critical_batch(spec, context, rates, weights_only=False, limit=1 << 16, tp=tp,
-                                               **dtypes),
+                                               **dtypes) if peak else None,
         ))
     return out

@@ -113,8 +113,9 @@ def summary_table(r: RooflineResult) -> Table:
         ("  decode MFU / MBU", lambda p: f"{p.decode.mfu:.1%} / {p.decode.mbu:.0%}", None),
         (f"decode of {preds[0].gen:,} tokens (context grows)", lambda p: seconds(p.decode_total), None),
         ("  mean time per output token", lambda p: seconds(p.mean_tpot), None),
-        ("critical batch (weight matmuls compute-bound)", lambda p: _opt(p.critical_batch), None),
-        ("batch where the whole decode step is compute-bound", lambda p: _opt(p.step_critical_batch), None),
+        ("critical batch (weight matmuls compute-bound)", lambda p: _opt(p.critical_batch, p.rates), None),
+        ("batch where the whole decode step is compute-bound", lambda p: _opt(p.step_critical_batch, p.rates),
+         None),
         ("ridge point (FLOP/byte)", lambda p: f"{p.rates.ridge:.0f}", None),
     ]
     if r.replicas > 1:
@@ -128,7 +129,9 @@ def summary_table(r: RooflineResult) -> Table:
     return table
 
 
-def _opt(v) -> str:
+def _opt(v, rates=None) -> str:
+    if rates is not None and rates.label != "peak":
+        return "—"  # a peak-rate (ridge point) figure
     return f"{v:,}" if v else NO_COMPUTE_BOUND
 
 
