@@ -40,6 +40,25 @@ def test_compare_with_a_gpu_matches_roofline():
     assert tpot[1] == alone["predictions"][0]["tpot_s"]
 
 
+def test_compare_speed_rows_per_rate_set_and_tp_match_roofline():
+    doc = json.loads(invoke("compare", "llama-3.1-8b", "qwen3-8b", "--gpu", "h100", "--tp", "2", "--prompt", "512",
+                            "--gen", "64", "--json").stdout)
+    metrics = {m["key"]: m for m in doc["metrics"]}
+    assert "(typical)" in metrics["tpot_s_typical"]["label"] and "TP 2" in metrics["ttft_s"]["label"]
+    for i, name in enumerate(doc["models"]):
+        alone = json.loads(invoke("roofline", name, "--gpu", "h100", "--tp", "2", "--prompt", "512", "--gen", "64",
+                                  "--json").stdout)
+        by_label = {p["rates"]["label"]: p for p in alone["predictions"]}
+        assert metrics["tpot_s"]["values"][i] == by_label["peak"]["tpot_s"]
+        assert metrics["tpot_s_typical"]["values"][i] == by_label["typical"]["tpot_s"]
+        assert metrics["ttft_s_typical"]["values"][i] == by_label["typical"]["ttft_s"]
+
+
+def test_compare_tp_that_splits_no_kv_head_is_one_line():
+    r = CliRunner().invoke(cli, ["compare", "nemotron-4b", "--gpu", "h100", "--tp", "3"])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and "--tp" in r.stderr
+
+
 def test_markdown_and_csv():
     md = invoke("compare", "llama-3.1-8b", "qwen3-8b", "--format", "markdown").stdout
     assert md.splitlines()[0] == "| metric | llama-3.1-8b (baseline) | qwen3-8b |"
