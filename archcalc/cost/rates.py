@@ -126,7 +126,7 @@ class Rates:
             return self._attention_rate(op)
         if isinstance(d, MatmulDims):
             if self.matmul_surface is not None:
-                return self.matmul_surface(ceil(d.m / self.kernels(op)), d.k * d.n)
+                return self._surface_rate(op)
             return self.matmul * self.gemm_efficiency * (self._quantization(d) if self.quantized_tiles else 1.0)
         return self.matmul * self.gemm_efficiency
 
@@ -149,14 +149,26 @@ class Rates:
         eff = self.attention_prefill_efficiency if d.new_tokens > 1 else 1.0
         return self.matmul * eff
 
+    def _surface_rate(self, op: Op) -> float:
+        """Measured FLOP/s of the matmul as the kernels run it: eager code runs each
+        fused part (q, k, v; gate, up) as its own matmul, and experts one at a time,
+        each over its share of the routed rows."""
+        d: MatmulDims = op.dims
+        widths = d.parts if d.parts and not self.fused else (d.n,)
+        m = ceil(d.m / (self.kernels(op) // len(widths)))
+        seconds = sum(w / self.matmul_surface(m, d.k * w) for w in widths)  # per unit of 2·m·k
+        return d.n / seconds
+
     def kernels(self, op: Op) -> int:
-        """Kernels one execution of the op launches: one when fused; else one per touched
-        expert (each over its share of the routed rows), n − 1 for a sum of n tensors."""
+        """Kernels one execution of the op launches: one when fused; else one per fused
+        part and touched expert (each over its share of the routed rows), n − 1 for a
+        sum of n tensors."""
         d = op.dims
         if self.fused:
             return 1
-        if isinstance(d, MatmulDims) and d.experts:
-            return max(1, round(ops.expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)))
+        if isinstance(d, MatmulDims):
+            experts = round(ops.expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)) if d.experts else 1
+            return max(1, experts) * max(1, len(d.parts))
         if isinstance(d, RowDims) and op.kind == "elementwise" and d.fn == "add":
             return max(1, d.inputs - 1)
         return 1

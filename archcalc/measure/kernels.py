@@ -75,10 +75,10 @@ def kernel(op: Op, device: torch.device, dtype: torch.dtype) -> Kernel | None:
     if op.kind == "attention":
         return _attention(d, device, dtype)
     if isinstance(d, MatmulDims):
-        return _experts(d, op, device, dtype) if d.experts else _linear(d.m, d.k, d.n, op.bias_params > 0, device,
-                                                                          dtype)
+        return _experts(d, op, device, dtype) if d.experts else _linear(d.m, d.k, d.parts or (d.n,),
+                                                                          op.bias_params > 0, device, dtype)
     if isinstance(d, ContractionDims):  # a weighted sum over streams / sources: [m, s] · [s] as a matmul
-        return _linear(d.m, d.macs_per_token, 1, False, device, dtype)
+        return _linear(d.m, d.macs_per_token, (1,), False, device, dtype)
     if isinstance(d, GatherDims):
         return _gather(d, device, dtype)
     if isinstance(d, RowDims):
@@ -90,12 +90,14 @@ def _rand(*shape: int, device, dtype) -> torch.Tensor:
     return torch.randn(*shape, device=device, dtype=dtype)
 
 
-def _linear(m: int, k: int, n: int, bias: bool, device, dtype) -> Kernel:
+def _linear(m: int, k: int, widths: tuple[int, ...], bias: bool, device, dtype) -> Kernel:
+    """One F.linear per part (eager code runs q, k, v and gate, up as separate projections)."""
     x = _rand(m, k, device=device, dtype=dtype)
-    n_copies = copies(k * n * x.element_size(), device)
-    weights = [_rand(n, k, device=device, dtype=dtype) for _ in range(n_copies)]
-    b = _rand(n, device=device, dtype=dtype) if bias else None
-    return Kernel(lambda i: F.linear(x, weights[i], b), n_copies)
+    n_copies = copies(k * sum(widths) * x.element_size(), device)
+    weights = [[_rand(n, k, device=device, dtype=dtype) for n in widths] for _ in range(n_copies)]
+    biases = [_rand(n, device=device, dtype=dtype) if bias else None for n in widths]
+    return Kernel(lambda i: [F.linear(x, w, b) for w, b in zip(weights[i], biases)], n_copies,
+                  f"{len(widths)} matmuls" if len(widths) > 1 else "")
 
 
 def _experts(d: MatmulDims, op: Op, device, dtype) -> Kernel:
@@ -103,11 +105,13 @@ def _experts(d: MatmulDims, op: Op, device, dtype) -> Kernel:
     touched = max(1, round(expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)))
     rows = ceil(d.m / touched)
     x = _rand(rows, d.k, device=device, dtype=dtype)
+    widths = d.parts or (d.n,)
     per_copy = touched * d.k * d.n * x.element_size()
     n_copies = copies(per_copy, device)
-    weights = [[_rand(d.n, d.k, device=device, dtype=dtype) for _ in range(touched)] for _ in range(n_copies)]
+    weights = [[_rand(n, d.k, device=device, dtype=dtype) for _ in range(touched) for n in widths]
+               for _ in range(n_copies)]
     return Kernel(lambda i: [F.linear(x, w) for w in weights[i]], n_copies,
-                  f"{touched} touched experts × [{rows}, {d.k}] @ [{d.k}, {d.n}]")
+                  f"{touched} touched experts × {len(widths)} × [{rows}, {d.k}] @ [{d.k}, {d.n // len(widths)}]")
 
 
 def _attention(d: AttentionDims, device, dtype) -> Kernel:

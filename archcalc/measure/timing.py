@@ -5,7 +5,8 @@
 - `time_call(run, device)`: `run(i)` executes the kernel once on input set i
   (callers rotate through copies so caches do not flatter the result).  One
   warm-up call, then samples of `inner` calls each, long enough to dwarf the
-  timer's resolution; on CUDA timed with events, elsewhere with perf_counter
+  timer's resolution, at least `repeats` of them and together at least
+  MIN_SPAN_S long; on CUDA timed with events, elsewhere with perf_counter
   after a synchronisation.  Returns the median seconds of one call.
 """
 
@@ -22,6 +23,8 @@ from archcalc.errors import InputError
 DEVICES = ("auto", "cpu", "cuda", "mps")
 MIN_SAMPLE_S = 2e-4  # one sample spans at least this long (perf_counter is ~0.1 µs; a launch ~5 µs)
 MAX_INNER = 256
+MIN_SPAN_S = 0.05  # samples of one measurement span at least this long
+MAX_SAMPLES = 400
 
 
 def resolve_device(name: str) -> torch.device:
@@ -57,9 +60,14 @@ def time_call(run: Callable[[int], object], device: torch.device, *, repeats: in
         synchronize(device)
         first = time.perf_counter() - t0
         inner = max(1, min(MAX_INNER, int(MIN_SAMPLE_S / max(first, 1e-9))))
-        samples = []
-        for r in range(repeats):
-            samples.append(_sample(run, device, inner, rotate, r * inner) / inner)
+        samples, spent = [], 0.0
+        # At least `repeats` samples spread over at least MIN_SPAN_S: a stall of the
+        # machine (a descheduled thread costs a whole time slice, ~4-16 ms) then hits a
+        # minority of the samples and the median ignores it.
+        while len(samples) < repeats or (spent < MIN_SPAN_S and len(samples) < MAX_SAMPLES):
+            t = _sample(run, device, inner, rotate, len(samples) * inner)
+            samples.append(t / inner)
+            spent += t
     return statistics.median(samples)
 
 

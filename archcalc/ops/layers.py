@@ -97,7 +97,8 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         widths = {"q": H * dk, "k": K * dk, "v": K * dv}
         bias = sum(w for p, w in widths.items() if p in a.bias)
         out.append(ops.matmul("layers.attn.qkv", "attention", wl, D, sum(widths.values()), bias_width=bias, count=L,
-                              tp="qkv", fused_qkv=(widths["q"], widths["k"] + widths["v"], K)))
+                              tp="qkv", fused_qkv=(widths["q"], widths["k"] + widths["v"], K),
+                              parts=tuple(widths.values())))
         if a.qk_norm == "head":  # one norm of d_k shared by all heads: rows are (token, head)
             out += _norm(spec, wl, "layers.attn.q_norm", dk, count=L, tokens=wl.tokens * H)
             out += _norm(spec, wl, "layers.attn.k_norm", dk, count=L, tokens=wl.tokens * K)
@@ -133,17 +134,19 @@ def _mlp(spec: ModelSpec, wl: Workload, prefix: str, width: int, count: int, *, 
     """up (gate and up fused for gated FFNs), activation, down."""
     f, D = spec.ffn, spec.d_model
     up_width = 2 * width if f.gated else width
+    parts = (width, width) if f.gated else ()  # gate and up: one matmul here, two in eager code
     per_element = ops.ACTIVATION_FLOPS[BASE_ACTIVATION[f.activation]] + (ops.GATE_PRODUCT_FLOPS if f.gated else 0)
     inputs = 2 if f.gated else 1
     act = BASE_ACTIVATION[f.activation]
     if experts:
         E, k = experts
         routed = wl.tokens * k
-        return [ops.expert_matmul(f"{prefix}.up", wl, D, up_width, E, k, bias=f.bias, count=count),
+        return [ops.expert_matmul(f"{prefix}.up", wl, D, up_width, E, k, bias=f.bias, count=count, parts=parts),
                 ops.elementwise(f"{prefix}.act", "experts", wl, width, per_element, inputs=inputs, count=count,
                                 tokens=routed, tp="split", fn=act),
                 ops.expert_matmul(f"{prefix}.down", wl, width, D, E, k, bias=f.bias, count=count, tp="row")]
-    return [ops.matmul(f"{prefix}.up", component, wl, D, up_width, bias_width=up_width if f.bias else 0, count=count),
+    return [ops.matmul(f"{prefix}.up", component, wl, D, up_width, bias_width=up_width if f.bias else 0, count=count,
+                       parts=parts),
             ops.elementwise(f"{prefix}.act", component, wl, width, per_element, inputs=inputs, count=count, tp="split",
                             fn=act),
             ops.matmul(f"{prefix}.down", component, wl, width, D, bias_width=D if f.bias else 0, count=count,

@@ -41,13 +41,16 @@ class Dims:
 
 @dataclass(frozen=True)
 class MatmulDims(Dims):
-    """y[m, n] = x[m, k] @ W[k, n]; experts: the same shape in each of E experts, top_k per token."""
+    """y[m, n] = x[m, k] @ W[k, n]; experts: the same shape in each of E experts, top_k per token.
+    parts: the output widths of the projections fused into this one matmul (q, k, v; gate, up),
+    which an eager implementation runs as separate matmuls; () for a single projection."""
 
     m: int
     k: int
     n: int
     experts: int | None = None
     top_k: int | None = None
+    parts: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,7 @@ class Op:
 
 def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int, *, bias_width: int = 0,
            count: int = 1, tokens: int | None = None, quantizable: bool = True, weight_dtype: str | None = None,
-           tp: Sharding = "split", fused_qkv: tuple[int, int, int] | None = None) -> Op:
+           tp: Sharding = "split", fused_qkv: tuple[int, int, int] | None = None, parts: tuple[int, ...] = ()) -> Op:
     """y[m, d_out] = x[m, d_in] @ W[d_in, d_out] (+ b), m = tokens (default B·T).
 
     bias_width: how many of the d_out outputs have a bias (a fused QKV
@@ -167,8 +170,9 @@ def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int,
     dtype = weight_dtype or wl.weight_dtype
     return Op(
         name, "matmul", component,
-        FusedQKVDims(m, d_in, d_out, q_width=fused_qkv[0], kv_width=fused_qkv[1], n_kv_heads=fused_qkv[2])
-        if fused_qkv else MatmulDims(m, d_in, d_out), count,
+        FusedQKVDims(m, d_in, d_out, parts=parts, q_width=fused_qkv[0], kv_width=fused_qkv[1],
+                     n_kv_heads=fused_qkv[2])
+        if fused_qkv else MatmulDims(m, d_in, d_out, parts=parts), count,
         params=params, active_params=params, bias_params=bias_params, quantizable=quantizable, tp=tp,
         flops=2 * m * d_in * d_out,
         # Below 16 bits only the weight matrix of a quantizable layer is quantized.
@@ -195,14 +199,14 @@ def expected_experts_touched(n_experts: int, top_k: int, tokens: int) -> float:
 
 
 def expert_matmul(name: str, wl: Workload, d_in: int, d_out: int, n_experts: int, top_k: int, *,
-                  bias: bool, count: int = 1, tp: Sharding = "split") -> Op:
+                  bias: bool, count: int = 1, tp: Sharding = "split", parts: tuple[int, ...] = ()) -> Op:
     """The same matmul in each of E experts; each token runs k of them."""
     per_expert = d_in * d_out + (d_out if bias else 0)
     routed = wl.tokens * top_k  # token-expert pairs
     touched = expected_experts_touched(n_experts, top_k, wl.tokens)
     return Op(
         name, "matmul", "experts",
-        MatmulDims(routed, d_in, d_out, n_experts, top_k), count,
+        MatmulDims(routed, d_in, d_out, n_experts, top_k, parts), count,
         params=n_experts * per_expert, active_params=top_k * per_expert,
         bias_params=n_experts * d_out if bias else 0, quantizable=True, tp=tp,
         flops=2 * routed * d_in * d_out,

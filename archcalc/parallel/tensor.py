@@ -77,9 +77,12 @@ def rank_dims(op: Op, tp: int) -> Dims:
     if isinstance(d, FusedQKVDims):
         heads = max(1, d.n_kv_heads // tp)
         q, kv = _ceil_div(d.q_width, tp), d.kv_width * heads // d.n_kv_heads
-        return replace(d, n=q + kv, q_width=q, kv_width=kv, n_kv_heads=heads)
+        parts = (q, *(w * heads // d.n_kv_heads for w in d.parts[1:])) if d.parts else ()
+        return replace(d, n=q + kv, q_width=q, kv_width=kv, n_kv_heads=heads, parts=parts)
     if isinstance(d, MatmulDims):
-        return replace(d, k=_ceil_div(d.k, tp)) if op.tp == "row" else replace(d, n=_ceil_div(d.n, tp))
+        if op.tp == "row":
+            return replace(d, k=_ceil_div(d.k, tp))
+        return replace(d, n=_ceil_div(d.n, tp), parts=tuple(_ceil_div(w, tp) for w in d.parts))
     if isinstance(d, AttentionDims):
         heads = max(1, d.n_kv_heads // tp)
         return replace(d, n_heads=_ceil_div(d.n_heads, tp), n_kv_heads=heads,

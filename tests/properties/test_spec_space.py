@@ -416,10 +416,12 @@ def test_every_number_is_finite_non_negative_and_integral_where_counted(spec, wl
         for x in (op.params, op.active_params, op.bias_params, op.flops, op.vector_flops):
             assert isinstance(x, int) and x >= 0, op
         assert op.bias_params <= op.params and op.active_params <= op.params, op
+        assert not getattr(op.dims, "parts", ()) or sum(op.dims.parts) == op.dims.n, op  # fused parts tile n
         for x in (op.weight_bytes, op.act_bytes, op.kv_bytes):
             assert _finite_nonneg(x), op
         for name, x in op.dims.to_dict().items():
-            assert x is None or isinstance(x, str) or (isinstance(x, int) and x >= 0), (name, op)
+            assert x is None or isinstance(x, str) or all(isinstance(v, int) and v >= 0 for v in
+                                                             (x if isinstance(x, tuple) else (x,))), (name, op)
     # the JSON document is strict JSON: no NaN or infinity anywhere
     json.dumps(r.to_dict(ops=True), allow_nan=False)
 
