@@ -232,3 +232,24 @@ def test_replicated_ops_are_whole_on_every_rank():
     for op in ops:
         if op.tp == "replicated":
             assert rank[op.name] is op
+
+
+def test_learned_positions_need_no_collective_and_collectives_keep_their_component():
+    """GPT-2 at TP 2 (vLLM keeps its learned position table whole on every rank):
+    one embedding all-reduce for the vocab-parallel token table, none for the
+    position table; each collective is charged to the component it joins."""
+    spec = spec_of("gpt2")
+    wl = Workload(batch=2, new_tokens=16, context=16, logits="last")
+    ops = tp_ops(spec, wl, model_ops(spec, wl), 2)
+    comps = {o.name: o.component for o in ops if o.kind == "collective"}
+    assert comps == {"embedding.all_reduce": "embedding", "layers.attn.o.all_reduce": "attention",
+                     "layers.ffn.down.all_reduce": "ffn", "lm_head.all_gather": "lm_head"}
+
+
+def test_prefill_gathers_only_the_last_tokens_logits():
+    """Serving prefill computes logits at each sequence's last token: the all-gather
+    moves [B, V], not [B·T, V] (vLLM's LogitsProcessor gathers what lm_head produced)."""
+    spec = spec_of("llama-3.1-8b")
+    wl = Workload(batch=4, new_tokens=512, context=512, logits="last")
+    gather = next(o for o in tp_ops(spec, wl, model_ops(spec, wl), 2) if o.name == "lm_head.all_gather")
+    assert gather.dims.m == 4 and gather.comm_bytes == 4 * 128_256 * 2 / 2  # (t − 1)/t of 4 × V bf16 values
