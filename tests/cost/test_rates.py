@@ -116,3 +116,134 @@ def test_debug_spec_step_counts_every_kernel_launch():
     r = typical(H100)
     s = step(spec, Workload.decode(64, 1), r)
     assert sum(o.t_fixed for o in s.ops) == pytest.approx(r.launch * sum(o.op.count for o in s.ops))
+
+
+# ---- calibrated rates from measured points (hand-derived FLOPs and bytes) -----------------------
+
+LAUNCH = 2e-6
+
+
+def _attention_points():
+    from archcalc.hardware.calibration import AttentionPoint
+
+    def point(rate, flops, **shape):
+        return AttentionPoint(heads=8, head_dim=64, seconds=LAUNCH + flops / rate, **shape)
+
+    # Causal prefill of 256 tokens: 256·257/2 = 32,896 pairs × 8 heads × 2 × (64 + 64) = 67,371,008 FLOPs.
+    # A 256-token window as a mask over 1024 × 1024: the whole rectangle, 2,147,483,648 FLOPs.
+    # Decode of 4 sequences over 1024 keys: 4,096 pairs → 8,388,608 FLOPs.
+    return [point(50e9, 67_371_008, batch=1, kv_heads=2, q_len=256, kv_len=256),
+            point(20e9, 2_147_483_648, batch=1, kv_heads=2, q_len=1024, kv_len=1024, window=256),
+            point(5e9, 8_388_608, batch=4, kv_heads=2, q_len=1, kv_len=1024),
+            point(7e9, 8_388_608, batch=4, kv_heads=8, q_len=1, kv_len=1024)]
+
+
+def _attention(batch, t, s, kv_heads, head_dim=64, window=None):
+    from archcalc.ops.conventions import CONVENTIONS
+
+    wl = Workload(batch=batch, new_tokens=t, context=s)
+    return ops.attention("a", wl, CONVENTIONS["sdpa"], n_heads=8, kv_heads=kv_heads, qk_dim=head_dim, v_dim=head_dim,
+                         kv_width=2 * kv_heads * head_dim, window=window, layer_kind="local" if window else "global")
+
+
+def test_calibrated_attention_rates_by_phase_grouping_and_mask():
+    r = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, attention=_attention_points()))
+    prefill, masked = _attention(1, 256, 256, 2), _attention(1, 1024, 1024, 2, window=256)
+    decode_gqa, decode_mha = _attention(4, 1, 1024, 2), _attention(4, 1, 1024, 8)
+    assert (prefill.flops, masked.flops, decode_gqa.flops) == (67_371_008, 2_147_483_648, 8_388_608)
+    assert r.compute_rate(prefill) == pytest.approx(50e9)
+    assert r.compute_rate(masked) == pytest.approx(20e9)
+    assert r.compute_rate(decode_gqa) == pytest.approx(5e9)
+    assert r.compute_rate(decode_mha) == pytest.approx(7e9)
+    # Unmeasured head dim or grouping: the nearest measured kind of call.
+    assert r.compute_rate(_attention(1, 256, 256, 2, head_dim=128)) == pytest.approx(50e9)
+    assert r.compute_rate(_attention(1, 256, 256, 8)) == pytest.approx(50e9)
+    # softmax's elementwise FLOPs ride on the vector rate
+    assert time_op(decode_gqa, r).t_math == pytest.approx(8_388_608 / 5e9 + decode_gqa.vector_flops / r.vector)
+
+
+def test_calibrated_row_bandwidths_by_kind():
+    """A norm of [256, 2048] bf16 reads x and writes y: 2,097,152 bytes; a gated
+    activation reads gate and up and writes one: 3,145,728 bytes."""
+    from archcalc.hardware.calibration import RowPoint
+
+    rows = [RowPoint(kind="rmsnorm", rows=256, width=2048, seconds=LAUNCH + 2_097_152 / 30e9),
+            RowPoint(kind="gated_activation", rows=256, width=2048, seconds=LAUNCH + 3_145_728 / 20e9),
+            RowPoint(kind="gather", rows=256, width=2048, seconds=LAUNCH + 2_097_152 / 10e9)]
+    r = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, rows=rows))
+    wl = Workload(batch=256)
+    norm = ops.norm("n", wl, 2048, "rmsnorm", False)
+    act = ops.elementwise("layers.ffn.act", "ffn", wl, 2048, 5, inputs=2, fn="silu")
+    gather = ops.gather("embedding", "embedding", wl, 32_000, 2048)
+    assert r.memory_rate(norm) == pytest.approx(30e9, rel=1e-3)  # + the 4 KiB weight: the curve is flat there
+    assert r.memory_rate(act) == pytest.approx(20e9)
+    assert r.memory_rate(gather) == pytest.approx(10e9)
+    assert r.memory_rate(ops.elementwise("x", "residual", wl, 2048, 1, inputs=2)) == r.bandwidth  # not measured
+
+
+def test_calibrated_dispatch_is_a_step_overhead_per_kernel():
+    """GPT-2's eager decode step launches 149 kernels (tests/cost/test_roofline.py)."""
+    r = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, dispatch_s=1e-5))
+    s = step(spec_of("gpt2"), Workload.decode(64, 1), r)
+    assert r.dispatch == 1e-5 and s.overhead == pytest.approx(149e-5)
+    assert s.time == pytest.approx(s.kernel_time + 149e-5)
+    assert r.describe()["dispatch_s"] == 1e-5 and r.describe()["convention"] == "sdpa"
+
+
+def test_calibrated_best_matmul_is_the_fastest_point():
+    cal = synthetic_calibration(matmul_rate=4e11)
+    assert calibrated_rates(A100, cal).matmul == pytest.approx(4e11)
+
+
+def test_typical_rates_describe_the_profile():
+    """h100-sxm.yaml: 80 % GEMM, 90 % bandwidth, 2 µs launch, NVLink 4 900 GB/s
+    bidirectional (450 GB/s one way) at 82 %, 40 µs small-message latency."""
+    d = typical(H100).describe()
+    assert d == {**d, "label": "typical", "matmul_flops_per_s": 989.4e12, "gemm_efficiency": 0.8,
+                 "bandwidth_bytes_per_s": pytest.approx(3.35e12 * 0.9), "launch_s": 2e-6, "dispatch_s": 0.0,
+                 "link_bandwidth_bytes_per_s": pytest.approx(450e9 * 0.82), "link_latency_s": 4e-5,
+                 "convention": "causal", "ridge_flops_per_byte": pytest.approx(989.4e12 / 3.015e12)}
+    assert rate_sets(H100, Workload())[0].describe()["link_bandwidth_bytes_per_s"] == 450e9
+
+
+def test_false_position_finds_the_first_non_negative_integer():
+    import random
+
+    from archcalc.cost.roofline import _false_position
+
+    rng = random.Random(7)
+    for _ in range(300):
+        root = rng.uniform(1.5, 5000)
+        power = rng.choice([0.3, 1.0, 2.0])
+        f = lambda x, root=root, power=power: x ** power - root ** power  # noqa: E731
+        hi = 1
+        while f(hi) < 0:
+            hi *= 2
+        expected = next(x for x in range(1, hi + 1) if f(x) >= 0)
+        assert _false_position(f, 1, f(1), hi, f(hi)) == expected
+
+
+@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "mixtral-8x7b", "llama-3.1-8b"])
+def test_critical_batch_equals_a_bisection_over_the_definition(name):
+    """The smallest B at which the decode step's weight matmuls take as long in
+    math as in memory, by plain bisection over step() (MoE bends the line)."""
+    from archcalc.cost.roofline import critical_batch
+
+    spec, peak = spec_of(name), rate_sets(H100, Workload())[0]
+
+    def compute_bound(b):
+        mm = [o for o in step(spec, Workload.decode(2048, b), peak).ops if o.op.kind == "matmul" and o.op.params]
+        return sum(o.t_math for o in mm) >= sum(o.t_memory for o in mm)
+
+    lo, hi = 0, 1 << 16
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if compute_bound(mid) else (mid, hi)
+    assert critical_batch(spec, 2048, peak) == hi
+
+
+def test_prefill_computes_logits_for_the_last_token_only():
+    from archcalc.cost.roofline import prefill_workload
+
+    assert prefill_workload(512, 4, kv_dtype="fp8") == Workload(batch=4, new_tokens=512, context=512, logits="last",
+                                                                kv_dtype="fp8")
