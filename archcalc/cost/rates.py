@@ -115,7 +115,8 @@ class Rates:
 
     @property
     def ridge(self) -> float:
-        return self.matmul / self.bandwidth
+        """FLOPs per byte where large matmuls take as long in math as in memory."""
+        return self.matmul * self.gemm_efficiency / self.bandwidth
 
     # What roofline.time_op asks, per op.
 

@@ -202,7 +202,7 @@ def test_typical_rates_describe_the_profile():
     assert d == {**d, "label": "typical", "matmul_flops_per_s": 989.4e12, "gemm_efficiency": 0.8,
                  "bandwidth_bytes_per_s": pytest.approx(3.35e12 * 0.9), "launch_s": 2e-6, "dispatch_s": 0.0,
                  "link_bandwidth_bytes_per_s": pytest.approx(450e9 * 0.82), "link_latency_s": 4e-5,
-                 "convention": "causal", "ridge_flops_per_byte": pytest.approx(989.4e12 / 3.015e12)}
+                 "convention": "causal", "ridge_flops_per_byte": pytest.approx(989.4e12 * 0.8 / 3.015e12)}
     assert rate_sets(H100, Workload())[0].describe()["link_bandwidth_bytes_per_s"] == 450e9
 
 
