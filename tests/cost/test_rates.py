@@ -11,6 +11,7 @@ from archcalc.cost.rates import Curve, Rates, calibrated_rates, rate_sets
 from archcalc.cost.roofline import predict, ring_steps, step, time_op
 from archcalc.hardware.profile import all_hardware, load_hardware
 from archcalc.ops import op as ops
+from archcalc.ops.layers import model_ops
 from archcalc.ops.workload import Workload
 
 A100 = load_hardware("a100-80gb")
@@ -247,3 +248,18 @@ def test_prefill_computes_logits_for_the_last_token_only():
 
     assert prefill_workload(512, 4, kv_dtype="fp8") == Workload(batch=4, new_tokens=512, context=512, logits="last",
                                                                 kv_dtype="fp8")
+
+
+def test_eager_kernel_counts_of_experts_and_sums():
+    """Debug MoE (4 experts, top-2, gated) decoding one token: it touches
+    4·(1 − (1 − 2/4)¹) = 2 experts, so eager code runs 2 × (gate, up) = 4
+    matmuls for the up projection, 2 for the down one, and its combine of 2
+    expert outputs is 1 add; engines (typical) run each op as one kernel."""
+    spec = debug_spec(ffn={"moe": {"n_experts": 4, "top_k": 2, "d_expert": 8}})
+    eager = calibrated_rates(A100, synthetic_calibration())
+    by_name = {o.name: o for o in model_ops(spec, Workload.decode(16, 1))}
+    counts = {n: eager.kernels(by_name[n]) for n in ("layers.moe.experts.up", "layers.moe.experts.down",
+                                                     "layers.moe.combine", "layers.attn.qkv", "layers.attn.o")}
+    assert counts == {"layers.moe.experts.up": 4, "layers.moe.experts.down": 2, "layers.moe.combine": 1,
+                      "layers.attn.qkv": 3, "layers.attn.o": 1}
+    assert {typical(H100).kernels(o) for o in by_name.values()} == {1}
