@@ -60,7 +60,8 @@ def _embedding_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     D = spec.d_model
     out = [ops.gather("embedding", "embedding", wl, spec.vocab_size, D)]
     if spec.position.kind == "learned":
-        out += [ops.gather("position.embedding", "position", wl, spec.max_context, D),
+        # A learned position table is whole on every TP rank (vLLM and Megatron do not split it).
+        out += [ops.gather("position.embedding", "position", wl, spec.max_context, D, tp="replicated"),
                 ops.elementwise("position.add", "position", wl, D, 1, inputs=2)]
     return out
 

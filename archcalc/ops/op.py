@@ -309,10 +309,12 @@ def elementwise(name: str, component: Component, wl: Workload, width: int, flops
               act_bytes=nbytes((inputs + 1) * m * width, wl.act_dtype))
 
 
-def gather(name: str, component: Component, wl: Workload, rows: int, width: int) -> Op:
-    """Embedding lookup: B·T rows of a [rows, width] table; no FLOPs."""
+def gather(name: str, component: Component, wl: Workload, rows: int, width: int, *,
+           tp: Sharding = "split") -> Op:
+    """Embedding lookup: B·T rows of a [rows, width] table; no FLOPs.  Under TP a
+    token table is vocab-parallel (split rows, then an all-reduce)."""
     m = wl.tokens
-    return Op(name, "gather", component, GatherDims(m, rows, width), 1,
+    return Op(name, "gather", component, GatherDims(m, rows, width), 1, tp=tp,
               params=rows * width, active_params=rows * width,
               weight_bytes=nbytes(min(m, rows) * width, kept_dtype(wl.weight_dtype)),  # only the rows looked up
               act_bytes=nbytes(m * width, wl.act_dtype))

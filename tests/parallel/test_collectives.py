@@ -253,3 +253,14 @@ def test_prefill_gathers_only_the_last_tokens_logits():
     wl = Workload(batch=4, new_tokens=512, context=512, logits="last")
     gather = next(o for o in tp_ops(spec, wl, model_ops(spec, wl), 2) if o.name == "lm_head.all_gather")
     assert gather.dims.m == 4 and gather.comm_bytes == 4 * 128_256 * 2 / 2  # (t − 1)/t of 4 × V bf16 values
+
+
+def test_learned_position_table_is_whole_on_every_rank():
+    """vLLM's GPT-2 builds wte as a VocabParallelEmbedding but wpe as a plain
+    nn.Embedding: each of 2 ranks keeps all 1024 × 768 position rows, and half
+    of the 50,257 × 768 token rows."""
+    spec = spec_of("gpt2")
+    wl = Workload(batch=1, new_tokens=8, context=8)
+    ops = {o.name: o for o in model_ops(spec, wl)}
+    assert rank_op(ops["position.embedding"], 2).params == 1024 * 768
+    assert rank_op(ops["embedding"], 2).params == 50_257 * 768 / 2
