@@ -139,19 +139,23 @@ def calibrate(*, device: str = "auto", dtype: str = "bf16", quick: bool = False,
 
     from archcalc.hardware.calibration import default_path, save_calibration
 
-    session = _measure_session(device, dtype)  # checks torch, the device and the dtype before any work
-    from archcalc.measure.calibrate import calibrate as run
-
-    cal = run(str(session.device.type), dtype, quick=quick, progress=progress)
+    # the device and dtype are checked before any measurement; nothing is written on error
+    cal = _measure_module("archcalc.measure.calibrate").calibrate(device, dtype, quick=quick, progress=progress)
     return save_calibration(cal, Path(out) if out else default_path(cal)), cal
 
 
 def _measure_session(device: str, dtype: str):
+    return _measure_module("archcalc.measure.steps").session(device, dtype)
+
+
+def _measure_module(name: str):
+    """A module of archcalc.measure (the only torch importer), or one line saying what to install."""
+    from importlib import import_module
+
     try:
-        from archcalc.measure.steps import session
+        return import_module(name)
     except ImportError:
         raise InputError(None, "--measure", "needs torch: pip install 'archcalc[measure]'") from None
-    return session(device, dtype)
 
 
 def _missing_gpu():

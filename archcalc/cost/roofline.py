@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import floor
 
-from archcalc.cost.rates import Rates, compute_dtype, rate_sets  # noqa: F401  (re-exported)
+from archcalc.cost.rates import Rates, rate_sets  # noqa: F401  (Rates re-exported for callers)
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.layers import model_ops

@@ -66,7 +66,8 @@ FULL = Grid((1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),
 ATTENTION_HEADS = 8  # query heads
 ATTENTION_KV_HEADS = (8, 2)  # MHA, and GQA 4:1 (Llama-3, Qwen): SDPA takes different paths for the two
 WINDOW = 256  # the sliding window measured (Mistral/Gemma-style masks in prefill)
-ROW_KINDS = (("rmsnorm", "norm"), ("layernorm", "norm"), ("activation", "silu"), ("gated_activation", "silu"),
+# Row kernel kinds (cost/rates.py: row_kind) and the elementwise fn each runs; norms are ops.norm.
+ROW_KINDS = (("rmsnorm", None), ("layernorm", None), ("activation", "silu"), ("gated_activation", "silu"),
              ("add", "add"), ("rope", "rope"))
 GATHER_ROWS = 32_000  # embedding table rows (a Llama-2-sized vocabulary)
 
@@ -166,7 +167,7 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
     for rows_, width in grid.row_shapes:
         wl = Workload(batch=rows_)
         for kind, fn in ROW_KINDS:
-            if kind in ("rmsnorm", "layernorm"):
+            if fn is None:
                 op = ops.norm("calibrate.norm", wl, width, kind, kind == "layernorm")
             else:
                 op = ops.elementwise("calibrate.row", "ffn", wl, width, 1, fn=fn,
