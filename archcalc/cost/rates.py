@@ -30,6 +30,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from math import ceil, log
 
+from archcalc.ops.arrays import ceil_div, greater, lesser, pow2_at_least
+
 from archcalc.hardware.calibration import Calibration
 from archcalc.hardware.profile import HardwareProfile, TypicalRates
 from archcalc.ops import op as ops
@@ -181,16 +183,16 @@ class Rates:
         TILE wide in n; in m the library picks the smallest power of two that
         holds the rows, down to MIN_TILE_M (the m16n8k16 tensor-core MMA), as
         small-batch GEMM kernels do."""
-        tile_m = min(TILE, max(MIN_TILE_M, 1 << (d.m - 1).bit_length()))
-        tiles_m, tiles_n = ceil(d.m / tile_m), ceil(d.n / TILE)
+        tile_m = lesser(TILE, greater(MIN_TILE_M, pow2_at_least(d.m)))
+        tiles_m, tiles_n = ceil_div(d.m, tile_m), ceil_div(d.n, TILE)
         useful = d.m * d.n / (tiles_m * tiles_n * tile_m * TILE)
         if not self.compute_units:
             return useful
-        tiles = tiles_m * tiles_n * (d.experts or 1)
+        tiles = tiles_m * tiles_n * (d.experts if d.experts is not None else 1)
         # Too few tiles to fill the device: split-K (cuBLAS) cuts k into slices of at least
         # SPLIT_K_MIN so that tiles × slices covers the compute units, as small-m kernels do.
-        tiles *= max(1, min(self.compute_units // tiles, d.k // SPLIT_K_MIN))
-        waves = ceil(tiles / self.compute_units)
+        tiles = tiles * greater(1, lesser(self.compute_units // tiles, d.k // SPLIT_K_MIN))
+        waves = ceil_div(tiles, self.compute_units)
         return useful * tiles / (waves * self.compute_units)
 
     def describe(self) -> dict:

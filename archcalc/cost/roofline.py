@@ -17,6 +17,7 @@ from math import floor
 
 from archcalc.cost.rates import Rates, rate_sets  # noqa: F401  (Rates re-exported for callers)
 from archcalc.hardware.profile import HardwareProfile
+from archcalc.ops.arrays import greater
 from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.layers import model_ops
 from archcalc.ops.op import Op
@@ -35,7 +36,7 @@ class OpTime:
 
     @property
     def time(self) -> float:
-        return self.t_fixed + max(self.t_math, self.t_memory)
+        return self.t_fixed + greater(self.t_math, self.t_memory)
 
     @property
     def bound(self) -> str:
@@ -47,14 +48,15 @@ class OpTime:
 
 
 def time_op(op: Op, rates: Rates) -> OpTime:
-    """All `count` executions of `op`: fixed + max(math, memory) each."""
+    """All `count` executions of `op`: fixed + max(math, memory) each.  The op's
+    numbers may be arrays (a sweep); then so are the times."""
     n = op.count
     nbytes = n * (op.weight_bytes + op.act_bytes + op.kv_bytes)
     if op.kind == "collective":  # on the link: latency + bytes sent by one rank
         link = rates.link_bandwidth or float("inf")
         return OpTime(op, n * op.vector_flops, nbytes, 0.0, n * op.comm_bytes / link,
                       n * rates.link_latency * ring_steps(op) / ring_steps_measured(op))
-    t_math = n * ((op.flops / rates.compute_rate(op) if op.flops else 0.0) + op.vector_flops / rates.vector)
+    t_math = n * (op.flops / rates.compute_rate(op) + op.vector_flops / rates.vector)
     return OpTime(op, n * (op.flops + op.vector_flops), nbytes, t_math, nbytes / rates.memory_rate(op),
                   n * rates.launch * rates.kernels(op))
 

@@ -9,6 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from archcalc.ops import op as opsmod
+from archcalc.ops.arrays import nonzero
 from archcalc.ops.conventions import FlopsConvention
 from archcalc.ops.dtypes import WEIGHT_DTYPES, kept_dtype, nbytes
 from archcalc.ops.layers import model_ops
@@ -48,7 +49,7 @@ def param_counts(ops: list[Op]) -> ParamCounts:
         total=sum(by.values()),
         active=sum(op.active_params * op.count for op in ops),
         embedding=by["embedding"],
-        by_component={c: by[c] for c in COMPONENTS if by[c]},
+        by_component={c: by[c] for c in COMPONENTS if nonzero(by[c])},
     )
 
 

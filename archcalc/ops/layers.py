@@ -6,14 +6,16 @@ by layer: the QKV projection of every layer is one Op with count L, while the
 attention core is split by layer kind (global / local) because the window
 changes its cost.  Letters as in op.py; L layers, U = 2L sublayers
 (attention and FFN are one residual unit each), n residual streams.
+The spec's numbers may be numpy arrays (a sweep): an op whose count is 0 for
+some candidates is built once and adds nothing for them (`nonzero`).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import replace
 
 from archcalc.ops import op as ops
+from archcalc.ops.arrays import nonzero
 from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION, FlopsConvention
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
@@ -77,7 +79,7 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
     if a.kind == "mla":
         # MLA's latent norms are part of the mechanism: RMSNorm whatever norm.kind says (as in HF).
         nope_rope = H * dk
-        if a.q_lora_rank:
+        if a.q_lora_rank is not None:
             out += [ops.matmul("layers.attn.q_a", "attention", wl, D, a.q_lora_rank, count=L, tp="replicated"),
                     ops.norm("layers.attn.q_a_norm", wl, a.q_lora_rank, "rmsnorm", False, count=L),
                     ops.matmul("layers.attn.q_b", "attention", wl, a.q_lora_rank, nope_rope, count=L)]
@@ -109,19 +111,19 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         kv_width = K * (dk + dv)
         rotated = (H + K) * spec.rope_dim
 
-    kinds = Counter(spec.layer_attention)
+    kinds = spec.attention_layers
+    present = [kind for kind in ("global", "local") if nonzero(kinds[kind])]
     if spec.position.kind == "rope":
         rope_layers = L if a.global_rope else kinds["local"]
-        if rope_layers:
+        if nonzero(rope_layers):
             out.append(ops.elementwise("layers.attn.rope", "position", wl, rotated, ops.ROPE_FLOPS, count=rope_layers,
                                        tp="split", fn="rope"))
-    for kind in ("global", "local"):
-        if kinds[kind]:
-            out.append(ops.attention(
-                f"layers.attn.core.{kind}" if len(kinds) > 1 else "layers.attn.core", wl, conv,
-                n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
-                window=a.sliding_window if kind == "local" else None, layer_kind=kind,
-                softcap=a.softcap is not None, count=kinds[kind], params=H if a.sinks else 0))
+    for kind in present:
+        out.append(ops.attention(
+            f"layers.attn.core.{kind}" if len(present) > 1 else "layers.attn.core", wl, conv,
+            n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
+            window=a.sliding_window if kind == "local" else None, layer_kind=kind,
+            softcap=a.softcap is not None, count=kinds[kind], params=H if a.sinks else 0))
     out.append(ops.matmul("layers.attn.o", "attention", wl, H * dv, D, bias_width=D if "o" in a.bias else 0, count=L,
                           tp="row"))
     return out + _sublayer_norms(spec, wl, "layers.attn", "after")
@@ -155,12 +157,12 @@ def _mlp(spec: ModelSpec, wl: Workload, prefix: str, width: int, count: int, *, 
 
 
 def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
-    kinds = Counter(spec.layer_ffn)
+    kinds = spec.ffn_layers
     out = _sublayer_norms(spec, wl, "layers.ffn", "before")
-    if kinds["dense"]:
+    if nonzero(kinds["dense"]):
         out += _mlp(spec, wl, "layers.ffn", spec.d_ff, kinds["dense"])
     moe, n_moe, D = spec.ffn.moe, kinds["moe"], spec.d_model
-    if n_moe:
+    if nonzero(n_moe):
         out += [
             ops.matmul("layers.moe.router", "router", wl, D, moe.n_experts,
                        bias_width=moe.n_experts if moe.router_bias else 0, count=n_moe, quantizable=False,
@@ -169,7 +171,7 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
             # Weighted sum of the k expert outputs: a multiply and an add per value.
             ops.elementwise("layers.moe.combine", "experts", wl, D, 2 * moe.top_k, inputs=moe.top_k, count=n_moe),
         ]
-        if moe.d_shared:
+        if nonzero(moe.d_shared):
             out += _mlp(spec, wl, "layers.moe.shared", moe.d_shared, n_moe)
         if moe.shared_gate:
             out.append(ops.matmul("layers.moe.shared_gate", "ffn", wl, D, 1, count=n_moe, quantizable=False,
@@ -233,7 +235,7 @@ def _attnres_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     softmax-weighted sum of earlier block representations.  Units differ in
     how many sources they see, so each op here covers all of them (count 1)."""
     D, U = spec.d_model, 2 * spec.n_layers
-    N = spec.residual.blocks or U  # blocks; N = U is Full AttnRes
+    N = spec.residual.blocks if spec.residual.blocks is not None else U  # blocks; N = U is Full AttnRes
     S = U // N  # sublayers per block
     # Unit i of block n sees n sources (i = 1) or n + 1 (i ≥ 2, the partial sum);
     # the output aggregation sees all N + 1.
@@ -258,7 +260,7 @@ def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     if spec.tie_embeddings:  # the embedding's weight, counted there; still read here
         head = replace(head, params=0, active_params=0)
     out.append(head)
-    if spec.final_softcap:
+    if spec.final_softcap is not None:
         out.append(ops.elementwise("lm_head.softcap", "lm_head", wl, spec.vocab_size, ops.SOFTCAP_FLOPS,
                                    tokens=wl.logit_tokens, tp="split", fn="softcap"))
     return out

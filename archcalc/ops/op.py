@@ -7,6 +7,9 @@ Every number archcalc prints is a sum or a function over a list of Ops
 Units: FLOPs = 2 × multiply-accumulates; bytes are bytes.  Letters: B batch,
 T new tokens per sequence, S context (keys after the step), D d_model,
 H query heads, K KV heads, d_k / d_v head dims, E experts, k top-k.
+Spec dims may be numpy arrays (a sweep, one element per candidate): the
+formulas use ops/arrays.py's min/max, never Python's, and test only
+workload scalars and None with `if`.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
+from archcalc.ops.arrays import greater, lesser
 from archcalc.ops.conventions import FlopsConvention
 from archcalc.ops.dtypes import kept_dtype, nbytes
 from archcalc.ops.workload import Workload
@@ -228,15 +232,17 @@ def score_pairs(new_tokens: int, context: int, window: int | None, convention: F
     (masked_windows) costs the whole T × S rectangle once it cuts anything.
     """
     t, s = new_tokens, context
-    if window and window < s and t > 1 and convention.masked_windows:
+    if convention.masked_windows and window is not None and t > 1 and window < s:
         return t * s  # a prefill chunk under a mask; one decode query reads just the window's keys
-    w = window if (window and convention.cap_windows) else None
+    w = window if convention.cap_windows else None
     if convention.pairs == "rectangle":
-        return t * (min(s, w) if w else s)
+        return t * (lesser(s, w) if w is not None else s)
     lo, hi = s - t + 1, s  # keys seen by the first and last query, before the window
-    if w is None or w >= hi:
+    if w is None:
         return (lo + hi) * t // 2
-    below = max(0, w - lo)  # queries whose view is not yet cut by the window
+    # Queries whose view the window does not cut yet (all T once w ≥ S) see lo, lo + 1, … keys;
+    # the rest see w each.
+    below = lesser(greater(w - lo, 0), t)
     return (lo + lo + below - 1) * below // 2 + (t - below) * w
 
 
@@ -251,7 +257,7 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     b, t, s = wl.batch, wl.new_tokens, wl.context
     pairs = b * score_pairs(t, s, window, convention)
     masked = convention.masked_windows and t > 1  # a masked kernel reads every key
-    keys_read = min(s, window + t - 1) if window and not masked else s  # keys any query of the step needs
+    keys_read = lesser(s, window + t - 1) if window is not None and not masked else s  # keys any query of the step needs
     vector = pairs * n_heads * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0))
     return Op(
         name, "attention", "attention",
@@ -267,7 +273,7 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
 
 def cached_tokens(context: int, window: int | None) -> int:
     """Tokens one sequence keeps in a layer: a sliding-window layer stops at the window."""
-    return min(context, window) if window else context
+    return lesser(context, window) if window is not None else context
 
 
 def cache_bytes(op: Op, context: int, batch: int, kv_dtype: str, *, cap_window: bool = True) -> float:
@@ -316,7 +322,7 @@ def gather(name: str, component: Component, wl: Workload, rows: int, width: int,
     m = wl.tokens
     return Op(name, "gather", component, GatherDims(m, rows, width), 1, tp=tp,
               params=rows * width, active_params=rows * width,
-              weight_bytes=nbytes(min(m, rows) * width, kept_dtype(wl.weight_dtype)),  # only the rows looked up
+              weight_bytes=nbytes(lesser(m, rows) * width, kept_dtype(wl.weight_dtype)),  # only the rows looked up
               act_bytes=nbytes(m * width, wl.act_dtype))
 
 

@@ -10,10 +10,11 @@ H query heads, K KV heads, F d_ff, E experts.
 
 from __future__ import annotations
 
-import math
-from typing import Literal
+from typing import Callable, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+
+from archcalc.ops.arrays import ceil_div, floor_int, lesser
 
 GATED_ACTIVATIONS = ("reglu", "geglu", "swiglu")
 # The nonlinearity inside each activation choice (a gated one applies it to the gate).
@@ -30,6 +31,21 @@ GATED_FF_RATIO = 8.0 / 3.0
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NumericRule(NamedTuple):
+    """A rule between numeric fields.  `ok` takes the model and gives a bool, or a
+    boolean array when its numbers are arrays (a sweep drops the candidates that
+    break it, with this same rule); `message` says what is wrong, for one model."""
+
+    ok: Callable
+    message: Callable
+
+
+def _check_numeric(model, rules: tuple[NumericRule, ...]) -> None:
+    for rule in rules:
+        if not rule.ok(model):
+            raise ValueError(rule.message(model))
 
 
 class AttentionSpec(_Frozen):
@@ -57,11 +73,14 @@ class AttentionSpec(_Frozen):
     qk_rope_head_dim: PositiveInt | None = None
     v_head_dim: PositiveInt | None = None
 
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
+        NumericRule(lambda a: a.n_kv_heads is None or a.n_heads % a.n_kv_heads == 0,
+                    lambda a: f"n_heads ({a.n_heads}) must be divisible by n_kv_heads ({a.n_kv_heads})"),
+    )
+
     @model_validator(mode="after")
     def _check(self) -> AttentionSpec:
-        kv = self.n_kv_heads or self.n_heads
-        if self.n_heads % kv:
-            raise ValueError(f"n_heads ({self.n_heads}) must be divisible by n_kv_heads ({kv})")
+        _check_numeric(self, self.NUMERIC_RULES)
         mla_fields = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
         if self.kind == "mla":
             missing = [f for f in mla_fields if getattr(self, f) is None]
@@ -95,10 +114,13 @@ class MoESpec(_Frozen):
     every: PositiveInt = 1  # after those, layer i is MoE when (i + 1) % every == 0
     layers: list[int] | None = None  # explicit MoE layer indices; overrides the two above
 
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
+        NumericRule(lambda m: m.top_k <= m.n_experts, lambda m: f"top_k ({m.top_k}) exceeds n_experts ({m.n_experts})"),
+    )
+
     @model_validator(mode="after")
     def _check(self) -> MoESpec:
-        if self.top_k > self.n_experts:
-            raise ValueError(f"top_k ({self.top_k}) exceeds n_experts ({self.n_experts})")
+        _check_numeric(self, self.NUMERIC_RULES)
         if self.shared_gate and not self.d_shared:
             raise ValueError("shared_gate needs a shared expert (d_shared > 0)")
         return self
@@ -174,6 +196,18 @@ class ResidualSpec(_Frozen):
     blocks: PositiveInt | None = None  # attnres: N blocks; None = full (one block per sublayer)
 
 
+class TrainingSpec(_Frozen):
+    """How the model is (or will be) trained: optional, and read only by `archcalc lint`
+    (the seeds' training conventions); no parameter, FLOP or byte depends on it."""
+
+    dropout: float = Field(default=0.0, ge=0, lt=1)  # residual / attention dropout in pretraining
+    weight_decay: float | None = Field(default=None, ge=0)  # decoupled (AdamW) coefficient
+    z_loss: float | None = Field(default=None, ge=0)  # coefficient of log²Z on the output softmax (PaLM: 1e-4)
+    learning_rate: float | None = Field(default=None, gt=0)  # peak learning rate
+    warmup_steps: int | None = Field(default=None, ge=0)
+    tokens: float | None = Field(default=None, gt=0)  # pretraining tokens
+
+
 class ModelSpec(_Frozen):
     name: str = "model"
     source: str | None = None  # where the numbers come from (a config.json URL)
@@ -192,6 +226,7 @@ class ModelSpec(_Frozen):
     norm: NormSpec = Field(default_factory=NormSpec)
     position: PositionSpec = Field(default_factory=PositionSpec)
     residual: ResidualSpec = Field(default_factory=ResidualSpec)
+    training: TrainingSpec | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -204,50 +239,61 @@ class ModelSpec(_Frozen):
             return {**data, "max_context": int(scaling["original_context"] * scaling.get("factor", 1))}
         return data
 
+    # Rules between numbers (the sweep applies the same ones to arrays of candidates).
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
+        NumericRule(lambda s: s.attention.kind != "mha" or s.attention.head_dim is not None
+                    or s.d_model % s.attention.n_heads == 0,
+                    lambda s: f"d_model ({s.d_model}) is not divisible by n_heads ({s.attention.n_heads}); "
+                              "give attention.head_dim"),
+        NumericRule(lambda s: not isinstance(s.attention.layer_types, list)
+                    or len(s.attention.layer_types) == s.n_layers,
+                    lambda s: f"attention.layer_types lists {len(s.attention.layer_types)} layers, "
+                              f"n_layers is {s.n_layers}"),
+        NumericRule(lambda s: s.position.kind != "rope" or (s.rope_dim % 2 == 0) & (s.rope_dim > 0),
+                    lambda s: f"position.rotary_fraction gives {s.rope_dim} rotary dims; it must be even and > 0"),
+        NumericRule(lambda s: s.d_ff >= 1,
+                    lambda s: f"ffn.d_ff_ratio {s.ffn.d_ff_ratio} × d_model {s.d_model} rounds down to d_ff 0"),
+        NumericRule(lambda s: s.ffn.moe is None or not s.ffn.moe.layers or max(s.ffn.moe.layers) < s.n_layers,
+                    lambda s: f"ffn.moe.layers names layer {max(s.ffn.moe.layers)} of {s.n_layers}"),
+        NumericRule(lambda s: s.residual.kind != "attnres" or s.residual.blocks is None
+                    or (2 * s.n_layers) % s.residual.blocks == 0,
+                    lambda s: f"residual.blocks ({s.residual.blocks}) must divide the 2·n_layers = "
+                              f"{2 * s.n_layers} sublayers"),
+    )
+
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
         a = self.attention
-        if a.kind == "mha" and a.head_dim is None and self.d_model % a.n_heads:
-            raise ValueError(
-                f"d_model ({self.d_model}) is not divisible by n_heads ({a.n_heads}); give attention.head_dim"
-            )
         if a.layer_types is not None and a.sliding_window is None and "local" in self.layer_attention:
             raise ValueError("attention.layer_types has local layers but attention.sliding_window is not set")
-        if isinstance(a.layer_types, list) and len(a.layer_types) != self.n_layers:
-            raise ValueError(f"attention.layer_types lists {len(a.layer_types)} layers, n_layers is {self.n_layers}")
-        if self.position.kind == "rope":
-            rotary = self.rope_dim
-            if rotary % 2 or rotary == 0:
-                raise ValueError(f"position.rotary_fraction gives {rotary} rotary dims; it must be even and > 0")
-        if self.d_ff < 1:
-            raise ValueError(f"ffn.d_ff_ratio {self.ffn.d_ff_ratio} × d_model {self.d_model} rounds down to d_ff 0")
+        _check_numeric(self, self.NUMERIC_RULES)
         moe = self.ffn.moe
-        if moe and moe.layers and max(moe.layers) >= self.n_layers:
-            raise ValueError(f"ffn.moe.layers names layer {max(moe.layers)} of {self.n_layers}")
         if "dense" in self.layer_ffn and self.ffn.d_ff is None and self.ffn.d_ff_ratio is None and moe:
             raise ValueError("the dense FFN layers of this MoE model need ffn.d_ff")
         r = self.residual
         if r.kind == "parallel" and self.norm.placement != "pre":
             raise ValueError("residual kind parallel needs norm.placement pre")
-        if r.kind == "attnres" and r.blocks is not None and (2 * self.n_layers) % r.blocks:
-            raise ValueError(f"residual.blocks ({r.blocks}) must divide the 2·n_layers = {2 * self.n_layers} sublayers")
         return self
 
     # ---- derived values, resolved once -------------------------------------
+    # Written so that numeric fields may also be numpy arrays, one element per
+    # candidate (sweep/: specs built with model_construct): `is not None`
+    # rather than `or`, ops.arrays for min / int / ceil.
 
     @property
     def n_kv_heads(self) -> int:
         """K: heads stored in the KV cache (1 for MLA's shared latent)."""
         if self.attention.kind == "mla":
             return 1
-        return self.attention.n_kv_heads or self.attention.n_heads
+        a = self.attention
+        return a.n_kv_heads if a.n_kv_heads is not None else a.n_heads
 
     @property
     def qk_head_dim(self) -> int:
         a = self.attention
         if a.kind == "mla":
             return a.qk_nope_head_dim + a.qk_rope_head_dim
-        return a.head_dim or self.d_model // a.n_heads
+        return a.head_dim if a.head_dim is not None else self.d_model // a.n_heads
 
     @property
     def v_head_dim(self) -> int:
@@ -258,16 +304,16 @@ class ModelSpec(_Frozen):
         """Rotated dims per head."""
         if self.attention.kind == "mla":
             return self.attention.qk_rope_head_dim
-        return int(self.qk_head_dim * self.position.rotary_fraction)
+        return floor_int(self.qk_head_dim * self.position.rotary_fraction)
 
     @property
     def d_ff(self) -> int:
         f = self.ffn
         if f.d_ff is not None:
             return f.d_ff
-        ratio = f.d_ff_ratio or (GATED_FF_RATIO if f.gated else PLAIN_FF_RATIO)
+        ratio = f.d_ff_ratio if f.d_ff_ratio is not None else (GATED_FF_RATIO if f.gated else PLAIN_FF_RATIO)
         # Llama's rule: int(ratio·D), then up to the next multiple (11008 for D=4096, 8/3, 256).
-        return f.d_ff_multiple_of * math.ceil(int(ratio * self.d_model) / f.d_ff_multiple_of)
+        return f.d_ff_multiple_of * ceil_div(floor_int(ratio * self.d_model), f.d_ff_multiple_of)
 
     @property
     def layer_attention(self) -> tuple[LayerKind, ...]:
@@ -279,6 +325,33 @@ class ModelSpec(_Frozen):
         n_local, n_global = _parse_ratio(a.layer_types)
         period = ("local",) * n_local + ("global",) * n_global
         return tuple(period[i % len(period)] for i in range(self.n_layers))
+
+    @property
+    def attention_layers(self) -> dict[str, int]:
+        """Layers of each attention kind, {"global": n, "local": n}: the counts of
+        layer_attention in closed form (n_layers may be an array)."""
+        a, L = self.attention, self.n_layers
+        if isinstance(a.layer_types, list):
+            local = a.layer_types.count("local")
+        elif a.layer_types is None:
+            local = L if a.sliding_window is not None else 0
+        else:
+            n_local, n_global = _parse_ratio(a.layer_types)
+            period = n_local + n_global  # whole periods, then the first layers of the next
+            local = L // period * n_local + lesser(L % period, n_local)
+        return {"global": L - local, "local": local}
+
+    @property
+    def ffn_layers(self) -> dict[str, int]:
+        """Layers of each FFN kind, {"dense": n, "moe": n}: the counts of layer_ffn in closed form."""
+        moe, L = self.ffn.moe, self.n_layers
+        if moe is None:
+            n_moe = 0
+        elif moe.layers is not None:
+            n_moe = len(set(moe.layers))
+        else:  # layers i ≥ first with (i + 1) % every == 0: multiples of `every` in (first, L]
+            n_moe = L // moe.every - lesser(moe.first_dense_layers, L) // moe.every
+        return {"dense": L - n_moe, "moe": n_moe}
 
     @property
     def layer_ffn(self) -> tuple[Literal["dense", "moe"], ...]:
