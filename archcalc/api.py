@@ -233,6 +233,61 @@ def compare(models: list[Model], *, context: int = 8192, batch: int = 1, dtype: 
     return replace(result, warnings=tuple(warnings))
 
 
+def sweep(model: Model, vary: list[str], *, where: list[str] = (), minimize: str | None = None,
+          maximize: str | None = None, pareto: str | None = None, top: int = 20, samples: int | None = None,
+          seed: int = 0, context: int | None = None, batch: int = 1, dtype: str = "bf16", kv_dtype: str = "bf16",
+          flops_convention: str = "causal", gpu: Gpu | None = None, rates: str | None = None,
+          columns: list[str] = (), progress=None):
+    """Candidates of MODEL with `vary` fields over their values ("d_model=1024:8192:128"),
+    kept by `where` constraints ("params.total <= 8e9"), ordered by an objective or
+    the Pareto front of two metrics ("params.active,kv_cache.bytes_per_token").
+    Times use the GPU's `rates` set: "typical" where its profile has one, else "peak"."""
+    from archcalc.cost.rates import rate_sets
+    from archcalc.ops.conventions import CONVENTIONS
+    from archcalc.ops.dtypes import KV_DTYPES, WEIGHT_DTYPES
+    from archcalc.ops.workload import Workload
+    from archcalc.sweep import run, space
+    from archcalc.sweep.metrics import Settings, metric_named
+    from archcalc.sweep.where import parse_where
+
+    _choice("--dtype", dtype, WEIGHT_DTYPES)
+    _choice("--kv-dtype", kv_dtype, KV_DTYPES)
+    _choice("--flops-convention", flops_convention, CONVENTIONS)
+    if not vary:
+        raise InputError(None, "--vary", "give at least one FIELD=VALUES")
+    if sum(x is not None for x in (minimize, maximize, pareto)) > 1:
+        raise InputError(None, "--minimize", "give one of --minimize, --maximize and --pareto")
+    if not isinstance(top, int) or isinstance(top, bool) or top < 0:
+        raise InputError(None, "--top", f"{top!r} is not valid; give a whole number ≥ 0 (0: every feasible one)")
+    if samples is not None:
+        _positive("--samples", samples)
+    spec, _ = load(model)
+    settings = Settings(context=_positive("--context", context or spec.max_context), batch=_positive("--batch", batch),
+                        dtype=dtype, kv_dtype=kv_dtype, convention=flops_convention)
+    if gpu is not None:
+        hw = load_gpu(gpu)
+        sets = {r.label: r for r in rate_sets(hw, Workload(weight_dtype=dtype, kv_dtype=kv_dtype))}
+        label = rates or ("typical" if "typical" in sets else "peak")
+        _choice("--rates", label, [k for k in sets if k != "calibrated"])
+        settings.rates, settings.hardware = sets[label], hw
+    elif rates is not None:
+        raise InputError(None, "--rates", "rates apply to times: give a --gpu")
+    objective = None
+    if minimize or maximize:
+        objective = run.Objective(metric_named(minimize or maximize, "--minimize" if minimize else "--maximize"),
+                                  "min" if minimize else "max")
+    front = None
+    if pareto is not None:
+        front = tuple(run.pareto_axis(n.strip()) for n in pareto.split(","))
+        if len(front) != 2 or front[0].metric == front[1].metric:
+            raise InputError(None, "--pareto", f"{pareto!r}: name two different metrics, A,B")
+    for name in columns:
+        metric_named(name, "--columns")
+    req = run.Request(spec, [space.parse_vary(v) for v in vary], settings, [parse_where(w) for w in where],
+                      objective, front, top, samples, seed, tuple(columns))
+    return run.run(req, progress)
+
+
 # ---- shared checks ---------------------------------------------------------------------------
 
 

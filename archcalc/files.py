@@ -4,6 +4,8 @@ YAML with one-line errors, names resolved with "did you mean"."""
 from __future__ import annotations
 
 import difflib
+import os
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -12,6 +14,23 @@ from pydantic import ValidationError
 from archcalc.errors import InputError
 
 PACKAGE_DIR = Path(__file__).resolve().parent  # archcalc/
+
+
+def write_atomic(path: Path, data: str | bytes) -> Path:
+    """Write beside the target and rename into place: an interrupted or failed write
+    leaves the old file (or none), never half of a new one."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path
 
 
 def bundled_dir(kind: str) -> Path:

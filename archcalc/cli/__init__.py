@@ -27,6 +27,7 @@ COMMANDS = {
     "compare": "archcalc.cli.compare:compare",
     "hardware": "archcalc.cli.hardware:hardware",
     "calibrate": "archcalc.cli.calibrate:calibrate",
+    "sweep": "archcalc.cli.sweep:sweep",
 }
 
 

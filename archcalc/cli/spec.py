@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
@@ -11,6 +9,7 @@ import click
 from archcalc import api
 from archcalc.cli.common import echo_json, json_option, out, warn
 from archcalc.errors import InputError
+from archcalc.files import write_atomic
 
 
 def _load_with_report(model: str):
@@ -60,12 +59,7 @@ def convert(config, output, source):
     if not output:
         click.echo(text, nl=False)
         return
-    # Write beside the target and rename, so a failure leaves nothing half-written.
-    target = Path(output)
-    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, target)
+    target = write_atomic(Path(output), text)
     click.echo(f"wrote {target}", err=True)
 
 

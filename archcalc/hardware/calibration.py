@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from archcalc.errors import InputError
-from archcalc.files import read_yaml, validation_error
+from archcalc.files import read_yaml, validation_error, write_atomic
 
 SCHEMA = "archcalc.calibration/1"
 DIR_ENV = "ARCHCALC_CALIBRATION_DIR"
@@ -137,11 +137,7 @@ def load_calibration(path: Path) -> Calibration:
 
 def save_calibration(cal: Calibration, path: Path) -> Path:
     """Write atomically (temp file + rename): an interrupted write leaves no half file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(cal.to_yaml())
-    tmp.replace(path)
-    return path
+    return write_atomic(path, cal.to_yaml())
 
 
 def default_path(cal: Calibration) -> Path:

@@ -36,10 +36,12 @@ class _Frozen(BaseModel):
 class NumericRule(NamedTuple):
     """A rule between numeric fields.  `ok` takes the model and gives a bool, or a
     boolean array when its numbers are arrays (a sweep drops the candidates that
-    break it, with this same rule); `message` says what is wrong, for one model."""
+    break it, with this same rule); `message` says what is wrong, for one model;
+    `what` names the rule in a few words."""
 
     ok: Callable
     message: Callable
+    what: str
 
 
 def _check_numeric(model, rules: tuple[NumericRule, ...]) -> None:
@@ -75,7 +77,8 @@ class AttentionSpec(_Frozen):
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda a: a.n_kv_heads is None or a.n_heads % a.n_kv_heads == 0,
-                    lambda a: f"n_heads ({a.n_heads}) must be divisible by n_kv_heads ({a.n_kv_heads})"),
+                    lambda a: f"n_heads ({a.n_heads}) must be divisible by n_kv_heads ({a.n_kv_heads})",
+                    "n_heads divisible by n_kv_heads"),
     )
 
     @model_validator(mode="after")
@@ -115,7 +118,8 @@ class MoESpec(_Frozen):
     layers: list[int] | None = None  # explicit MoE layer indices; overrides the two above
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
-        NumericRule(lambda m: m.top_k <= m.n_experts, lambda m: f"top_k ({m.top_k}) exceeds n_experts ({m.n_experts})"),
+        NumericRule(lambda m: m.top_k <= m.n_experts, lambda m: f"top_k ({m.top_k}) exceeds n_experts ({m.n_experts})",
+                    "top_k at most n_experts"),
     )
 
     @model_validator(mode="after")
@@ -244,21 +248,31 @@ class ModelSpec(_Frozen):
         NumericRule(lambda s: s.attention.kind != "mha" or s.attention.head_dim is not None
                     or s.d_model % s.attention.n_heads == 0,
                     lambda s: f"d_model ({s.d_model}) is not divisible by n_heads ({s.attention.n_heads}); "
-                              "give attention.head_dim"),
+                              "give attention.head_dim",
+                    "d_model divisible by n_heads"),
         NumericRule(lambda s: not isinstance(s.attention.layer_types, list)
                     or len(s.attention.layer_types) == s.n_layers,
                     lambda s: f"attention.layer_types lists {len(s.attention.layer_types)} layers, "
-                              f"n_layers is {s.n_layers}"),
+                              f"n_layers is {s.n_layers}",
+                    "one layer_types entry per layer"),
         NumericRule(lambda s: s.position.kind != "rope" or (s.rope_dim % 2 == 0) & (s.rope_dim > 0),
-                    lambda s: f"position.rotary_fraction gives {s.rope_dim} rotary dims; it must be even and > 0"),
+                    lambda s: f"position.rotary_fraction gives {s.rope_dim} rotary dims; it must be even and > 0",
+                    "an even number of rotary dims"),
         NumericRule(lambda s: s.d_ff >= 1,
-                    lambda s: f"ffn.d_ff_ratio {s.ffn.d_ff_ratio} × d_model {s.d_model} rounds down to d_ff 0"),
+                    lambda s: f"ffn.d_ff_ratio {s.ffn.d_ff_ratio} × d_model {s.d_model} rounds down to d_ff 0",
+                    "d_ff at least 1"),
         NumericRule(lambda s: s.ffn.moe is None or not s.ffn.moe.layers or max(s.ffn.moe.layers) < s.n_layers,
-                    lambda s: f"ffn.moe.layers names layer {max(s.ffn.moe.layers)} of {s.n_layers}"),
+                    lambda s: f"ffn.moe.layers names layer {max(s.ffn.moe.layers)} of {s.n_layers}",
+                    "moe.layers within n_layers"),
         NumericRule(lambda s: s.residual.kind != "attnres" or s.residual.blocks is None
                     or (2 * s.n_layers) % s.residual.blocks == 0,
                     lambda s: f"residual.blocks ({s.residual.blocks}) must divide the 2·n_layers = "
-                              f"{2 * s.n_layers} sublayers"),
+                              f"{2 * s.n_layers} sublayers",
+                    "residual.blocks dividing 2·n_layers"),
+        NumericRule(lambda s: s.ffn.moe is None or s.ffn.d_ff is not None or s.ffn.d_ff_ratio is not None
+                    or s.ffn_layers["dense"] == 0,
+                    lambda s: "the dense FFN layers of this MoE model need ffn.d_ff",
+                    "a d_ff for the dense layers of an MoE model"),
     )
 
     @model_validator(mode="after")
@@ -267,9 +281,6 @@ class ModelSpec(_Frozen):
         if a.layer_types is not None and a.sliding_window is None and "local" in self.layer_attention:
             raise ValueError("attention.layer_types has local layers but attention.sliding_window is not set")
         _check_numeric(self, self.NUMERIC_RULES)
-        moe = self.ffn.moe
-        if "dense" in self.layer_ffn and self.ffn.d_ff is None and self.ffn.d_ff_ratio is None and moe:
-            raise ValueError("the dense FFN layers of this MoE model need ffn.d_ff")
         r = self.residual
         if r.kind == "parallel" and self.norm.placement != "pre":
             raise ValueError("residual kind parallel needs norm.placement pre")
