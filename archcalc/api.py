@@ -237,11 +237,12 @@ def sweep(model: Model, vary: list[str], *, where: list[str] = (), minimize: str
           maximize: str | None = None, pareto: str | None = None, top: int = 20, samples: int | None = None,
           seed: int = 0, context: int | None = None, batch: int = 1, dtype: str = "bf16", kv_dtype: str = "bf16",
           flops_convention: str = "causal", gpu: Gpu | None = None, rates: str | None = None,
-          columns: list[str] = (), progress=None):
+          tp: int = 1, columns: list[str] = (), progress=None):
     """Candidates of MODEL with `vary` fields over their values ("d_model=1024:8192:128"),
     kept by `where` constraints ("params.total <= 8e9"), ordered by an objective or
     the Pareto front of two metrics ("params.active,kv_cache.bytes_per_token").
-    Times use the GPU's `rates` set: "typical" where its profile has one, else "peak"."""
+    Times use the GPU's `rates` set: "typical" where its profile has one, else "peak",
+    for one of `tp` tensor-parallel ranks."""
     from archcalc.cost.rates import rate_sets
     from archcalc.ops.conventions import CONVENTIONS
     from archcalc.ops.dtypes import KV_DTYPES, WEIGHT_DTYPES
@@ -263,15 +264,15 @@ def sweep(model: Model, vary: list[str], *, where: list[str] = (), minimize: str
         _positive("--samples", samples)
     spec, _ = load(model)
     settings = Settings(context=_positive("--context", context or spec.max_context), batch=_positive("--batch", batch),
-                        dtype=dtype, kv_dtype=kv_dtype, convention=flops_convention)
+                        dtype=dtype, kv_dtype=kv_dtype, convention=flops_convention, tp=_positive("--tp", tp))
     if gpu is not None:
         hw = load_gpu(gpu)
         sets = {r.label: r for r in rate_sets(hw, Workload(weight_dtype=dtype, kv_dtype=kv_dtype))}
         label = rates or ("typical" if "typical" in sets else "peak")
         _choice("--rates", label, [k for k in sets if k != "calibrated"])
         settings.rates, settings.hardware = sets[label], hw
-    elif rates is not None:
-        raise InputError(None, "--rates", "rates apply to times: give a --gpu")
+    elif rates is not None or tp != 1:
+        raise InputError(None, "--rates" if rates is not None else "--tp", "applies to times and fit: give a --gpu")
     objective = None
     if minimize or maximize:
         objective = run.Objective(metric_named(minimize or maximize, "--minimize" if minimize else "--maximize"),

@@ -37,11 +37,13 @@ PROGRESS_AFTER = 1_000_000  # candidates: below this a sweep takes well under a 
 @click.option("--gpu", help="Device for tpot, ttft, decode.tokens_per_s and fit.*: a bundled name or a profile YAML.")
 @click.option("--rates", type=click.Choice(["peak", "typical"]),
               help="Rate set of the times (default: typical where the profile has one, else peak).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Tensor-parallel ranks of the times (one rank's ops and the collectives) and of fit.*.")
 @click.option("--csv", "csv_path", metavar="FILE", help="Write the shown rows as CSV (- for standard output).")
 @click.option("--plot", "plot_path", metavar="FILE", help="Scatter of the feasible candidates and the front (.png/.svg).")
 @json_option
 def sweep(model, vary, samples, seed, where, minimize, maximize, pareto, top, columns, context, batch, dtype, kv_dtype,
-          flops_convention, gpu, rates, csv_path, plot_path, as_json):
+          flops_convention, gpu, rates, tp, csv_path, plot_path, as_json):
     """Search candidate shapes of MODEL under constraints, over numpy arrays."""
     from archcalc.report import sweep as view
 
@@ -52,7 +54,7 @@ def sweep(model, vary, samples, seed, where, minimize, maximize, pareto, top, co
     with _progress() as progress:
         result = api.sweep(model, list(vary), where=list(where), minimize=minimize, maximize=maximize, pareto=pareto,
                            top=top, samples=samples, seed=seed, context=context, batch=batch, dtype=dtype,
-                           kv_dtype=kv_dtype, flops_convention=flops_convention, gpu=gpu, rates=rates,
+                           kv_dtype=kv_dtype, flops_convention=flops_convention, gpu=gpu, rates=rates, tp=tp,
                            columns=[c.strip() for c in columns.split(",")] if columns else [], progress=progress)
     if plot_path:
         from archcalc.files import write_atomic

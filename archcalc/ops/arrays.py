@@ -61,3 +61,12 @@ def nonzero(x) -> bool:
     if is_array(x):
         return bool(x.any())
     return bool(x)
+
+
+def select(condition, if_true, if_false):
+    """`if_true if condition else if_false`, elementwise for arrays (both sides are evaluated)."""
+    if is_array(condition):
+        import numpy as np
+
+        return np.where(condition, if_true, if_false)
+    return if_true if condition else if_false

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from archcalc.ops.arrays import ceil_div, greater
 from archcalc.ops.op import AttentionDims, Dims, FusedQKVDims, GatherDims, MatmulDims, Op, RowDims
 
 
@@ -24,7 +25,7 @@ def weight_share(op: Op, tp: int) -> float:
     if op.tp == "qkv":  # fused Q, K, V: H/t query heads, max(1, K/t) KV heads per rank (vLLM replicates K < t)
         d: FusedQKVDims = op.dims
         q, kv, heads = d.q_width, d.kv_width, d.n_kv_heads
-        return (q / tp + kv * max(1, heads // tp) / heads) / (q + kv)
+        return (q / tp + kv * greater(1, heads // tp) / heads) / (q + kv)
     return 1.0 / tp
 
 
@@ -32,7 +33,7 @@ def kv_share(op: Op, tp: int) -> float:
     """Share of an attention op's cache one rank holds: max(1, K/t) of K heads.
     MLA's single latent (K = 1) is therefore whole on every rank."""
     heads = op.dims.n_kv_heads
-    return max(1, heads // tp) / heads
+    return greater(1, heads // tp) / heads
 
 
 def act_bytes_per_rank(op: Op, tp: int) -> float:
@@ -58,10 +59,6 @@ def act_bytes_per_rank(op: Op, tp: int) -> float:
     return op.act_bytes / tp
 
 
-def _ceil_div(x: int, t: int) -> int:
-    return -(-x // t)
-
-
 def rank_dims(op: Op, tp: int) -> Dims:
     """The shape one of `tp` ranks runs this op at, for a kernel runner.
 
@@ -75,22 +72,22 @@ def rank_dims(op: Op, tp: int) -> Dims:
     if tp == 1 or op.tp == "replicated":
         return d
     if isinstance(d, FusedQKVDims):
-        heads = max(1, d.n_kv_heads // tp)
-        q, kv = _ceil_div(d.q_width, tp), d.kv_width * heads // d.n_kv_heads
+        heads = greater(1, d.n_kv_heads // tp)
+        q, kv = ceil_div(d.q_width, tp), d.kv_width * heads // d.n_kv_heads
         parts = (q, *(w * heads // d.n_kv_heads for w in d.parts[1:])) if d.parts else ()
         return replace(d, n=q + kv, q_width=q, kv_width=kv, n_kv_heads=heads, parts=parts)
     if isinstance(d, MatmulDims):
         if op.tp == "row":
-            return replace(d, k=_ceil_div(d.k, tp))
-        return replace(d, n=_ceil_div(d.n, tp), parts=tuple(_ceil_div(w, tp) for w in d.parts))
+            return replace(d, k=ceil_div(d.k, tp))
+        return replace(d, n=ceil_div(d.n, tp), parts=tuple(ceil_div(w, tp) for w in d.parts))
     if isinstance(d, AttentionDims):
-        heads = max(1, d.n_kv_heads // tp)
-        return replace(d, n_heads=_ceil_div(d.n_heads, tp), n_kv_heads=heads,
+        heads = greater(1, d.n_kv_heads // tp)
+        return replace(d, n_heads=ceil_div(d.n_heads, tp), n_kv_heads=heads,
                        kv_width=d.kv_width * heads // d.n_kv_heads)
     if isinstance(d, RowDims):
-        return replace(d, width=_ceil_div(d.width, tp))
+        return replace(d, width=ceil_div(d.width, tp))
     if isinstance(d, GatherDims):
-        return replace(d, rows=_ceil_div(d.rows, tp))
+        return replace(d, rows=ceil_div(d.rows, tp))
     return d
 
 

@@ -48,7 +48,8 @@ def summary(result) -> list[str]:
     lines.append(f"order: {result.order}" + (f" ({result.front:,} on the front)" if result.front is not None else ""))
     at = f"context {s.context:,} × batch {s.batch}, weights {s.dtype}, KV {s.kv_dtype}, FLOPs {s.convention}"
     if s.rates is not None:
-        at += f"; times: {s.rates.label} rates ({s.rates.source}), one GPU, no TP"
+        at += f"; times: {s.rates.label} rates ({s.rates.source}), " + (
+            f"one of {s.tp} tensor-parallel ranks" if s.tp > 1 else "one GPU")
     lines.append(at)
     used = [METRICS[n] for n in result.metric_names]
     lines.append("metrics: " + "; ".join(f"{m.name}: {m.doc}" for m in used))
@@ -87,6 +88,7 @@ def sweep_json(result) -> dict:
         "workload": {"context": s.context, "batch": s.batch, "dtype": s.dtype, "kv_dtype": s.kv_dtype,
                      "flops_convention": s.convention},
         "gpu": s.hardware.name if s.hardware is not None else None,
+        "tp": s.tp,
         "rates": s.rates.describe() if s.rates is not None else None,
         "where": [c.describe() for c in r.where],
         "objective": {"metric": r.objective.metric.name, "direction": r.objective.direction} if r.objective else None,

@@ -30,6 +30,7 @@ from archcalc.cost.totals import weight_bytes
 from archcalc.errors import InputError
 from archcalc.hardware.profile import HardwareProfile, all_hardware
 from archcalc.ops import op as opsmod
+from archcalc.ops.arrays import select
 from archcalc.ops.dtypes import WEIGHT_DTYPES
 from archcalc.ops.layers import model_ops
 from archcalc.ops.op import Op
@@ -144,8 +145,8 @@ class Solution:
 def tp_shards_heads(spec: ModelSpec, tp: int) -> bool:
     """vLLM's rule (QKVParallelLinear): TP divides the query heads, and the KV
     heads split evenly (K % t == 0) or are replicated whole (t % K == 0)."""
-    kv = spec.n_kv_heads
-    return spec.attention.n_heads % tp == 0 and (kv % tp == 0 if tp < kv else tp % kv == 0)
+    kv = spec.n_kv_heads  # may be arrays (a sweep): then so is the answer
+    return (spec.attention.n_heads % tp == 0) & select(tp < kv, kv % tp == 0, tp % kv == 0)
 
 
 def check_deployment(spec: ModelSpec, dep: Deployment) -> None:

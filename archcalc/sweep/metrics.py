@@ -7,7 +7,8 @@ needs it:
 
     size     one decode step at --context × --batch: parameters, weight bytes, KV cache
     flops    a forward pass of --context tokens × --batch (float64: the totals pass 2^53)
-    decode   the decode step timed with the chosen rate set (--gpu): tpot, tokens/s
+    decode   the decode step timed with the chosen rate set (--gpu): tpot, tokens/s; with --tp,
+             one rank's share of every op and the collectives (parallel/collectives.py)
     prefill  a prefill of --context tokens (logits at the last one) timed: ttft
 
 Per-candidate metrics (fit on the GPU through the serving planner, lint) are
@@ -30,6 +31,7 @@ from archcalc.cost.totals import TRAIN_FLOPS_FACTOR, flop_counts, kv_cache, para
 from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.layers import model_ops
 from archcalc.ops.workload import Workload
+from archcalc.parallel.collectives import tp_ops
 
 Unit = Literal["count", "bytes", "flops", "seconds", "per_second", "ratio", "bool", "severity"]
 
@@ -54,6 +56,7 @@ class Settings:
     convention: str = "causal"
     rates: object = None  # a cost.rates.Rates (peak or typical) when a --gpu is given
     hardware: object = None
+    tp: int = 1  # tensor-parallel ranks: times are one rank's with its collectives; fit uses tp GPUs
 
 
 class Evaluation:
@@ -84,6 +87,8 @@ class Evaluation:
             wl = prefill_workload(s.context, s.batch, **self._dtypes())
         same = which == "decode" and s.rates.convention == s.convention
         ops = self.ops("size") if same else model_ops(self.spec, wl, CONVENTIONS[s.rates.convention])
+        if s.tp > 1:
+            ops = tp_ops(self.spec, wl, ops, s.tp)
         return Step(wl, s.rates, [time_op(op, s.rates) for op in ops])
 
     def params(self):

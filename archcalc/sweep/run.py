@@ -149,7 +149,7 @@ def run(req: Request, progress: Callable[[int, int], None] | None = None) -> Res
         for lo in range(0, g.size, CHUNK):
             cols = {p: c[lo:lo + CHUNK] for p, c in g.columns.items()}
             n = min(CHUNK, g.size - lo)
-            ok, dropped = space.validity(space.with_values(g.base, cols), n)
+            ok, dropped = space.validity(space.with_values(g.base, cols), n, req.settings.tp)
             for rule, k in dropped.items():
                 res.invalid[rule] = res.invalid.get(rule, 0) + k
             rows = np.flatnonzero(ok)
@@ -272,7 +272,7 @@ def _lazy_metric(name: str, spec: ModelSpec, s: Settings):
     from archcalc.serving.deployment import Deployment
     from archcalc.serving.planner import Planner
 
-    planner = Planner(spec, s.hardware, Deployment(weight_dtype=s.dtype, kv_dtype=s.kv_dtype))
+    planner = Planner(spec, s.hardware, Deployment(gpus=s.tp, weight_dtype=s.dtype, kv_dtype=s.kv_dtype))
     if name == "fit.fits":
         return int(planner.plan(s.context, s.batch).fits)
     return planner.max_context(s.batch).value or 0

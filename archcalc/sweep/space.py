@@ -323,11 +323,21 @@ def _update(model: BaseModel, updates: dict[str, object]) -> BaseModel:
     return model.model_copy(update=direct)
 
 
-def validity(spec: ModelSpec, n: int) -> tuple[np.ndarray, dict[str, int]]:
-    """Which of n candidates (an array-valued spec) pass the spec's NUMERIC_RULES, and
+def validity(spec: ModelSpec, n: int, tp: int = 1) -> tuple[np.ndarray, dict[str, int]]:
+    """Which of n candidates (an array-valued spec) pass the spec's NUMERIC_RULES (and,
+    with tp > 1, split their heads over tp ranks: the serving planner's rule), and
     how many each rule drops (a candidate is counted under the first rule it breaks)."""
     ok = np.ones(n, dtype=bool)
     dropped: dict[str, int] = {}
+
+    def apply(passes, what: str) -> None:
+        nonlocal ok
+        passes = np.broadcast_to(np.asarray(passes, dtype=bool), (n,))
+        newly = ok & ~passes
+        if newly.any():
+            dropped[what] = dropped.get(what, 0) + int(newly.sum())
+            ok = ok & passes
+
     for path, owner in RULE_OWNERS.items():
         node = spec
         for p in filter(None, path.split(".")):
@@ -335,11 +345,11 @@ def validity(spec: ModelSpec, n: int) -> tuple[np.ndarray, dict[str, int]]:
         if node is None:
             continue
         for rule in owner.NUMERIC_RULES:
-            passes = np.broadcast_to(np.asarray(rule.ok(node), dtype=bool), (n,))
-            newly = ok & ~passes
-            if newly.any():
-                dropped[rule.what] = dropped.get(rule.what, 0) + int(newly.sum())
-                ok &= passes
+            apply(rule.ok(node), rule.what)
+    if tp > 1 and ok.any():
+        from archcalc.serving.planner import tp_shards_heads
+
+        apply(tp_shards_heads(spec, tp), f"heads split over TP {tp} (vLLM's rule)")
     return ok, dropped
 
 

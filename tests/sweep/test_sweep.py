@@ -10,6 +10,7 @@ validity rule the sweep applies differently from ModelSpec, fails here.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 
@@ -29,7 +30,7 @@ from archcalc.hardware.profile import load_hardware
 from archcalc.ops import arrays
 from archcalc.ops.workload import Workload
 from archcalc.serving.deployment import Deployment
-from archcalc.serving.planner import Planner
+from archcalc.serving.planner import Planner, check_deployment
 from archcalc.spec.model import ModelSpec
 from archcalc.sweep import space
 from archcalc.sweep.run import pareto_front
@@ -114,6 +115,34 @@ def test_validity_is_modelspec_validation(name):
             dropped += not valid
             kept += valid
     assert kept > 0
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-30b-a3b", "deepseek-v2-lite", "gemma-3-27b"])
+def test_tensor_parallel_sweep_agrees_with_the_planner_and_roofline(name):
+    """--tp 4: a candidate is kept exactly when the serving planner accepts TP 4 for it,
+    and its times are roofline's one-rank step with the collectives (peak rates)."""
+    base = spec_of(name)
+    vary = ["attention.n_heads=2..12", f"n_layers=1..{min(base.n_layers, 6)}"]
+    if base.attention.kind == "mha":
+        vary.append("attention.n_kv_heads=1,2,3,4,6,8")
+    r = api.sweep(name, vary, gpu="h100", rates="peak", tp=4, top=0, context=512, columns=["ttft"],
+                  where=["params.total > 0"])
+    peak = rate_sets(load_hardware("h100"), Workload())[0]
+    kept = {tuple(row.fields.values()) for row in r.rows}
+    for values in itertools.product(*(space.parse_vary(v).values for v in vary)):
+        fields = dict(zip((v.split("=")[0] for v in vary), values))
+        try:
+            spec = candidate(name, fields)
+            check_deployment(spec, Deployment(gpus=4))
+        except (ValidationError, InputError):
+            assert values not in kept
+            continue
+        assert values in kept
+    for row in r.rows[::7]:
+        spec = candidate(name, row.fields)
+        assert row.metrics["tpot"] == step(spec, Workload.decode(512, 1), peak, tp=4).time
+        assert row.metrics["ttft"] == step(spec, prefill_workload(512, 1), peak, tp=4).time
+    assert any("TP 4" in rule for rule in r.invalid)
 
 
 def test_invalid_counts_name_the_rule():
@@ -330,6 +359,7 @@ def test_cli_plot(tmp_path):
     (("llama-3.2-1b", "--vary", "n_layers=1..2", "--minimize", "tpot", "--pareto", "a,b"), "one of"),
     (("llama-3.2-1b", "--vary", "n_layers=1..2", "--pareto", "params.total"), "two different"),
     (("llama-3.2-1b", "--vary", "n_layers=1..2", "--rates", "peak"), "give a --gpu"),
+    (("llama-3.2-1b", "--vary", "n_layers=1..2", "--tp", "2"), "give a --gpu"),
     (("llama-3.2-1b", "--vary", "n_layers=1..2", "--gpu", "h1000"), "h100"),
     (("llama-3.2-1b", "--vary", "n_layers=1..2", "--vary", "n_layers=3..4"), "twice"),
     (("llama-3.2-1b", "--vary", "d_model=1..100000", "--vary", "n_layers=1..10000"), "--samples"),
