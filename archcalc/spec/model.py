@@ -120,13 +120,13 @@ class MoESpec(_Frozen):
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda m: m.top_k <= m.n_experts, lambda m: f"top_k ({m.top_k}) exceeds n_experts ({m.n_experts})",
                     "top_k at most n_experts"),
+        NumericRule(lambda m: not m.shared_gate or m.d_shared > 0,
+                    lambda m: "shared_gate needs a shared expert (d_shared > 0)", "a shared expert for shared_gate"),
     )
 
     @model_validator(mode="after")
     def _check(self) -> MoESpec:
         _check_numeric(self, self.NUMERIC_RULES)
-        if self.shared_gate and not self.d_shared:
-            raise ValueError("shared_gate needs a shared expert (d_shared > 0)")
         return self
 
 
@@ -181,10 +181,16 @@ class PositionSpec(_Frozen):
     rotary_fraction: float = Field(default=1.0, gt=0, le=1)  # partial rotary (NeoX 0.25)
     scaling: RopeScaling | None = None
 
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
+        NumericRule(lambda p: p.kind == "rope" or p.scaling is None and p.local_theta is None
+                    and p.rotary_fraction == 1.0,
+                    lambda p: f"scaling, local_theta and rotary_fraction only apply to rope, not {p.kind}",
+                    "rope settings only with rope"),
+    )
+
     @model_validator(mode="after")
     def _check(self) -> PositionSpec:
-        if self.kind != "rope" and (self.scaling or self.local_theta or self.rotary_fraction != 1.0):
-            raise ValueError(f"scaling, local_theta and rotary_fraction only apply to rope, not {self.kind}")
+        _check_numeric(self, self.NUMERIC_RULES)
         return self
 
 

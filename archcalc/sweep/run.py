@@ -146,6 +146,7 @@ def run(req: Request, progress: Callable[[int, int], None] | None = None) -> Res
             res.invalid[g.invalid_reason] = res.invalid.get(g.invalid_reason, 0) + g.size
             done += g.size
             continue
+        probed = False
         for lo in range(0, g.size, CHUNK):
             cols = {p: c[lo:lo + CHUNK] for p, c in g.columns.items()}
             n = min(CHUNK, g.size - lo)
@@ -153,6 +154,15 @@ def run(req: Request, progress: Callable[[int, int], None] | None = None) -> Res
             for rule, k in dropped.items():
                 res.invalid[rule] = res.invalid.get(rule, 0) + k
             rows = np.flatnonzero(ok)
+            if rows.size and not probed:
+                # The rules between numbers passed; what is left to fail is which fields are set at all
+                # (q_lora_rank on an MHA spec, a window pattern without a window): one candidate tells.
+                probed, reason = True, _structural_error(g, int(rows[0]) + lo)
+                if reason is not None:
+                    g.base, g.invalid_reason = None, reason
+                    res.invalid[reason] = res.invalid.get(reason, 0) + (g.size - lo) - (n - rows.size)
+                    done = done - lo + g.size
+                    break
             if rows.size:
                 ev = Evaluation(space.with_values(g.base, {p: c[rows] for p, c in cols.items()}), req.settings)
                 values = vector_values(ev, vector, rows.size)
@@ -179,6 +189,16 @@ def run(req: Request, progress: Callable[[int, int], None] | None = None) -> Res
     res.rows = chosen
     res.seconds = time.perf_counter() - start
     return res
+
+
+def _structural_error(g: space.Group, index: int) -> str | None:
+    from pydantic import ValidationError
+
+    try:
+        space.candidate_spec(g, index)
+    except ValidationError as e:
+        return e.errors()[0]["msg"].removeprefix("Value error, ")
+    return None
 
 
 def _sample(values: dict[str, np.ndarray], n: int, seed: int) -> dict[str, np.ndarray]:

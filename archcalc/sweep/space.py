@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from archcalc.errors import InputError
-from archcalc.spec.model import AttentionSpec, ModelSpec, MoESpec
+from archcalc.spec.model import AttentionSpec, ModelSpec, MoESpec, PositionSpec
 
 MAX_GRID = 100_000_000  # a grid larger than this is refused: use --samples
 SUFFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20}
@@ -42,7 +42,7 @@ NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(Ki|Mi|k
 # Setting one of these clears the other (the spec takes d_ff or d_ff_ratio, not both).
 EXCLUSIVE = {"ffn.d_ff": "ffn.d_ff_ratio", "ffn.d_ff_ratio": "ffn.d_ff"}
 # Sub-specs with NUMERIC_RULES of their own, by path.
-RULE_OWNERS = {"": ModelSpec, "attention": AttentionSpec, "ffn.moe": MoESpec}
+RULE_OWNERS = {"": ModelSpec, "attention": AttentionSpec, "ffn.moe": MoESpec, "position": PositionSpec}
 
 
 @dataclass(frozen=True)
@@ -214,11 +214,8 @@ class Group:
     choices: dict[str, object]
     base: ModelSpec | None  # None: the choices contradict the spec (every candidate invalid)
     columns: dict[str, np.ndarray]
+    size: int  # candidates (samples may repeat a combination of choices with no numeric field)
     invalid_reason: str | None = None
-
-    @property
-    def size(self) -> int:
-        return len(next(iter(self.columns.values()))) if self.columns else 1
 
 
 def grid_size(varies: list[Vary]) -> int:
@@ -244,7 +241,7 @@ def groups(base: ModelSpec, varies: list[Vary], samples: int | None = None, seed
     if samples is None:
         for combo in itertools.product(*(v.values for v in choice_vs)):
             cols = _grid_columns(number_vs)
-            out.append(_group(base, dict(zip((v.path for v in choice_vs), combo)), cols))
+            out.append(_group(base, dict(zip((v.path for v in choice_vs), combo)), cols, grid_size(number_vs)))
         return out
     picks = {v.path: rng.integers(0, len(v.values), samples) for v in varies}
     combo_index = np.zeros(samples, dtype=np.int64)
@@ -257,7 +254,7 @@ def groups(base: ModelSpec, varies: list[Vary], samples: int | None = None, seed
             rest, i = divmod(rest, len(v.values))
             combo[v.path] = v.values[i]
         cols = {v.path: _array(v)[picks[v.path][rows]] for v in number_vs}
-        out.append(_group(base, dict(reversed(list(combo.items()))), cols))
+        out.append(_group(base, dict(reversed(list(combo.items()))), cols, int(rows.sum())))
     return out
 
 
@@ -272,17 +269,17 @@ def _grid_columns(number_vs: list[Vary]) -> dict[str, np.ndarray]:
     return {v.path: m.ravel() for v, m in zip(number_vs, mesh)}
 
 
-def _group(base: ModelSpec, choices: dict, columns: dict[str, np.ndarray]) -> Group:
+def _group(base: ModelSpec, choices: dict, columns: dict[str, np.ndarray], size: int) -> Group:
     """A group's base spec: the spec with its choices set, validated (choices can contradict it)."""
     if not choices:
-        return Group(choices, base, columns)
+        return Group(choices, base, columns, size)
     data = base.model_dump()
     for path, value in choices.items():
         _set_path(data, path, value)
     try:
-        return Group(choices, ModelSpec.model_validate(data), columns)
+        return Group(choices, ModelSpec.model_validate(data), columns, size)
     except ValidationError as e:
-        return Group(choices, None, columns, invalid_reason=e.errors()[0]["msg"].removeprefix("Value error, "))
+        return Group(choices, None, columns, size, invalid_reason=e.errors()[0]["msg"].removeprefix("Value error, "))
 
 
 def _set_path(data: dict, path: str, value) -> None:

@@ -385,3 +385,27 @@ def test_bad_csv_target_writes_nothing(tmp_path):
     r = CliRunner().invoke(cli, ["sweep", "llama-3.2-1b", "--vary", "n_layers=1..2", "--csv",
                                  str(blocked / "out.csv")])
     assert r.exit_code != 0 and blocked.read_text() == "x" and not list(tmp_path.glob("**/.out.csv.*"))
+
+
+# ---- fuzz: any field, any values -----------------------------------------------------------------
+
+LEAVES = sorted(space._leaves(ModelSpec))
+VALUE_TEXT = st.one_of(st.integers(-2, 70000).map(str), st.floats(0, 9, allow_nan=False).map(lambda f: f"{f:.3g}"),
+                       st.sampled_from(["swiglu", "gelu", "pre", "post", "true", "false", "rmsnorm", "local", "x"]))
+
+
+@given(st.sampled_from(BUNDLED), st.lists(st.tuples(st.sampled_from(LEAVES), st.lists(VALUE_TEXT, min_size=1,
+                                                                                      max_size=4)),
+                                          min_size=1, max_size=3, unique_by=lambda t: t[0]))
+def test_fuzzed_sweeps_never_crash_and_keep_only_valid_candidates(name, picks):
+    """Any field of the schema with any values: an InputError (one line), or a result whose
+    every kept candidate is a valid ModelSpec priced as the scalar path prices it."""
+    varies = [f"{path}={','.join(values)}" for path, values in picks]
+    try:
+        r = api.sweep(name, varies, samples=30, seed=1, top=0, context=256)
+    except InputError as e:
+        assert "\n" not in str(e)
+        return
+    assert r.candidates == 30 == r.invalid_total + r.infeasible + r.feasible and r.infeasible == 0
+    for row in r.rows[:5]:
+        assert row.metrics["params.total"] == sized(candidate(name, row.fields), 256).params.total
