@@ -6,6 +6,8 @@
     archcalc.roofline("llama-3.1-8b", "h100", batch=8).predictions[0].tpot
     archcalc.fit("llama-3.1-70b", "h100", gpus=2, engine="vllm").fits
     archcalc.compare(["llama-3.1-8b", "qwen3-8b"], gpu="h100").to_dict()
+    archcalc.lint("gemma-7b").findings[0].rule                # "ffn.ratio"
+    archcalc.sweep("llama-3.1-8b", ["n_layers=16..48"], where=["params.total <= 8e9"]).rows
 
 MODEL is a bundled name, a YAML spec, a Hugging Face config.json (or a folder
 holding one) or a ModelSpec; GPU a bundled name or alias, a profile YAML or a
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from archcalc.cost.roofline import RooflineResult
     from archcalc.cost.totals import SizeResult
     from archcalc.hardware.profile import HardwareProfile
+    from archcalc.lint import LintResult
     from archcalc.serving.planner import FitAllResult, FitResult
     from archcalc.spec.model import ModelSpec
 
@@ -231,6 +234,15 @@ def compare(models: list[Model], *, context: int = 8192, batch: int = 1, dtype: 
     result = run_compare(specs, context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, hw=hw, prompt=prompt,
                          gen=gen, tp=tp, fit_metrics=rows, measured=measured)
     return replace(result, warnings=tuple(warnings))
+
+
+def lint(model: Model) -> LintResult:
+    """MODEL against the conventions of published models: findings with evidence and severity."""
+    from archcalc.lint import LintResult
+    from archcalc.lint import lint as lint_spec
+
+    spec, warnings = load(model)
+    return LintResult(spec, lint_spec(spec), tuple(warnings))
 
 
 def sweep(model: Model, vary: list[str], *, where: list[str] = (), minimize: str | None = None,

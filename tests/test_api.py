@@ -59,6 +59,20 @@ def test_roofline_fit_compare_match_their_commands():
     assert as_json(cmp.to_dict()) == cli_json("compare", "llama-3.1-8b", "qwen3-8b", "--gpu", "h100")
 
 
+def test_lint_and_sweep_match_their_commands():
+    r = archcalc.lint("gemma-7b")
+    assert as_json(r.to_dict()) == cli_json("lint", "gemma-7b")
+    assert r.worst == "info" and "heads.product" in {f.rule for f in r.findings}
+    vary = ["n_layers=8..16", "attention.n_kv_heads=1,2,4"]
+    sw = archcalc.sweep("llama-3.1-8b", vary, where=["params.total <= 3e9"], minimize="kv_cache.bytes", context=4096,
+                        gpu="h100")
+    doc = cli_json("sweep", "llama-3.1-8b", "--vary", vary[0], "--vary", vary[1], "--where", "params.total <= 3e9",
+                   "--minimize", "kv_cache.bytes", "--context", "4096", "--gpu", "h100")
+    mine = as_json(sw.to_dict())
+    assert mine.pop("seconds") > 0 and doc.pop("seconds") > 0  # the time of the run itself
+    assert mine == doc and doc["counts"]["shown"] == doc["counts"]["feasible"] > 1
+
+
 def test_a_spec_object_and_a_path_work_like_a_name(tmp_path):
     spec = archcalc.load("gpt2")[0]
     assert archcalc.size(spec).params.total == archcalc.size("gpt2").params.total == 124_439_808

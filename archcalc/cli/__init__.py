@@ -27,6 +27,7 @@ COMMANDS = {
     "compare": "archcalc.cli.compare:compare",
     "hardware": "archcalc.cli.hardware:hardware",
     "calibrate": "archcalc.cli.calibrate:calibrate",
+    "lint": "archcalc.cli.lint:lint",
     "sweep": "archcalc.cli.sweep:sweep",
 }
 

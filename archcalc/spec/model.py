@@ -216,6 +216,7 @@ class TrainingSpec(_Frozen):
     learning_rate: float | None = Field(default=None, gt=0)  # peak learning rate
     warmup_steps: int | None = Field(default=None, ge=0)
     tokens: float | None = Field(default=None, gt=0)  # pretraining tokens
+    context: PositiveInt | None = None  # sequence length of pretraining (before any long-context stage)
 
 
 class ModelSpec(_Frozen):

@@ -409,3 +409,17 @@ def test_fuzzed_sweeps_never_crash_and_keep_only_valid_candidates(name, picks):
     assert r.candidates == 30 == r.invalid_total + r.infeasible + r.feasible and r.infeasible == 0
     for row in r.rows[:5]:
         assert row.metrics["params.total"] == sized(candidate(name, row.fields), 256).params.total
+
+
+def test_lint_filter_keeps_exactly_the_candidates_lint_passes():
+    from archcalc.lint import SEVERITIES, lint, worst
+
+    r = api.sweep("llama-3.1-8b", ["ffn.d_ff=14000:14400:4"], context=4096, where=["lint <= info"], top=0,
+                  columns=["lint"])
+    levels = {}
+    for d_ff in range(14000, 14401, 4):
+        w = worst(lint(candidate("llama-3.1-8b", {"ffn.d_ff": d_ff})))
+        levels[d_ff] = 0 if w is None else SEVERITIES.index(w) + 1
+    assert {row.fields["ffn.d_ff"] for row in r.rows} == {d for d, level in levels.items() if level <= 1}
+    assert 0 < len(r.rows) < len(levels) and r.lazy_rejected == len(levels) - len(r.rows)
+    assert all(row.metrics["lint"] == levels[row.fields["ffn.d_ff"]] for row in r.rows)
