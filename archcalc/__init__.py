@@ -1,7 +1,7 @@
 """archcalc: exact sizes, FLOPs, KV cache, speed and fit of Transformer language models.
 
 The package's top level mirrors the commands (api.py): size, roofline, fit,
-fit_all_gpus, compare, calibrate, with the command line's defaults and typed results
+fit_all_gpus, compare, calibrate, lint, sweep, with the command line's defaults and typed results
 that have .to_dict().  The data flow (README): a ModelSpec (spec/) and a
 Workload go into ops.layers.model_ops(), which returns the one list of Ops;
 cost/, serving/ and report/ consume it.  Names are imported on first use, so
@@ -14,7 +14,8 @@ from importlib import import_module
 
 _EXPORTS = {
     "size": "archcalc.api", "roofline": "archcalc.api", "fit": "archcalc.api", "fit_all_gpus": "archcalc.api",
-    "compare": "archcalc.api", "calibrate": "archcalc.api", "sweep": "archcalc.api", "lint": "archcalc.api", "load": "archcalc.api", "load_gpu": "archcalc.api",
+    "compare": "archcalc.api", "calibrate": "archcalc.api", "sweep": "archcalc.api", "lint": "archcalc.api",
+    "load": "archcalc.api", "load_gpu": "archcalc.api",
     "InputError": "archcalc.errors",
     "ModelSpec": "archcalc.spec.model",
     "Workload": "archcalc.ops.workload",

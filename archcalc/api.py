@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from archcalc.cost.roofline import RooflineResult
     from archcalc.cost.totals import SizeResult
     from archcalc.hardware.profile import HardwareProfile
-    from archcalc.lint import LintResult
+    from archcalc.linter import LintResult
     from archcalc.serving.planner import FitAllResult, FitResult
     from archcalc.spec.model import ModelSpec
 
@@ -238,8 +238,8 @@ def compare(models: list[Model], *, context: int = 8192, batch: int = 1, dtype: 
 
 def lint(model: Model) -> LintResult:
     """MODEL against the conventions of published models: findings with evidence and severity."""
-    from archcalc.lint import LintResult
-    from archcalc.lint import lint as lint_spec
+    from archcalc.linter import LintResult
+    from archcalc.linter import lint as lint_spec
 
     spec, warnings = load(model)
     return LintResult(spec, lint_spec(spec), tuple(warnings))
@@ -259,9 +259,9 @@ def sweep(model: Model, vary: list[str], *, where: list[str] = (), minimize: str
     from archcalc.ops.conventions import CONVENTIONS
     from archcalc.ops.dtypes import KV_DTYPES, WEIGHT_DTYPES
     from archcalc.ops.workload import Workload
-    from archcalc.sweep import run, space
-    from archcalc.sweep.metrics import Settings, metric_named
-    from archcalc.sweep.where import parse_where
+    from archcalc.search import run, space
+    from archcalc.search.metrics import Settings, metric_named
+    from archcalc.search.where import parse_where
 
     _choice("--dtype", dtype, WEIGHT_DTYPES)
     _choice("--kv-dtype", kv_dtype, KV_DTYPES)

@@ -8,7 +8,7 @@ import click
 
 from archcalc import api
 from archcalc.cli.common import echo_json, json_option, out, warn
-from archcalc.lint import SEVERITIES, at_least, fails
+from archcalc.linter import SEVERITIES, at_least, fails
 
 FAIL_ON = (*SEVERITIES, "never")
 FAIL_STATUS = 1  # a finding at --fail-on or above; 2 stays bad input

@@ -8,8 +8,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from archcalc.lint import SEVERITIES, SOURCES, Evidence, Finding, worst
-from archcalc.lint.core import short_count
+from archcalc.linter import SEVERITIES, SOURCES, Evidence, Finding, worst
+from archcalc.linter.core import short_count
 
 if TYPE_CHECKING:
     from archcalc.spec.model import ModelSpec

@@ -33,7 +33,7 @@ def fmt(unit: str, v) -> str:
 
 
 def summary(result) -> list[str]:
-    from archcalc.sweep.metrics import METRICS
+    from archcalc.search.metrics import METRICS
 
     r, s = result.request, result.request.settings
     mode = f"{r.samples:,} samples (seed {r.seed})" if r.samples else "the full grid"
@@ -59,7 +59,7 @@ def summary(result) -> list[str]:
 def sweep_table(result):
     from rich.table import Table
 
-    from archcalc.sweep.metrics import METRICS
+    from archcalc.search.metrics import METRICS
 
     r = result.request
     t = Table(title=f"sweep of {r.spec.name}", title_justify="left")
@@ -75,7 +75,7 @@ def sweep_table(result):
 
 
 def sweep_json(result) -> dict:
-    from archcalc.sweep.metrics import METRICS
+    from archcalc.search.metrics import METRICS
 
     r, s = result.request, result.request.settings
     return {
@@ -119,7 +119,7 @@ def sweep_plot(result, path: str) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from archcalc.sweep.metrics import METRICS
+    from archcalc.search.metrics import METRICS
 
     r = result.request
     if r.pareto:

@@ -295,7 +295,7 @@ class ModelSpec(_Frozen):
 
     # ---- derived values, resolved once -------------------------------------
     # Written so that numeric fields may also be numpy arrays, one element per
-    # candidate (sweep/: specs built with model_construct): `is not None`
+    # candidate (search/: specs built with model_construct): `is not None`
     # rather than `or`, ops.arrays for min / int / ceil.
 
     @property

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from conftest import BUNDLED, sized, spec_of
 
 from archcalc.cli import cli
-from archcalc.lint import EVIDENCE, RULES, SEVERITIES, SOURCES, Evidence, Finding, at_least, fails, lint, worst
+from archcalc.linter import EVIDENCE, RULES, SEVERITIES, SOURCES, Evidence, Finding, at_least, fails, lint, worst
 from archcalc.spec.model import ModelSpec
 
 ROOT = Path(__file__).parents[2]
@@ -453,7 +453,7 @@ def test_lint_is_fast():
 
 
 def test_the_library_imports_nothing_heavy():
-    code = "import sys, archcalc.lint; print(sorted(m for m in ('rich', 'numpy', 'torch') if m in sys.modules))"
+    code = "import sys, archcalc.linter; print(sorted(m for m in ('rich', 'numpy', 'torch') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

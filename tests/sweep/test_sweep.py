@@ -32,9 +32,9 @@ from archcalc.ops.workload import Workload
 from archcalc.serving.deployment import Deployment
 from archcalc.serving.planner import Planner, check_deployment
 from archcalc.spec.model import ModelSpec
-from archcalc.sweep import space
-from archcalc.sweep.run import pareto_front
-from archcalc.sweep.where import parse_where
+from archcalc.search import space
+from archcalc.search.run import pareto_front
+from archcalc.search.where import parse_where
 from tests.conftest import BUNDLED, sized, spec_of
 
 VECTOR = ("params.total", "params.active", "params.embedding", "params.non_embedding", "weights.bytes",
@@ -412,7 +412,7 @@ def test_fuzzed_sweeps_never_crash_and_keep_only_valid_candidates(name, picks):
 
 
 def test_lint_filter_keeps_exactly_the_candidates_lint_passes():
-    from archcalc.lint import SEVERITIES, lint, worst
+    from archcalc.linter import SEVERITIES, lint, worst
 
     r = api.sweep("llama-3.1-8b", ["ffn.d_ff=14000:14400:4"], context=4096, where=["lint <= info"], top=0,
                   columns=["lint"])

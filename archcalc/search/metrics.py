@@ -14,7 +14,7 @@ needs it:
 Per-candidate metrics (fit on the GPU through the serving planner, lint) are
 too slow for a million candidates; the sweep evaluates them only on the
 candidates that pass every vector constraint, in the order of the objective,
-until --top of them pass (sweep/run.py).
+until --top of them pass (search/run.py).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class Evaluation:
 
 def _as_float(spec):
     """The spec with its array fields as float64 (exact to 2^53, and no int64 overflow in FLOP totals)."""
-    from archcalc.sweep.space import with_values
+    from archcalc.search.space import with_values
 
     return with_values(spec, {p: v.astype(np.float64) for p, v in _array_fields(spec).items()})
 

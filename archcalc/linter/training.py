@@ -3,7 +3,7 @@ optional `training:` section.  A field the section leaves out is not judged."""
 
 from __future__ import annotations
 
-from archcalc.lint.core import Facts, Verdict, rule, short_count
+from archcalc.linter.core import Facts, Verdict, rule, short_count
 
 DROPOUT_MAX_SEEN = 0.1  # GPT-2's config (resid/attn/embd_pdrop 0.1) is the most in the evidence; PaLM uses 0
 WEIGHT_DECAY_BAND = (0.01, 0.3)  # 0.1 is the convention (GPT-3, LLaMA, Llama 2); 0.01 is PyTorch AdamW's default

@@ -1,10 +1,10 @@
 """The sweep: candidates -> valid -> feasible -> ordered -> the shown rows.
 
-1. sweep/space.py makes the candidates (a grid or samples), grouped by their choices.
+1. search/space.py makes the candidates (a grid or samples), grouped by their choices.
 2. Per chunk of CHUNK candidates: one array-valued spec; the spec's NUMERIC_RULES
    drop invalid candidates (counted per rule); the vector metrics of the
    constraints, the objective and the table are computed for all of them at
-   once (sweep/metrics.py) and the vector constraints keep the feasible ones.
+   once (search/metrics.py) and the vector constraints keep the feasible ones.
 3. Order: by the objective, or the Pareto front of two metrics (each towards
    its better side), or the grid's own order when neither is given.
 4. Per-candidate metrics (fit.*, lint) are evaluated in that order, on one
@@ -21,9 +21,9 @@ import numpy as np
 
 from archcalc.errors import InputError
 from archcalc.spec.model import ModelSpec
-from archcalc.sweep import space
-from archcalc.sweep.metrics import METRICS, Evaluation, Metric, Settings, vector_values
-from archcalc.sweep.where import Constraint
+from archcalc.search import space
+from archcalc.search.metrics import METRICS, Evaluation, Metric, Settings, vector_values
+from archcalc.search.where import Constraint
 
 CHUNK = 1 << 18  # candidates per array batch: bounds memory (a few hundred MB at most) and paces the progress bar
 MAX_LAZY = 20_000  # per-candidate evaluations (fit, lint) a sweep may spend before it gives up
@@ -39,7 +39,7 @@ class Objective:
 
 def pareto_axis(text: str) -> Objective:
     """A Pareto axis: METRIC towards its better side, or max:METRIC / min:METRIC."""
-    from archcalc.sweep.metrics import metric_named
+    from archcalc.search.metrics import metric_named
 
     side, _, name = text.rpartition(":")
     if side not in ("", "max", "min"):
@@ -284,8 +284,8 @@ def _walk(req, groups, group_of, row_of, order, values, lazy, lazy_constraints, 
 
 def _lazy_metric(name: str, spec: ModelSpec, s: Settings):
     if name == "lint":
-        from archcalc.lint import SEVERITIES, worst
-        from archcalc.lint import lint as run_lint
+        from archcalc.linter import SEVERITIES, worst
+        from archcalc.linter import lint as run_lint
 
         level = worst(run_lint(spec))
         return 0 if level is None else SEVERITIES.index(level) + 1

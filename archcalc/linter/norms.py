@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from archcalc.lint.core import Facts, Verdict, rule, short_count
+from archcalc.linter.core import Facts, Verdict, rule, short_count
 
 QK_NORM_SCALE = 8e9  # ViT-22B: divergent training at around 8B parameters, cured by QK-norm
 

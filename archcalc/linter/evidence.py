@@ -15,7 +15,7 @@ position encoding and normalisation.
 
 from __future__ import annotations
 
-from archcalc.lint.core import Evidence
+from archcalc.linter.core import Evidence
 
 SOURCES = {
     "seed-001": "seed notes 001: Stanford CS336 lecture on architectures and hyperparameters",

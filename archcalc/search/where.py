@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from archcalc.errors import InputError
-from archcalc.sweep.metrics import Metric, metric_named
+from archcalc.search.metrics import Metric, metric_named
 
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
        "!=": operator.ne}

@@ -1,6 +1,6 @@
 """`archcalc lint`: a spec against the conventions of published models.
 
-    from archcalc.lint import lint, worst
+    from archcalc.linter import lint, worst
     findings = lint(spec)            # sorted: error, warn, info; then by rule id
     worst(findings)                  # "warn", or None when the spec follows every convention
     findings[0].rule, .severity, .value, .message, .convention, .evidence
@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from archcalc.lint import norms as _norms  # noqa: F401  (importing a rule module registers its rules)
-from archcalc.lint import positions as _positions  # noqa: F401
-from archcalc.lint import rules as _rules  # noqa: F401
-from archcalc.lint import training as _training  # noqa: F401
-from archcalc.lint.core import RANK, RULES, SEVERITIES, Evidence, Facts, Finding, Rule, at_least, fails, worst
-from archcalc.lint.evidence import EVIDENCE, SOURCES
+from archcalc.linter import norms as _norms  # noqa: F401  (importing a rule module registers its rules)
+from archcalc.linter import positions as _positions  # noqa: F401
+from archcalc.linter import rules as _rules  # noqa: F401
+from archcalc.linter import training as _training  # noqa: F401
+from archcalc.linter.core import RANK, RULES, SEVERITIES, Evidence, Facts, Finding, Rule, at_least, fails, worst
+from archcalc.linter.evidence import EVIDENCE, SOURCES
 
 if TYPE_CHECKING:
     from archcalc.spec.model import ModelSpec

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from archcalc.lint.core import Facts, Verdict, rule
+from archcalc.linter.core import Facts, Verdict, rule
 
 # The largest factors each method's paper trained: YaRN s = 32 (Llama 2 4k -> 128k), PI 16× (2k -> 32k).
 EVALUATED_FACTOR = {"yarn": 32.0, "linear": 16.0}

@@ -47,7 +47,7 @@ class Evidence:
         return f"config.json {q[3:]}" if q and q.startswith("hf:") else q
 
     def __str__(self) -> str:
-        from archcalc.lint.evidence import SOURCES
+        from archcalc.linter.evidence import SOURCES
 
         parts = []
         if self.models:
@@ -104,7 +104,7 @@ RULES: dict[str, Rule] = {}
 
 def rule(rule_id: str, *, summary: str, severities: tuple[str, ...] = ("info",)):
     """Register `check` under `rule_id` with its evidence record (evidence.EVIDENCE[rule_id])."""
-    from archcalc.lint.evidence import EVIDENCE
+    from archcalc.linter.evidence import EVIDENCE
 
     def register(check: Callable[[Facts], Verdict | None]):
         if rule_id in RULES:

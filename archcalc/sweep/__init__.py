@@ -1,1 +1,0 @@
-"""archcalc sweep: millions of candidate specs under constraints, evaluated over numpy arrays (space, metrics, where, run)."""
