@@ -298,7 +298,10 @@ def sweep(model: Model, vary: list[str], *, where: list[str] = (), minimize: str
         metric_named(name, "--columns")
     req = run.Request(spec, [space.parse_vary(v) for v in vary], settings, [parse_where(w) for w in where],
                       objective, front, top, samples, seed, tuple(columns))
-    return run.run(req, progress)
+    result = run.run(req, progress)
+    if not result.rows:
+        raise InputError(None, "--where" if result.candidates > result.invalid_total else "--vary", result.why_empty())
+    return result
 
 
 # ---- shared checks ---------------------------------------------------------------------------

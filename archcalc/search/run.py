@@ -77,6 +77,7 @@ class Result:
     feasible: int = 0  # passing every vector constraint
     lazy_checked: int = 0  # candidates whose per-candidate metrics were evaluated
     lazy_rejected: int = 0
+    passing: dict[str, int] = field(default_factory=dict)  # vector constraint -> valid candidates it admits alone
     rows: list[Row] = field(default_factory=list)
     front: int | None = None  # size of the Pareto front (before --top)
     seconds: float = 0.0
@@ -88,6 +89,22 @@ class Result:
         from archcalc.report.sweep import sweep_json
 
         return sweep_json(self)
+
+    def why_empty(self) -> str:
+        """Why no candidate is shown, in one line."""
+        valid = self.candidates - self.invalid_total
+        if not valid:
+            rules = ", ".join(f"{rule} ({n:,})" for rule, n in self.invalid.items())
+            return f"all {self.candidates:,} candidates are invalid: {rules}"
+        never = [text for text, n in self.passing.items() if n == 0]
+        if never:
+            return (f"no valid candidate (of {valid:,}) satisfies {' or '.join(repr(t) for t in never)}, even "
+                    "alone")
+        if self.feasible:
+            return (f"all {self.lazy_checked:,} candidates checked one by one fail "
+                    + " and ".join(repr(c.text) for c in self.request.where if c.metric.needs == "candidate"))
+        alone = ", ".join(f"{t!r} admits {n:,}" for t, n in self.passing.items())
+        return f"no valid candidate (of {valid:,}) satisfies every --where together ({alone})"
 
     @property
     def invalid_total(self) -> int:
@@ -169,7 +186,9 @@ def run(req: Request, progress: Callable[[int, int], None] | None = None) -> Res
                 feasible = np.ones(rows.size, dtype=bool)
                 for c in req.where:
                     if c.metric.needs != "candidate":
-                        feasible &= np.asarray(c.holds(values[c.metric.name]), dtype=bool)
+                        holds = np.asarray(c.holds(values[c.metric.name]), dtype=bool)
+                        res.passing[c.text] = res.passing.get(c.text, 0) + int(holds.sum())
+                        feasible &= holds
                 res.infeasible += int((~feasible).sum())
                 for name in vector:
                     kept[name].append(values[name][feasible])

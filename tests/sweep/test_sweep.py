@@ -423,3 +423,15 @@ def test_lint_filter_keeps_exactly_the_candidates_lint_passes():
     assert {row.fields["ffn.d_ff"] for row in r.rows} == {d for d, level in levels.items() if level <= 1}
     assert 0 < len(r.rows) < len(levels) and r.lazy_rejected == len(levels) - len(r.rows)
     assert all(row.metrics["lint"] == levels[row.fields["ffn.d_ff"]] for row in r.rows)
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--where", "params.total < 0"), "satisfies 'params.total < 0', even alone"),
+    (("--where", "params.total < 7.7e9", "--where", "params.total > 7.9e9"), "every --where together"),
+    (("--vary", "attention.n_kv_heads=3,5"), "all 6 candidates are invalid: n_heads divisible by n_kv_heads (6)"),
+    (("--where", "fit.fits", "--gpu", "rtx-4090", "--context", "131072", "--batch", "64"),
+     "checked one by one fail 'fit.fits'"),
+])
+def test_impossible_constraints_are_one_line_and_exit_2(args, words):
+    r = run("llama-3.1-8b", "--vary", "n_layers=30..32", *args)
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and words in r.stderr, r.stderr
