@@ -10,12 +10,13 @@ The traps handled are listed in reference/anchors-memory-flops.md §C.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from archcalc.errors import InputError
+from archcalc.files import read_json
+from archcalc.spec.hf_keys import checked
 
 _MISSING = object()
 
@@ -80,9 +81,10 @@ class ConfigReader:
         there is none.  Other aliases present must agree with the one used."""
         for key in keys:
             if self.cfg.get(key) is not None:
-                self.report.used[self.prefix + key] = self.cfg[key]
+                value = checked(self.path, self.prefix + key, key, self.cfg[key])
+                self.report.used[self.prefix + key] = value
                 self._check_aliases(key, keys)
-                return self.cfg[key]
+                return value
         if keys[0] in self.family_defaults:
             default = self.family_defaults[keys[0]]
         if default is _MISSING:
@@ -101,6 +103,11 @@ class ConfigReader:
                 self.report.warnings.append(
                     f"{self.path}: {self.prefix + other}={self.cfg[other]!r} disagrees with "
                     f"{self.prefix + used}={self.cfg[used]!r}; using {used}")
+
+    def nested(self, table: dict, key: str, where: str, default: Any = None) -> Any:
+        """`table[key]` of a nested object (rope_scaling), type-checked like a top-level key."""
+        value = table.get(key)
+        return default if value is None else checked(self.path, f"{self.prefix}{where}.{key}", key, value)
 
     def ignore(self, key: str, reason: str) -> None:
         if key in self.cfg:
@@ -140,9 +147,11 @@ def _rope_scaling(r: ConfigReader) -> dict | None:
     raw = r.get("rope_scaling", "rope_parameters", default=None)
     if not raw:
         return None
+    where = "rope_scaling" if r.cfg.get("rope_scaling") is not None else "rope_parameters"
     if "full_attention" in raw:  # per layer type: the global layers set the context limit
-        raw = raw["full_attention"]
-    kind = raw.get("rope_type", raw.get("type", "default"))
+        where += ".full_attention"
+        raw = checked(r.path, r.prefix + where, "rope_scaling", raw["full_attention"])
+    kind = r.nested(raw, "rope_type", where) or r.nested(raw, "type", where, "default")
     if kind in ("default", None):
         return None
     if kind == "su":  # Phi-3's old name for longrope
@@ -150,10 +159,10 @@ def _rope_scaling(r: ConfigReader) -> dict | None:
     known = ("linear", "dynamic", "yarn", "llama3", "longrope")
     if kind not in known:
         raise InputError(r.path, "rope_scaling.rope_type", f"{kind!r} is not known; known: {', '.join(known)}")
-    original = raw.get("original_max_position_embeddings")
+    original = r.nested(raw, "original_max_position_embeddings", where)
     if original is None and r.has("original_max_position_embeddings"):  # Phi-3 keeps it at the top level
         original = r.get("original_max_position_embeddings")
-    return {"type": kind, "factor": float(raw.get("factor", 1.0)), "original": original}
+    return {"type": kind, "factor": float(r.nested(raw, "factor", where, 1.0)), "original": original}
 
 
 def _position(r: ConfigReader, *, rotary_fraction: float = 1.0, scaled_limit_is_final: bool = False) -> tuple[dict, int]:
@@ -189,9 +198,8 @@ def _window(r: ConfigReader, n_layers: int, *, pattern_key_default: str | None =
     window = r.get("sliding_window", default=None)
     if r.has("sliding_window_size"):
         r.ignore("sliding_window_size", "duplicate of sliding_window")
-    layer_types = r.cfg.get("layer_types")
+    layer_types = r.get("layer_types", default=None)
     if layer_types:
-        r.get("layer_types")
         kinds = ["local" if t == "sliding_attention" else "global" for t in layer_types]
         unknown = set(layer_types) - {"sliding_attention", "full_attention"}
         if unknown:
@@ -373,7 +381,7 @@ def _starcoder2(r: ConfigReader) -> dict:
         att["bias"] = ["q", "k", "v", "o"]
     att.update(_window(r, spec["n_layers"]))
     r.ignore("activation_function", "legacy key; hidden_act is the one Starcoder2 uses")
-    if r.cfg.get("mlp_type", "default") != "default":
+    if r.get("mlp_type", default="default") != "default":
         raise InputError(r.path, "mlp_type", f"{r.cfg['mlp_type']!r} is not supported; only 'default' (c_fc, c_proj)")
     r.ignore("mlp_type", "'default': the plain two-matrix MLP")
     norm_type = r.get("norm_type", default="layer_norm")
@@ -453,24 +461,22 @@ def read_config(path: str | Path) -> dict:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    try:
-        return json.loads(p.read_text())
-    except FileNotFoundError:
-        raise InputError(str(p), None, "file not found") from None
-    except json.JSONDecodeError as e:
-        raise InputError(str(p), None, f"not valid JSON (line {e.lineno}: {e.msg})") from None
+    return read_json(p)
 
 
 def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
     """The ModelSpec fields a config.json describes, and how each key was used."""
     report = MappingReport()
     outer = ConfigReader(cfg, path, report)
-    model_type = cfg.get("model_type")
+    model_type = None
+    if cfg.get("model_type") is not None:
+        model_type = checked(path, "model_type", "model_type", cfg["model_type"])
     r = outer
     if cfg.get("text_config"):
-        text = cfg["text_config"]
+        text = checked(path, "text_config", "text_config", cfg["text_config"])
         report.used["text_config"] = "language-model fields read from here"
-        model_type = text.get("model_type", model_type)
+        if text.get("model_type") is not None:
+            model_type = checked(path, "text_config.model_type", "model_type", text["model_type"])
         r = ConfigReader(text, path, report, prefix="text_config.", family_defaults=FAMILY_DEFAULTS.get(model_type))
         for key in cfg:
             if key not in ("text_config", "model_type"):
@@ -485,8 +491,9 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
     spec = FAMILIES[model_type](r)
     spec = {k: v for k, v in spec.items() if v not in ({}, None)}
     if r.has("quantization_config"):
-        q = r.cfg["quantization_config"]
-        r.ignore("quantization_config", f"checkpoint stored as {q.get('quant_method', '?')}; size it with --dtype")
+        q = checked(path, r.prefix + "quantization_config", "quantization_config", r.cfg["quantization_config"])
+        method = r.nested(q, "quant_method", "quantization_config", "?")
+        r.ignore("quantization_config", f"checkpoint stored as {method}; size it with --dtype")
     r.finish()
     if r is not outer:
         outer.finish()

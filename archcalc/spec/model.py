@@ -10,9 +10,9 @@ H query heads, K KV heads, F d_ff, E experts.
 
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Literal, NamedTuple
+from typing import Annotated, Callable, ClassVar, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from archcalc.ops.arrays import ceil_div, floor_int, lesser
 
@@ -29,8 +29,23 @@ PLAIN_FF_RATIO = 4.0
 GATED_FF_RATIO = 8.0 / 3.0
 
 
+# Upper bounds far past every released model (d_model 18,432 in PaLM, 126 layers in Llama 3.1 405B,
+# 256k vocabularies, 10M-token contexts in Llama 4 Scout, 384 experts in Kimi K2), there so that no
+# input makes the arithmetic run away (2**70 layers) while any model anyone trains still fits.
+Width = Annotated[int, Field(ge=1, le=2**20)]  # d_model, head dims, latent ranks
+FFNWidth = Annotated[int, Field(ge=1, le=2**24)]
+Layers = Annotated[int, Field(ge=1, le=2**14)]
+Heads = Annotated[int, Field(ge=1, le=2**14)]
+Tokens = Annotated[int, Field(ge=1, le=2**31)]  # contexts, windows
+Experts = Annotated[int, Field(ge=1, le=2**16)]
+Positive = Annotated[float, Field(gt=0, le=1e15)]  # RoPE bases, soft caps, scaling factors
+LayerIndex = Annotated[int, Field(ge=0, lt=2**14)]
+
+
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # strict: a string or a bool where a number belongs is an error, never coerced ("768", "false");
+    # ints are accepted for floats.  No inf or nan anywhere.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class NumericRule(NamedTuple):
@@ -54,14 +69,14 @@ class AttentionSpec(_Frozen):
     """Self-attention.  kind "mha" covers MHA, GQA and MQA through n_kv_heads."""
 
     kind: Literal["mha", "mla"] = "mha"
-    n_heads: PositiveInt
-    n_kv_heads: PositiveInt | None = None  # default n_heads (MHA); 1 is MQA
-    head_dim: PositiveInt | None = None  # default d_model // n_heads
+    n_heads: Heads
+    n_kv_heads: Heads | None = None  # default n_heads (MHA); 1 is MQA
+    head_dim: Width | None = None  # default d_model // n_heads
     bias: list[Literal["q", "k", "v", "o"]] = Field(default_factory=list)  # projections with a bias
     qk_norm: Literal["none", "head", "full"] = "none"  # head: one norm of head_dim shared by all heads
-    softcap: float | None = Field(default=None, gt=0)  # tanh soft-capping of the scores (Gemma 2)
+    softcap: Positive | None = None  # tanh soft-capping of the scores (Gemma 2)
     sinks: bool = False  # one learned sink logit per query head (gpt-oss): H parameters per layer
-    sliding_window: PositiveInt | None = None
+    sliding_window: Tokens | None = None
     # Which layers use the window: "L:G" repeats L local then G global layers
     # from layer 0 ("1:1" alternates, "5:1" is Gemma 3), or one entry per
     # layer.  Absent with a window set means every layer is local (Mistral).
@@ -69,11 +84,11 @@ class AttentionSpec(_Frozen):
     global_rope: bool = True  # false: global layers use no position encoding (NoPE)
     # Multi-head latent attention (DeepSeek-V2/V3).  The cache holds
     # kv_lora_rank + qk_rope_head_dim values per token per layer.
-    q_lora_rank: PositiveInt | None = None  # None: a direct D -> H·(nope+rope) query projection
-    kv_lora_rank: PositiveInt | None = None
-    qk_nope_head_dim: PositiveInt | None = None
-    qk_rope_head_dim: PositiveInt | None = None
-    v_head_dim: PositiveInt | None = None
+    q_lora_rank: Width | None = None  # None: a direct D -> H·(nope+rope) query projection
+    kv_lora_rank: Width | None = None
+    qk_nope_head_dim: Width | None = None
+    qk_rope_head_dim: Width | None = None
+    v_head_dim: Width | None = None
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda a: a.n_kv_heads is None or a.n_heads % a.n_kv_heads == 0,
@@ -107,15 +122,15 @@ class AttentionSpec(_Frozen):
 class MoESpec(_Frozen):
     """Mixture of experts replacing the dense FFN on some layers."""
 
-    n_experts: PositiveInt
-    top_k: PositiveInt
-    d_expert: PositiveInt  # F of one routed expert
-    d_shared: int = Field(default=0, ge=0)  # total F of the always-on shared expert(s)
+    n_experts: Experts
+    top_k: Experts
+    d_expert: FFNWidth  # F of one routed expert
+    d_shared: int = Field(default=0, ge=0, le=2**24)  # total F of the always-on shared expert(s)
     shared_gate: bool = False  # sigmoid gate D -> 1 on the shared expert (Qwen2-MoE)
     router_bias: bool = False
-    first_dense_layers: int = Field(default=0, ge=0)  # leading layers keep the dense FFN
-    every: PositiveInt = 1  # after those, layer i is MoE when (i + 1) % every == 0
-    layers: list[int] | None = None  # explicit MoE layer indices; overrides the two above
+    first_dense_layers: int = Field(default=0, ge=0, le=2**14)  # leading layers keep the dense FFN
+    every: Layers = 1  # after those, layer i is MoE when (i + 1) % every == 0
+    layers: list[LayerIndex] | None = None  # explicit MoE layer indices; overrides the two above
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda m: m.top_k <= m.n_experts, lambda m: f"top_k ({m.top_k}) exceeds n_experts ({m.n_experts})",
@@ -132,9 +147,9 @@ class MoESpec(_Frozen):
 
 class FFNSpec(_Frozen):
     activation: Activation = "swiglu"
-    d_ff: PositiveInt | None = None
-    d_ff_ratio: float | None = Field(default=None, gt=0)  # F = ratio·D, rounded up to d_ff_multiple_of
-    d_ff_multiple_of: PositiveInt = 1
+    d_ff: FFNWidth | None = None
+    d_ff_ratio: float | None = Field(default=None, gt=0, le=1024)  # F = ratio·D, rounded up to d_ff_multiple_of
+    d_ff_multiple_of: Width = 1
     bias: bool = False  # every FFN projection (experts too) has a bias
     moe: MoESpec | None = None
 
@@ -170,14 +185,14 @@ class RopeScaling(_Frozen):
     (llama3 and longrope keep the limit the config states)."""
 
     type: Literal["linear", "ntk", "dynamic", "yarn", "llama3", "longrope"]
-    factor: float = Field(gt=0)
-    original_context: PositiveInt | None = None
+    factor: float = Field(gt=0, le=1e4)
+    original_context: Tokens | None = None
 
 
 class PositionSpec(_Frozen):
     kind: Literal["rope", "learned", "sinusoidal", "alibi", "none"] = "rope"
-    theta: float = Field(default=10000.0, gt=0)
-    local_theta: float | None = Field(default=None, gt=0)  # RoPE base of local layers (Gemma 3)
+    theta: Positive = 10000.0
+    local_theta: Positive | None = None  # RoPE base of local layers (Gemma 3)
     rotary_fraction: float = Field(default=1.0, gt=0, le=1)  # partial rotary (NeoX 0.25)
     scaling: RopeScaling | None = None
 
@@ -200,10 +215,10 @@ class ResidualSpec(_Frozen):
     # HC (arXiv:2512.24880); attnres: attention residuals (arXiv:2603.15031).
     kind: Literal["standard", "parallel", "hyper", "mhc", "attnres"] = "standard"
     parallel_norms: Literal[1, 2] = 1  # parallel: one shared norm (GPT-J, Cohere) or two (NeoX, Falcon-40B)
-    streams: PositiveInt = 4  # hyper / mhc: n residual streams
+    streams: int = Field(default=4, ge=1, le=64)  # hyper / mhc: n residual streams
     dynamic: bool = True  # hyper: input-dependent coefficients (DHC) or static ones (SHC)
-    sinkhorn_iters: PositiveInt = 20  # mhc
-    blocks: PositiveInt | None = None  # attnres: N blocks; None = full (one block per sublayer)
+    sinkhorn_iters: int = Field(default=20, ge=1, le=10**4)  # mhc
+    blocks: Layers | None = None  # attnres: N blocks; None = full (one block per sublayer)
 
 
 class TrainingSpec(_Frozen):
@@ -211,27 +226,27 @@ class TrainingSpec(_Frozen):
     (the seeds' training conventions); no parameter, FLOP or byte depends on it."""
 
     dropout: float = Field(default=0.0, ge=0, lt=1)  # residual / attention dropout in pretraining
-    weight_decay: float | None = Field(default=None, ge=0)  # decoupled (AdamW) coefficient
-    z_loss: float | None = Field(default=None, ge=0)  # coefficient of log²Z on the output softmax (PaLM: 1e-4)
-    learning_rate: float | None = Field(default=None, gt=0)  # peak learning rate
-    warmup_steps: int | None = Field(default=None, ge=0)
-    tokens: float | None = Field(default=None, gt=0)  # pretraining tokens
-    context: PositiveInt | None = None  # sequence length of pretraining (before any long-context stage)
+    weight_decay: float | None = Field(default=None, ge=0, le=1e6)  # decoupled (AdamW) coefficient
+    z_loss: float | None = Field(default=None, ge=0, le=1e6)  # coefficient of log²Z on the output softmax (PaLM: 1e-4)
+    learning_rate: float | None = Field(default=None, gt=0, le=1e3)  # peak learning rate
+    warmup_steps: int | None = Field(default=None, ge=0, le=10**12)
+    tokens: float | None = Field(default=None, gt=0, le=1e18)  # pretraining tokens
+    context: Tokens | None = None  # sequence length of pretraining (before any long-context stage)
 
 
 class ModelSpec(_Frozen):
     name: str = "model"
     source: str | None = None  # where the numbers come from (a config.json URL)
     notes: str | None = None
-    d_model: PositiveInt
-    n_layers: PositiveInt
-    vocab_size: PositiveInt
+    d_model: Width
+    n_layers: Layers
+    vocab_size: Annotated[int, Field(ge=1, le=2**24)]
     # Longest context the model supports, context extension included.  May be
     # left out when position.scaling gives original_context: then it is
     # original_context × factor (llama3 and longrope need it stated).
-    max_context: PositiveInt
+    max_context: Tokens
     tie_embeddings: bool = False
-    final_softcap: float | None = Field(default=None, gt=0)  # tanh soft-capping of the logits
+    final_softcap: Positive | None = None  # tanh soft-capping of the logits
     attention: AttentionSpec
     ffn: FFNSpec = Field(default_factory=FFNSpec)
     norm: NormSpec = Field(default_factory=NormSpec)

@@ -93,7 +93,7 @@ def _bad(tmp_path):
         (["size", str(broken)], "broken.yaml: YAML syntax error: line 2"),
         (["size", str(unknown)], "unknown.yaml: width: unknown key"),
         (["size", str(heads)], "heads.yaml: attention: n_heads (4) must be divisible by n_kv_heads (3)"),
-        (["size", "gpt2", "--context", "-5"], "-5 is not in the range x>=1"),
+        (["size", "gpt2", "--context", "-5"], "-5 is not in the range 1<=x<="),
         (["size", "gpt2", "--context", "lots"], "'lots' is not a valid integer"),
         (["size", "llama-3.1-8"], "unknown model 'llama-3.1-8'; did you mean 'llama-3.1-8b'?"),
         (["size", "gpt2", "--dtype", "fp6"], "'fp6' is not one of"),

@@ -53,7 +53,7 @@ def test_head_dim_is_explicit_when_given():
     ({"position": {"kind": "alibi", "rotary_fraction": 0.5}}, "only apply to rope"),
     ({"residual": {"kind": "parallel"}, "norm": {"placement": "post"}}, "placement pre"),
     ({"residual": {"kind": "attnres", "blocks": 3}}, "must divide"),
-    ({"n_layers": 0}, "greater than 0"),
+    ({"n_layers": 0}, "greater than or equal to 1"),
     ({"bogus": 1}, "Extra inputs"),
 ])
 def test_invalid_specs_are_rejected(bad, fragment):

@@ -1,0 +1,97 @@
+"""The type and range of every config.json key archcalc reads: nothing is coerced.
+
+transformers' config classes annotate these keys (int, float, bool, str,
+list, dict); a config.json that gives `"n_embd": "768"` or
+`"tie_word_embeddings": "false"` is refused here rather than turned into a
+number or a truth value.  The upper bounds are far past every released model
+(the largest: d_model 18,432 (PaLM), 126 layers (Llama 3.1 405B), vocabularies
+of 256k (Gemma), 10M-token contexts (Llama 4 Scout), 384 experts (Kimi K2))
+and stop the arithmetic before it runs away (2**31 layers would hang).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from archcalc.errors import InputError
+
+
+class Kind(NamedTuple):
+    types: tuple[type, ...]
+    lo: float | None = None
+    hi: float | None = None
+    what: str = ""
+    above: bool = False  # lo itself is excluded
+
+    def describe(self) -> str:
+        if self.lo is None and self.hi is None:
+            return self.what
+        low = f"above {self.lo:g}" if self.above else f"from {self.lo:g}"
+        return f"{self.what} {low} to {self.hi:g}"
+
+
+WIDTH = Kind((int,), 1, 2**20, "an integer")  # d_model, head dims, latent ranks
+FFN = Kind((int,), 1, 2**24, "an integer")  # FFN widths
+LAYERS = Kind((int,), 1, 2**14, "an integer")
+HEADS = Kind((int,), 1, 2**14, "an integer")
+TOKENS = Kind((int,), 1, 2**31, "an integer")  # contexts and windows
+EXPERTS = Kind((int,), 1, 2**16, "an integer")
+LAYER_COUNT = Kind((int,), 0, 2**14, "an integer")  # layers that may be none
+STEP = Kind((int,), 1, 2**14, "an integer")  # every n-th layer
+POSITIVE = Kind((int, float), 0, 1e15, "a finite number", above=True)  # RoPE bases, soft caps, factors
+FRACTION = Kind((int, float), 0, 1, "a number", above=True)
+BOOL = Kind((bool,), what="true or false")
+STR = Kind((str,), what="a string")
+LIST = Kind((list,), what="a list")
+DICT = Kind((dict,), what="a JSON object")
+
+KEYS: dict[str, Kind] = {
+    **dict.fromkeys(("hidden_size", "n_embd", "d_model", "head_dim", "kv_channels", "kv_lora_rank", "q_lora_rank",
+                     "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"), WIDTH),
+    **dict.fromkeys(("intermediate_size", "n_inner", "ffn_hidden_size", "moe_intermediate_size",
+                     "shared_expert_intermediate_size"), FFN),
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers"), LAYERS),
+    "vocab_size": Kind((int,), 1, 2**24, "an integer"),
+    **dict.fromkeys(("num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv"), HEADS),
+    **dict.fromkeys(("max_position_embeddings", "n_positions", "n_ctx", "seq_length",
+                     "original_max_position_embeddings", "model_max_length", "sliding_window",
+                     "sliding_window_size"), TOKENS),
+    **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
+                     "experts_per_token"), EXPERTS),
+    **dict.fromkeys(("n_shared_experts", "first_k_dense_replace", "max_window_layers", "num_nextn_predict_layers"),
+                    LAYER_COUNT),
+    **dict.fromkeys(("decoder_sparse_step", "moe_layer_freq", "sliding_window_pattern"), STEP),
+    "num_ln_in_parallel_attn": Kind((int,), 1, 2, "1 or 2"),
+    **dict.fromkeys(("rope_theta", "rotary_emb_base", "rope_local_base_freq", "attn_logit_softcapping",
+                     "final_logit_softcapping", "factor"), POSITIVE),
+    **dict.fromkeys(("partial_rotary_factor", "rotary_pct"), FRACTION),
+    **dict.fromkeys(("tie_word_embeddings", "attention_bias", "mlp_bias", "use_qk_norm", "use_sliding_window",
+                     "use_parallel_residual", "new_decoder_architecture", "parallel_attn", "multi_query", "alibi",
+                     "bias", "use_bias"), BOOL),
+    **dict.fromkeys(("model_type", "hidden_act", "hidden_activation", "activation_function", "mlp_type", "norm_type",
+                     "rope_type", "type", "quant_method"), STR),
+    **dict.fromkeys(("layer_types", "mlp_only_layers"), LIST),
+    **dict.fromkeys(("rope_scaling", "rope_parameters", "quantization_config", "text_config"), DICT),
+}
+# Items of list-valued keys.
+ITEMS = {"layer_types": Kind((str,), what="strings"), "mlp_only_layers": Kind((int,), 0, 2**14 - 1, "layer indices")}
+
+
+def checked(path: str, field: str, key: str, value: Any) -> Any:
+    """`value` of config key `key` (reported as `field`) when it has the key's type and range."""
+    kind = KEYS[key]  # a key missing here is a bug: every key read must be typed
+    _check(path, field, kind, value)
+    if key in ITEMS:
+        for i, item in enumerate(value):
+            _check(path, f"{field}[{i}]", ITEMS[key], item)
+    return value
+
+
+def _check(path: str, field: str, kind: Kind, value: Any) -> None:
+    # bool is an int in Python: a true/false where a number belongs is refused too.
+    ok = isinstance(value, kind.types) and not (isinstance(value, bool) and bool not in kind.types)
+    if ok and kind.lo is not None:
+        ok = math.isfinite(value) and (value > kind.lo if kind.above else value >= kind.lo) and value <= kind.hi
+    if not ok:
+        raise InputError(path, field, f"{value!r} is not valid; expected {kind.describe()}")
