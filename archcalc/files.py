@@ -19,19 +19,58 @@ from archcalc.errors import InputError
 PACKAGE_DIR = Path(__file__).resolve().parent  # archcalc/
 
 
-def write_atomic(path: Path, data: str | bytes) -> Path:
+def check_output(path: str | Path, *inputs: str | Path, option: str = "--output") -> Path:
+    """An output path, checked before any work: its folder exists, it is not a folder, its
+    name fits the file system, and it is none of the inputs (convert c.json -o c.json)."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.name in ("", ".", ".."):
+        raise InputError(shown_path(str(path)), option, "names a folder; give a file name")
+    try:
+        if not folder.is_dir():
+            raise InputError(shown_path(str(path)), option, f"folder {shown_path(str(folder))} does not exist")
+        limit = _name_max(folder)
+        # the temporary file beside it (write_atomic) is named ".NAME.xxxxxxxx.tmp"
+        if len(os.fsencode(target.name)) + len(".xxxxxxxx.tmp") + 1 > limit:
+            raise InputError(shown_path(str(path)), option, f"file name longer than this file system's {limit} bytes")
+        if target.is_dir():
+            raise InputError(shown_path(str(path)), option, "is a folder; give a file name")
+        for given in inputs:
+            if given is not None and Path(given).exists() and target.exists() and os.path.samefile(given, target):
+                raise InputError(shown_path(str(path)), option, f"is the input {shown_path(str(given))}; write somewhere else")
+    except (OSError, ValueError) as e:  # a path the system cannot even look up
+        raise InputError(shown_path(str(path)), option, f"cannot write there: {getattr(e, 'strerror', None) or e}") from None
+    return target
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def write_atomic(path: Path, data: str | bytes, *, make_folder: bool = False) -> Path:
     """Write beside the target and rename into place: an interrupted or failed write
-    leaves the old file (or none), never half of a new one."""
+    leaves the old file (or none), never half of a new one, and no temporary file.
+    The folder must exist unless make_folder (archcalc's own calibration folder)."""
     path = Path(path)
+    if make_folder:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    check_output(path)
     folder = path.parent if str(path.parent) else Path(".")
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as e:
+        raise InputError(shown_path(str(path)), None, f"cannot write: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise InputError(shown_path(str(path)), None, f"cannot write: {e.strerror or e}") from None
         raise
     return path
 
@@ -77,7 +116,7 @@ def read_text(path: Path) -> str:
     except FileNotFoundError:
         raise InputError(source, None, "file not found") from None
     except (OSError, ValueError) as e:  # ELOOP, ENAMETOOLONG, EACCES; ValueError: an embedded NUL
-        raise InputError(_shown(source), None, f"cannot read: {getattr(e, 'strerror', None) or e}") from None
+        raise InputError(shown_path(source), None, f"cannot read: {getattr(e, 'strerror', None) or e}") from None
     if stat.S_ISDIR(st.st_mode):
         raise InputError(source, None, "is a folder, not a file")
     if not stat.S_ISREG(st.st_mode):
@@ -100,7 +139,7 @@ def read_text(path: Path) -> str:
     return text
 
 
-def _shown(source: str) -> str:
+def shown_path(source: str) -> str:
     """A path as an error line shows it: one line, at most 200 characters."""
     one = source.replace("\n", "\\n").replace("\0", "\\0")
     return one if len(one) <= 200 else one[:100] + "…" + one[-99:]

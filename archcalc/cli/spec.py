@@ -9,7 +9,7 @@ import click
 from archcalc import api
 from archcalc.cli.common import echo_json, json_option, out, warn
 from archcalc.errors import InputError
-from archcalc.files import write_atomic
+from archcalc.files import check_output, write_atomic
 
 
 def _load_with_report(model: str):
@@ -44,7 +44,7 @@ def show(model, as_json):
 
 @click.command()
 @click.argument("config")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write here instead of stdout.")
+@click.option("-o", "--output", help="Write here instead of stdout (atomically; its folder must exist).")
 @click.option("--source", help="URL recorded as the spec's source.")
 def convert(config, output, source):
     """Write the YAML spec of a Hugging Face CONFIG (config.json or its folder)."""
@@ -52,6 +52,8 @@ def convert(config, output, source):
 
     if not (config.endswith(".json") or Path(config).is_dir()):
         raise InputError(config, None, "expected a config.json file or a folder holding one")
+    if output:  # before any work: a folder that exists, not the input itself
+        check_output(output, config, Path(config) / "config.json" if Path(config).is_dir() else None)
     spec, _ = _load_with_report(config)
     if source:
         spec = spec.model_copy(update={"source": source})

@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from archcalc.errors import InputError
-from archcalc.files import read_yaml, resolve_name, validation_error
+from archcalc.files import read_yaml, resolve_name, shown_path, validation_error
 from archcalc.spec.model import ModelSpec
 
 if TYPE_CHECKING:
@@ -28,7 +28,11 @@ def spec_from_dict(data: dict, source: str) -> ModelSpec:
 def load_model(ref: str) -> tuple[ModelSpec, MappingReport | None]:
     """MODEL as the CLI takes it.  The report is set for config.json inputs."""
     path = Path(ref)
-    if path.is_dir() or path.suffix == ".json":
+    try:
+        is_dir, exists = path.is_dir(), path.exists()
+    except (OSError, ValueError) as e:  # a name too long, an embedded NUL: not a path the system can look up
+        raise InputError(shown_path(ref), None, f"cannot read: {getattr(e, 'strerror', None) or e}") from None
+    if is_dir or path.suffix == ".json":
         if not path.exists():
             raise InputError(ref, None, "file not found")
         # Imported here: only config.json inputs need it.
@@ -39,7 +43,7 @@ def load_model(ref: str) -> tuple[ModelSpec, MappingReport | None]:
         name = path.resolve().name if path.is_dir() else path.resolve().parent.name if path.stem == "config" else path.stem
         data = {"name": name, **data}
         return spec_from_dict(data, str(path)), report
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    if path.suffix in (".yaml", ".yml") or exists:
         return spec_from_dict(read_yaml(path), str(path)), None
     if "/" in ref or "\\" in ref:
         raise InputError(ref, None, "file not found")

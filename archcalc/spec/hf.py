@@ -460,6 +460,8 @@ TEXT_CONFIG_KEYS = ("text_config",)
 def read_config(path: str | Path) -> dict:
     p = Path(path)
     if p.is_dir():
+        if not (p / "config.json").exists():
+            raise InputError(str(path), None, "is a folder without a config.json")
         p = p / "config.json"
     return read_json(p)
 

@@ -214,7 +214,7 @@ class ResidualSpec(_Frozen):
     # hyper: hyper-connections (arXiv:2409.19606); mhc: manifold-constrained
     # HC (arXiv:2512.24880); attnres: attention residuals (arXiv:2603.15031).
     kind: Literal["standard", "parallel", "hyper", "mhc", "attnres"] = "standard"
-    parallel_norms: Literal[1, 2] = 1  # parallel: one shared norm (GPT-J, Cohere) or two (NeoX, Falcon-40B)
+    parallel_norms: int = Field(default=1, ge=1, le=2)  # strict int: a bool is not a count; parallel: one shared norm (GPT-J, Cohere) or two (NeoX, Falcon-40B)
     streams: int = Field(default=4, ge=1, le=64)  # hyper / mhc: n residual streams
     dynamic: bool = True  # hyper: input-dependent coefficients (DHC) or static ones (SHC)
     sinkhorn_iters: int = Field(default=20, ge=1, le=10**4)  # mhc
