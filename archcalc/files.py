@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import os
 import re
 import stat
@@ -95,11 +96,42 @@ def resolve_name(name: str, kind: str, aliases: dict[str, str] | None = None) ->
         return files[key]
     if aliases and key in aliases:
         return files[aliases[key]]
-    choices = list(files) + list(aliases or {})
-    close = difflib.get_close_matches(key, choices, n=1, cutoff=0.5)
-    hint = f"; did you mean {close[0]!r}?" if close else f"; bundled: {', '.join(sorted(files))}"
+    close = suggestions(key, list(files) + list(aliases or {}))
+    if close:
+        others = f" (also close: {', '.join(close[1:])})" if len(close) > 1 else ""
+        hint = f"; did you mean {close[0]!r}?{others}"
+    else:
+        hint = f"; bundled: {', '.join(sorted(files))}"
     what = "model" if kind == "specs" else "hardware"
-    raise InputError(None, None, f"unknown {what} {name!r}{hint}")
+    more = "; or give a config.json, a spec YAML or a Hub id (owner/name)" if kind == "specs" else ""
+    raise InputError(None, None, f"unknown {what} {name!r}{hint}{more}")
+
+
+SIZE = re.compile(r"[-_]?(\d+(?:\.\d+)?)([bmk])(?![a-z0-9])")  # "-70b", "-0.5b", "8x7b": a parameter count
+
+
+def suggestions(key: str, choices: list[str], n: int = 3) -> list[str]:
+    """Close names, best first: names that extend the key (mistral-7b -> mistral-7b-v0.1), then
+    the same family by the nearest size (llama-2-70b -> llama-2-7b, not llama-3.1-70b), then
+    spelling (difflib)."""
+    extends = sorted(c for c in choices if c.startswith(key) and c != key)
+    family = _family(key)
+    kin = [c for c in choices if family and _family(c) == family and c not in extends]
+    size = _size(key)
+    kin.sort(key=lambda c: (abs(math.log(_size(c) / size)) if size and _size(c) else math.inf, c))
+    spelled = difflib.get_close_matches(key, choices, n=n, cutoff=0.6)
+    return list(dict.fromkeys(extends + kin + spelled))[:n]
+
+
+def _family(name: str) -> str:
+    """The name before its parameter count: llama-2-70b -> llama-2, qwen3-30b-a3b -> qwen3."""
+    m = SIZE.search(name)
+    return name[:m.start()] if m and m.start() > 0 else ""
+
+
+def _size(name: str) -> float | None:
+    m = SIZE.search(name)
+    return float(m.group(1)) * {"b": 1e9, "m": 1e6, "k": 1e3}[m.group(2)] if m else None
 
 
 MAX_INPUT_BYTES = 16 * 2**20  # the largest spec, config.json or profile archcalc reads (real ones are < 100 KB)

@@ -33,21 +33,27 @@ def load_model(ref: str) -> tuple[ModelSpec, MappingReport | None]:
     except (OSError, ValueError) as e:  # a name too long, an embedded NUL: not a path the system can look up
         raise InputError(shown_path(ref), None, f"cannot read: {getattr(e, 'strerror', None) or e}") from None
     if is_dir or path.suffix == ".json":
-        if not path.exists():
+        if not exists:
             raise InputError(ref, None, "file not found")
-        # Imported here: only config.json inputs need it.
-        from archcalc.spec.hf import read_config, spec_dict_from_config
-
-        cfg = read_config(path)
-        data, report = spec_dict_from_config(cfg, str(path))
-        name = path.resolve().name if path.is_dir() else path.resolve().parent.name if path.stem == "config" else path.stem
-        data = {"name": name, **data}
-        return spec_from_dict(data, str(path)), report
+        name = path.resolve().name if is_dir else path.resolve().parent.name if path.stem == "config" else path.stem
+        return _from_config(path, str(path), name)
     if path.suffix in (".yaml", ".yml") or exists:
         return spec_from_dict(read_yaml(path), str(path)), None
+    from archcalc.spec.hub import hub_config, looks_like_hub_id
+
+    if looks_like_hub_id(ref):
+        return _from_config(hub_config(ref), ref, ref.split("/")[1])
     if "/" in ref or "\\" in ref:
         raise InputError(ref, None, "file not found")
     return spec_from_dict(read_yaml(resolve_name(ref, "specs")), ref), None
+
+
+def _from_config(path: Path, source: str, name: str) -> tuple[ModelSpec, MappingReport]:
+    # Imported here: only config.json inputs need it.
+    from archcalc.spec.hf import read_config, spec_dict_from_config
+
+    data, report = spec_dict_from_config(read_config(path), source)
+    return spec_from_dict({"name": name, **data}, source), report
 
 
 def spec_to_yaml(spec: ModelSpec, header: str = "") -> str:
