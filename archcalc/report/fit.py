@@ -137,6 +137,17 @@ def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
     return Group(*parts)
 
 
+def context_text(s: Solution) -> str:
+    """A largest context; when the model's maximum caps it, what memory alone would allow too."""
+    if not s.capped:
+        return f"{s.value:,}"
+    alone = s.detail.get("memory_max_context")
+    if alone is None:
+        return f"{s.value:,} (model max)"
+    more = "≥ " if s.detail.get("memory_binding") == "search limit" else ""
+    return f"{s.value:,} (model max; memory alone: {more}{alone:,})"
+
+
 def solve_table(solutions: dict[str, Solution], plan: FitPlan) -> Table:
     table = Table(title="Solvers", title_justify="left", show_edge=False)
     for col in ("question", "answer", "stopped by", "method"):
@@ -145,7 +156,7 @@ def solve_table(solutions: dict[str, Solution], plan: FitPlan) -> Table:
               "max_batch": f"largest batch at context {plan.context:,}",
               "min_gpus": f"fewest GPUs (TP {', '.join(map(str, (1, 2, 4, 8)))})"}
     for name, s in solutions.items():
-        value = "none" if s.value is None else f"{s.value:,}" + (" (model max)" if s.capped else "")
+        value = "none" if s.value is None else context_text(s)
         table.add_row(labels.get(name, name), value, TERM_LABELS.get(s.binding, s.binding), s.method)
     return table
 
@@ -158,6 +169,7 @@ def fit_all_json(rows: list[tuple[HardwareProfile, FitPlan, Solution]]) -> dict:
         "deployment": _deployment_json(plan0),
         "devices": [{**_hardware_json(hw), "fits": p.fits, "total": p.total, "headroom": p.headroom,
                      "binding": p.binding, "max_context": s.value, "max_context_capped": s.capped,
+                     "memory_max_context": s.detail.get("memory_max_context"),
                      "max_context_binding": s.binding} for hw, p, s in rows],
     }
 
@@ -171,7 +183,7 @@ def fit_all_table(rows: list[tuple[HardwareProfile, FitPlan, Solution]]) -> Tabl
     for col in ("device", "memory", f"fits {plan0.context:,}?", "per GPU", "max context", "binding term"):
         table.add_column(col, justify="right" if col in ("memory", "per GPU", "max context") else "left")
     for hw, p, s in rows:
-        max_ctx = f"{s.value:,}" + (" (model max)" if s.capped else "")
+        max_ctx = context_text(s)
         table.add_row(hw.name, binary(hw.capacity), "yes" if p.fits else "no", binary(p.total), max_ctx,
                       TERM_LABELS.get(s.binding, s.binding))
     return table

@@ -44,6 +44,7 @@ from archcalc.spec.model import ModelSpec, context_warnings
 FIT_SCHEMA = "archcalc.fit/2"  # /2: the engine-neutral "startup" replaced "vllm"
 TP_CHOICES = (1, 2, 4, 8)  # what the fewest-GPUs solver tries: one node's NVLink domain
 MAX_BATCH_SEARCH = 1 << 24  # the batch solvers stop doubling here
+MEMORY_CONTEXT_LIMIT = 1 << 31  # how far "memory alone would allow" looks past a model's max context (ModelSpec's bound)
 TERMS = ("reserve", "weights", "activations", "kv_cache")  # stacking order for the binding term
 
 
@@ -255,8 +256,15 @@ class Planner:
         first = self.plan_per_gpu(1, b)
         if not first.fits:
             return Solution(0, first.binding, "binary search")
-        if fits(top):
-            return Solution(top, "model max context", "model limit", capped=True)
+        if fits(top):  # capped: also say how far memory alone would go
+            if fits(MEMORY_CONTEXT_LIMIT):
+                alone, binding = MEMORY_CONTEXT_LIMIT, "search limit"
+            else:
+                alone = (self._affine_max_context(b, MEMORY_CONTEXT_LIMIT) if self.engine.affine
+                         else _last_true(fits, top, MEMORY_CONTEXT_LIMIT))
+                binding = self.plan_per_gpu(alone + 1, b).binding
+            return Solution(top, "model max context", "model limit", capped=True,
+                            detail={"memory_max_context": alone, "memory_binding": binding})
         if self.engine.affine:
             best, method = self._affine_max_context(b, top), "closed form"
         else:

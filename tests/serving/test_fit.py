@@ -398,3 +398,17 @@ def test_plain_plan_kv_is_what_size_reports():
     for name, ctx, batch in (("gemma-3-27b", CTX_128K, 1), ("mistral-7b-v0.1", 32_768, 3), ("deepseek-v3", 4096, 2)):
         spec = spec_of(name)
         assert planner(spec).plan(ctx, batch).kv_bytes == sized(spec, context=ctx, batch=batch).kv.bytes
+
+
+@pytest.mark.parametrize("engine", ["plain", "vllm", "llamacpp"])
+def test_a_capped_max_context_also_says_what_memory_alone_allows(engine):
+    """Capped at the model's maximum, the answer still says how far memory would go: the
+    largest context that fits, found by the same plans (past it, the next token does not)."""
+    from archcalc.serving.planner import Planner
+
+    spec = spec_of("llama-3.1-8b")
+    planner = Planner(spec, load_hardware("h100"), Deployment(engine=engine))
+    s = planner.max_context(1)
+    alone = s.detail["memory_max_context"]
+    assert s.capped and s.value == spec.max_context < alone
+    assert planner.plan(alone, 1).fits and not planner.plan(alone + 1, 1).fits
