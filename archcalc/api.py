@@ -69,9 +69,12 @@ def size(model: Model, *, context: int | None = None, batch: int = 1, dtype: str
     _choice("--dtype", dtype, WEIGHT_DTYPES)
     _choice("--kv-dtype", kv_dtype, KV_DTYPES)
     _choice("--flops-convention", flops_convention, CONVENTIONS)
+    _positive("--batch", batch, _limits().MAX_BATCH)
+    if context is not None:
+        _positive("--context", context, _limits().MAX_CONTEXT)
     spec, warnings = load(model)
-    context = _positive("--context", context or spec.max_context)
-    wl = Workload.forward(context, _positive("--batch", batch), weight_dtype=dtype, kv_dtype=kv_dtype)
+    context = _context(context, spec)
+    wl = Workload.forward(context, batch, weight_dtype=dtype, kv_dtype=kv_dtype)
     result = compute_size(spec, wl, CONVENTIONS[flops_convention])
     return replace(result, warnings=tuple(warnings + context_warnings(spec, context)))
 
@@ -96,10 +99,15 @@ def roofline(model: Model, gpu: Gpu | None = None, *, prompt: int = 2048, contex
     _choice("--dtype", dtype, WEIGHT_DTYPES)
     _choice("--act-dtype", act_dtype, ACT_DTYPES)
     _choice("--kv-dtype", kv_dtype, KV_DTYPES)
-    for name, value in (("--prompt", prompt), ("--batch", batch), ("--gen", gen), ("--tp", tp)):
-        _positive(name, value)
-    if gpus is not None and _positive("--gpus", gpus) % tp:
+    lim = _limits()
+    for name, value, most in (("--prompt", prompt, lim.MAX_CONTEXT), ("--batch", batch, lim.MAX_BATCH),
+                              ("--gen", gen, lim.MAX_CONTEXT), ("--tp", tp, lim.MAX_GPUS),
+                              ("--repeats", repeats, lim.MAX_REPEATS)):
+        _positive(name, value, most)
+    _prompt_and_gen(prompt, gen)
+    if gpus is not None and _positive("--gpus", gpus, lim.MAX_GPUS) % tp:
         raise InputError(None, "--gpus", f"{gpus} GPUs do not hold whole TP groups of {tp}; give a multiple of --tp")
+    context = _decode_context(context, prompt, gen)
     spec, warnings = load(model)
     if tp > 1:
         from archcalc.serving.deployment import Deployment
@@ -120,7 +128,6 @@ def roofline(model: Model, gpu: Gpu | None = None, *, prompt: int = 2048, contex
     if hw.calibration is not None and hw.calibration.dtype != act_dtype:
         warnings.append(f"the calibration of {hw.name} ran in {hw.calibration.dtype}, the prediction computes in "
                         f"{act_dtype}: calibrated rates are for {hw.calibration.dtype}")
-    context = _positive("--context", context or prompt + gen)
     dtypes = {"weight_dtype": dtype, "act_dtype": act_dtype, "kv_dtype": kv_dtype}
     preds = predict(spec, hw, prompt=prompt, context=context, gen=gen, batch=batch, tp=tp, **dtypes)
     measured = ()
@@ -174,9 +181,9 @@ def fit(model: Model, gpu: Gpu, *, gpus: int = 1, tp: int | None = None, context
     the verdict, and the largest context, largest batch and fewest GPUs."""
     from archcalc.serving.planner import solve
 
-    spec, warnings, dep, context = _deployment(model, gpus, tp, context, dtype, kv_dtype, engine,
+    spec, warnings, dep, context = _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine,
                                                gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve)
-    result = solve(spec, load_gpu(gpu), dep, context, _positive("--batch", batch))
+    result = solve(spec, load_gpu(gpu), dep, context, batch)
     return replace(result, warnings=tuple(warnings) + result.warnings)
 
 
@@ -188,9 +195,9 @@ def fit_all_gpus(model: Model, *, gpus: int = 1, tp: int | None = None, context:
     from archcalc.serving.planner import FitAllResult, fit_all
     from archcalc.serving.planner import warnings as fit_warnings
 
-    spec, warnings, dep, context = _deployment(model, gpus, tp, context, dtype, kv_dtype, engine,
+    spec, warnings, dep, context = _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine,
                                                gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve)
-    rows = fit_all(spec, dep, context, _positive("--batch", batch))
+    rows = fit_all(spec, dep, context, batch)
     return FitAllResult(rows, tuple(warnings + fit_warnings(spec, dep, context)))
 
 
@@ -210,9 +217,12 @@ def compare(models: list[Model], *, context: int = 8192, batch: int = 1, dtype: 
         raise InputError(None, "MODELS", "give at least one model")
     _choice("--dtype", dtype, WEIGHT_DTYPES)
     _choice("--kv-dtype", kv_dtype, KV_DTYPES)
-    for name, value in (("--context", context), ("--batch", batch), ("--prompt", prompt), ("--gen", gen),
-                        ("--tp", tp)):
-        _positive(name, value)
+    lim = _limits()
+    for name, value, most in (("--context", context, lim.MAX_CONTEXT), ("--batch", batch, lim.MAX_BATCH),
+                              ("--prompt", prompt, lim.MAX_CONTEXT), ("--gen", gen, lim.MAX_CONTEXT),
+                              ("--tp", tp, lim.MAX_GPUS)):
+        _positive(name, value, most)
+    _prompt_and_gen(prompt, gen)
     loaded = [load(m) for m in models]
     specs = [spec for spec, _ in loaded]
     warnings = [w for spec, ws in loaded for w in ws + context_warnings(spec, context)]
@@ -270,13 +280,18 @@ def sweep(model: Model, vary: list[str], *, where: list[str] = (), minimize: str
         raise InputError(None, "--vary", "give at least one FIELD=VALUES")
     if sum(x is not None for x in (minimize, maximize, pareto)) > 1:
         raise InputError(None, "--minimize", "give one of --minimize, --maximize and --pareto")
-    if not isinstance(top, int) or isinstance(top, bool) or top < 0:
-        raise InputError(None, "--top", f"{top!r} is not valid; give a whole number ≥ 0 (0: every feasible one)")
+    lim = _limits()
+    _whole("--top", top, 0, lim.MAX_SAMPLES, " (0: every feasible one)")
+    _whole("--seed", seed, 0, lim.MAX_SEED)
     if samples is not None:
-        _positive("--samples", samples)
+        _positive("--samples", samples, lim.MAX_SAMPLES)
+    for name, value, most in (("--batch", batch, lim.MAX_BATCH), ("--tp", tp, lim.MAX_GPUS)):
+        _positive(name, value, most)
+    if context is not None:
+        _positive("--context", context, lim.MAX_CONTEXT)
     spec, _ = load(model)
-    settings = Settings(context=_positive("--context", context or spec.max_context), batch=_positive("--batch", batch),
-                        dtype=dtype, kv_dtype=kv_dtype, convention=flops_convention, tp=_positive("--tp", tp))
+    settings = Settings(context=_context(context, spec), batch=batch, dtype=dtype, kv_dtype=kv_dtype,
+                        convention=flops_convention, tp=tp)
     if gpu is not None:
         hw = load_gpu(gpu)
         sets = {r.label: r for r in rate_sets(hw, Workload(weight_dtype=dtype, kv_dtype=kv_dtype))}
@@ -308,33 +323,95 @@ def sweep(model: Model, vary: list[str], *, where: list[str] = (), minimize: str
 
 
 def _choice(option: str, value: str, valid) -> None:
-    if value not in valid:
-        raise InputError(None, option, f"{value!r} is not valid; valid: {', '.join(valid)}")
+    if not isinstance(value, str) or value not in valid:
+        raise InputError(None, option, f"{_shown(value)} is not valid; valid: {', '.join(valid)}")
 
 
-def _positive(option: str, value) -> int:
-    # bool is an int in Python; a flag where a count belongs is a mistake, as is "8".
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(None, option, f"{value!r} is not valid; give a whole number ≥ 1")
+def _limits():
+    """The bounds of every count (limits.py: MAX_CONTEXT, MAX_BATCH, MAX_GPUS, ...)."""
+    from archcalc import limits
+
+    return limits
+
+
+def _whole(option: str, value, least: int, most: int, note: str = "") -> int:
+    # bool is an int in Python; a flag where a count belongs is a mistake, as is "8" or 8.0.
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        raise InputError(None, option, f"{_shown(value)} is not valid; give a whole number from {least:,} to "
+                                       f"{most:,}{note}")
     return value
 
 
-def _deployment(model, gpus, tp, context, dtype, kv_dtype, engine, gpu_memory_utilization, max_num_batched_tokens,
-                ubatch, reserve):
+def _shown(value) -> str:
+    """repr for an error line: short, and never a 4,300-digit int (whose str raises)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"a {value.bit_length()}-bit integer"
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:40]}... ({len(text)} characters)"
+
+
+def _positive(option: str, value, most: int) -> int:
+    return _whole(option, value, 1, most)
+
+
+def _context(context: int | None, spec) -> int:
+    """`context` (checked by the caller), else the model's max context."""
+    if context is not None:
+        return context
+    return _whole("--context", spec.max_context, 1, _limits().MAX_CONTEXT,
+                  f" (the default, {spec.name}'s max_context, is out of range: give --context)")
+
+
+def _prompt_and_gen(prompt: int, gen: int) -> None:
+    """The last decode step attends to prompt + gen tokens: a context, so at most MAX_CONTEXT."""
+    most = _limits().MAX_CONTEXT
+    if prompt + gen > most:
+        raise InputError(None, "--gen", f"--prompt {prompt:,} + --gen {gen:,} = {prompt + gen:,} tokens of context; "
+                                        f"at most {most:,} in all")
+
+
+def _decode_context(context: int | None, prompt: int, gen: int) -> int:
+    """The context of the decode step shown: one of the `gen` steps after the `prompt`, so prompt+1 … prompt+gen
+    (each step's new token attends to the prompt and every token before it); default the last, prompt + gen."""
+    if context is None:
+        return prompt + gen
+    _positive("--context", context, _limits().MAX_CONTEXT)
+    if not prompt < context <= prompt + gen:
+        raise InputError(None, "--context", f"{context:,} is not a decode step of this run: after a {prompt:,}-token "
+                                            f"prompt the {gen:,} generated tokens attend to {prompt + 1:,} to "
+                                            f"{prompt + gen:,} tokens; give --context in that range, or change "
+                                            "--prompt or --gen")
+    return context
+
+
+def _fraction(option: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise InputError(None, option, f"{_shown(value)} is not valid; give a number in (0, 1]")
+    return float(value)
+
+
+def _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
+                max_num_batched_tokens, ubatch, reserve):
     """The spec, its load warnings, a checked Deployment and the context (default: the model's max)."""
-    from archcalc.serving.deployment import Deployment, parse_bytes
+    from archcalc.serving.deployment import Deployment, check_reserve, parse_bytes
     from archcalc.serving.planner import check_deployment
 
-    _positive("--gpus", gpus)
+    lim = _limits()
+    _positive("--gpus", gpus, lim.MAX_GPUS)
+    _positive("--batch", batch, lim.MAX_BATCH)
+    if context is not None:
+        _positive("--context", context, lim.MAX_CONTEXT)
     if tp is not None:
-        _positive("--tp", tp)
+        _positive("--tp", tp, lim.MAX_GPUS)
         if gpus == 1:  # --tp alone: that many GPUs
             gpus = tp
-    spec, warnings = load(model)
     options = {"max_num_batched_tokens": max_num_batched_tokens, "ubatch": ubatch}
+    options = {k: _positive(f"--{k.replace('_', '-')}", v, lim.MAX_TOKENS_PER_STEP)
+               for k, v in options.items() if v is not None}
+    reserve = parse_bytes(reserve) if isinstance(reserve, str) else check_reserve(reserve)
+    spec, warnings = load(model)
     dep = Deployment(engine=engine, gpus=gpus, tp=tp, weight_dtype=dtype, kv_dtype=kv_dtype,
-                     gpu_memory_utilization=gpu_memory_utilization,
-                     reserve=parse_bytes(reserve) if isinstance(reserve, str) else reserve,
-                     **{k: _positive(f"--{k.replace('_', '-')}", v) for k, v in options.items() if v is not None})
+                     gpu_memory_utilization=_fraction("--gpu-memory-utilization", gpu_memory_utilization),
+                     reserve=reserve, **options)
     check_deployment(spec, dep)
-    return spec, warnings, dep, _positive("--context", context or spec.max_context)
+    return spec, warnings, dep, _context(context, spec)

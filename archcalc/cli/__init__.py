@@ -3,10 +3,14 @@
 Each command lives in its own module and is imported only when it runs, so
 `archcalc size NAME` never loads the roofline, fit or plotting code (nor
 torch).  Bad input, click's or ours, is one `error:` line on stderr and exit
-status 2."""
+status 2.  A group without a subcommand (`archcalc`, `archcalc hardware`)
+prints its help and exits 0.  Output that the terminal's encoding cannot
+hold (×, ≈, µ, box drawing under PYTHONIOENCODING=ascii) degrades to ASCII
+instead of failing."""
 
 from __future__ import annotations
 
+import codecs
 import sys
 from importlib import import_module
 
@@ -15,6 +19,37 @@ import click
 from archcalc.errors import InputError
 
 USAGE_ERROR = 2
+
+# What the output's characters become on a stream that cannot encode them; anything else: "?".
+ASCII_FALLBACK = {"×": "x", "≈": "~", "µ": "u", "μ": "u", "≤": "<=", "≥": ">=", "≠": "!=", "—": "-", "–": "-",
+                  "…": "...", "→": "->", "←": "<-", "·": ".", "÷": "/", "±": "+-", "√": "sqrt", "Σ": "sum",
+                  "‘": "'", "’": "'", "“": '"', "”": '"', "²": "^2", "³": "^3", "⁻": "^-", "¹": "^1", "✓": "ok",
+                  "✗": "x", "•": "*", "▏": "|", "█": "#", "◂": "<", "▸": ">", "ᵀ": "^T", "§": "S",
+                  "▲": "^", "▼": "v", "−": "-", "α": "alpha", "β": "beta", "θ": "theta", "π": "pi", "φ": "phi",
+                  "⌈": "ceil(", "⌉": ")", "⌊": "floor(", "⌋": ")", "∝": "~"}
+FALLBACK_ERRORS = "archcalc-ascii"
+
+
+def _ascii_fallback(err: UnicodeError):
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    return "".join(ASCII_FALLBACK.get(c, "?") for c in err.object[err.start:err.end]), err.end
+
+
+codecs.register_error(FALLBACK_ERRORS, _ascii_fallback)
+
+
+def degrade_unencodable_output() -> None:
+    """Make stdout and stderr write what their encoding cannot hold as ASCII look-alikes
+    (errors="archcalc-ascii"), not raise UnicodeEncodeError; the output stays in its encoding."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and (stream.errors or "strict") == "strict":
+            try:
+                reconfigure(errors=FALLBACK_ERRORS)
+            except (ValueError, OSError):  # a closed or detached stream: leave it
+                pass
+
 
 # command name -> "module:function", loaded on first use
 COMMANDS = {
@@ -45,8 +80,12 @@ class ArchcalcGroup(click.Group):
         return getattr(import_module(module), attr)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        degrade_unencodable_output()
         try:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as e:  # `archcalc`, `archcalc hardware`: the help, not an error
+            click.echo(e.ctx.get_help())
+            sys.exit(0)
         except click.exceptions.Exit as e:
             sys.exit(e.exit_code)
         except click.exceptions.Abort:

@@ -9,6 +9,17 @@ import click
 
 from archcalc.ops.dtypes import ACT_DTYPES, KV_DTYPES, WEIGHT_DTYPES
 
+# The upper bounds of every count live in archcalc/limits.py (the API checks the same ones).
+from archcalc.limits import (  # noqa: E402,F401  (re-exported for the option definitions)
+    MAX_BATCH,
+    MAX_CONTEXT,
+    MAX_GPUS,
+    MAX_REPEATS,
+    MAX_SAMPLES,
+    MAX_SEED,
+    MAX_TOKENS_PER_STEP,
+)
+
 
 def out():
     """A rich Console: terminal width on a terminal; 160 columns into a pipe or a file."""
@@ -43,5 +54,7 @@ kv_dtype_option = click.option("--kv-dtype", type=click.Choice(KV_DTYPES), defau
                                help="KV-cache dtype.")
 act_dtype_option = click.option("--act-dtype", type=click.Choice(ACT_DTYPES), default="bf16", show_default=True,
                                 help="Activation dtype.")
-batch_option = click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True, help="Sequences B.")
+batch_option = click.option("--batch", type=click.IntRange(1, MAX_BATCH), default=1, show_default=True,
+                            help="Sequences B.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the JSON document (README: JSON schema).")
+

@@ -6,6 +6,8 @@ import click
 
 from archcalc import api
 from archcalc.cli.common import (
+    MAX_CONTEXT,
+    MAX_GPUS,
     batch_option,
     dtype_option,
     echo_json,
@@ -18,14 +20,16 @@ from archcalc.cli.common import (
 
 @click.command()
 @click.argument("models", nargs=-1, required=True)
-@click.option("--context", type=click.IntRange(min=1), default=8192, show_default=True)
+@click.option("--context", type=click.IntRange(1, MAX_CONTEXT), default=8192, show_default=True)
 @batch_option
 @dtype_option
 @kv_dtype_option
 @click.option("--gpu", help="Add fit and speed rows for this hardware profile.")
-@click.option("--prompt", type=click.IntRange(min=1), default=2048, show_default=True, help="Prefill tokens (with --gpu).")
-@click.option("--gen", type=click.IntRange(min=1), default=256, show_default=True, help="Generated tokens (with --gpu).")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--prompt", type=click.IntRange(1, MAX_CONTEXT), default=2048, show_default=True,
+              help="Prefill tokens (with --gpu).")
+@click.option("--gen", type=click.IntRange(1, MAX_CONTEXT), default=256, show_default=True,
+              help="Generated tokens (with --gpu).")
+@click.option("--tp", type=click.IntRange(1, MAX_GPUS), default=1, show_default=True,
               help="Tensor-parallel ranks for the speed rows (one rank's ops plus the collectives).")
 @click.option("--measure", is_flag=True, help="Also measure prefill and decode on the local device (needs torch).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True,

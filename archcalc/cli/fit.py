@@ -6,6 +6,9 @@ import click
 
 from archcalc import api
 from archcalc.cli.common import (
+    MAX_CONTEXT,
+    MAX_GPUS,
+    MAX_TOKENS_PER_STEP,
     batch_option,
     dtype_option,
     echo_json,
@@ -23,10 +26,11 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
 @click.argument("model")
 @click.option("--gpu", "gpu", metavar="NAME", help="Bundled device name or alias (see hardware/), or a profile YAML.")
 @click.option("--all-gpus", is_flag=True, help="Table of every bundled device instead of one plan.")
-@click.option("--gpus", type=click.IntRange(min=1), default=1, show_default=True, help="GPUs.")
-@click.option("--tp", type=click.IntRange(min=1), help="Tensor-parallel degree (default: --gpus); must divide the heads.")
-@click.option("--context", type=click.IntRange(min=1), help="Tokens per sequence (vLLM: max_model_len; default: the "
-                                                            "model's max context).")
+@click.option("--gpus", type=click.IntRange(1, MAX_GPUS), default=1, show_default=True, help="GPUs.")
+@click.option("--tp", type=click.IntRange(1, MAX_GPUS),
+              help="Tensor-parallel degree (default: --gpus); must divide the heads.")
+@click.option("--context", type=click.IntRange(1, MAX_CONTEXT),
+              help="Tokens per sequence (vLLM: max_model_len; default: the model's max context).")
 @batch_option
 @dtype_option
 @click.option("--kv-dtype", help="KV-cache type (default bf16; llamacpp f16). plain: fp32 bf16 fp16 fp8 int8; vllm "
@@ -35,9 +39,10 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
               help="Whose memory rules (README: fit).")
 @click.option("--gpu-memory-utilization", type=float, default=0.9, show_default=True,
               help="vLLM: the fraction of total memory the instance may use.")
-@click.option("--max-num-batched-tokens", type=click.IntRange(min=1), default=VLLM_MAX_NUM_BATCHED_TOKENS,
-              show_default=True, help="vLLM: tokens per scheduled step (the prefill chunk; the sliding-window budget).")
-@click.option("--ubatch", type=click.IntRange(min=1), default=LLAMACPP_UBATCH, show_default=True,
+@click.option("--max-num-batched-tokens", type=click.IntRange(1, MAX_TOKENS_PER_STEP),
+              default=VLLM_MAX_NUM_BATCHED_TOKENS, show_default=True,
+              help="vLLM: tokens per scheduled step (the prefill chunk; the sliding-window budget).")
+@click.option("--ubatch", type=click.IntRange(1, MAX_TOKENS_PER_STEP), default=LLAMACPP_UBATCH, show_default=True,
               help="llama.cpp: n_ubatch (the compute-buffer chunk; the SWA cache size).")
 @click.option("--reserve", help="Runtime reserve per GPU, e.g. 2GiB or bytes (default per engine: plain 512 MiB, "
                                 "vllm non-torch 1 GiB, 2 GiB with TP; llamacpp 1024 MiB fit margin).")

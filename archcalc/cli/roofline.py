@@ -6,6 +6,9 @@ import click
 
 from archcalc import api
 from archcalc.cli.common import (
+    MAX_CONTEXT,
+    MAX_GPUS,
+    MAX_REPEATS,
     act_dtype_option,
     batch_option,
     dtype_option,
@@ -23,21 +26,23 @@ from archcalc.cli.common import (
               help="Device: a bundled name or alias, a profile or calibration YAML, or `local` (this machine's "
                    "calibration; the default with --measure).")
 @click.option("--phase", type=click.Choice(["prefill", "decode", "both"]), default="both", show_default=True)
-@click.option("--prompt", type=click.IntRange(min=1), default=2048, show_default=True, help="Prefill tokens.")
-@click.option("--context", type=click.IntRange(min=1), help="Context of the decode step shown (default prompt + gen).")
+@click.option("--prompt", type=click.IntRange(1, MAX_CONTEXT), default=2048, show_default=True, help="Prefill tokens.")
+@click.option("--context", type=click.IntRange(1, MAX_CONTEXT),
+              help="Context of the decode step shown (default prompt + gen).")
 @batch_option
-@click.option("--gen", type=click.IntRange(min=1), default=256, show_default=True, help="Tokens generated per sequence.")
+@click.option("--gen", type=click.IntRange(1, MAX_CONTEXT), default=256, show_default=True,
+              help="Tokens generated per sequence.")
 @dtype_option
 @act_dtype_option
 @kv_dtype_option
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--tp", type=click.IntRange(1, MAX_GPUS), default=1, show_default=True,
               help="Tensor-parallel ranks: each op's share on one rank plus the all-reduces and gathers.")
-@click.option("--gpus", type=click.IntRange(min=1), help="GPUs in all (default --tp): beyond --tp, data-parallel "
-                                                         "replicas, each running --batch.")
+@click.option("--gpus", type=click.IntRange(1, MAX_GPUS),
+              help="GPUs in all (default --tp): beyond --tp, data-parallel replicas, each running --batch.")
 @click.option("--measure", is_flag=True, help="Also run every op as a real torch kernel on the local device.")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True,
               help="Where --measure runs (auto: cuda, then mps, then cpu).")
-@click.option("--repeats", type=click.IntRange(min=1), default=5, show_default=True,
+@click.option("--repeats", type=click.IntRange(1, MAX_REPEATS), default=5, show_default=True,
               help="Timed repeats per kernel with --measure (the median is kept).")
 @click.option("--plot", "plot_path", help="Write a roofline chart (.png or .svg; needs matplotlib).")
 @json_option

@@ -6,6 +6,7 @@ import click
 
 from archcalc import api
 from archcalc.cli.common import (
+    MAX_CONTEXT,
     batch_option,
     dtype_option,
     echo_json,
@@ -19,7 +20,8 @@ from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION
 
 @click.command()
 @click.argument("model")
-@click.option("--context", type=click.IntRange(min=1), help="Tokens per sequence S (default: the model's max context).")
+@click.option("--context", type=click.IntRange(1, MAX_CONTEXT),
+              help="Tokens per sequence S (default: the model's max context).")
 @batch_option
 @dtype_option
 @kv_dtype_option

@@ -7,7 +7,18 @@ from pathlib import Path
 import click
 
 from archcalc import api
-from archcalc.cli.common import batch_option, dtype_option, echo_json, json_option, kv_dtype_option, out
+from archcalc.cli.common import (
+    MAX_CONTEXT,
+    MAX_GPUS,
+    MAX_SAMPLES,
+    MAX_SEED,
+    batch_option,
+    dtype_option,
+    echo_json,
+    json_option,
+    kv_dtype_option,
+    out,
+)
 from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION
 
 PROGRESS_AFTER = 1_000_000  # candidates: below this a sweep takes well under a second, no bar
@@ -17,8 +28,9 @@ PROGRESS_AFTER = 1_000_000  # candidates: below this a sweep takes well under a 
 @click.argument("model")
 @click.option("--vary", multiple=True, metavar="FIELD=VALUES",
               help="A spec field and its values: 1024:8192:128, 8..96, 64:4096:*2, 1,2,4,8 or swiglu,gelu. Repeat.")
-@click.option("--samples", type=click.IntRange(min=1), help="Draw this many candidates at random instead of the grid.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --samples.")
+@click.option("--samples", type=click.IntRange(1, MAX_SAMPLES),
+              help="Draw this many candidates at random instead of the grid.")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True, help="Seed of --samples.")
 @click.option("--where", multiple=True, metavar="EXPR",
               help='A constraint: "params.total <= 8e9", "kv_cache.bytes <= 20GiB", "tpot < 20ms", "fit.fits", '
                    '"lint <= info". Repeat (all must hold).')
@@ -26,9 +38,10 @@ PROGRESS_AFTER = 1_000_000  # candidates: below this a sweep takes well under a 
 @click.option("--maximize", metavar="METRIC", help="Order by this metric, largest first.")
 @click.option("--pareto", metavar="A,B", help="Show the Pareto front of two metrics, each towards its better side or "
                    "max:METRIC / min:METRIC (e.g. max:params.total,kv_cache.bytes_per_token).")
-@click.option("--top", type=click.IntRange(min=0), default=20, show_default=True, help="Rows shown (0: all).")
+@click.option("--top", type=click.IntRange(0, MAX_SAMPLES), default=20, show_default=True, help="Rows shown (0: all).")
 @click.option("--columns", metavar="METRIC,...", help="More metrics to show.")
-@click.option("--context", type=click.IntRange(min=1), help="Tokens per sequence S (default: the model's max context).")
+@click.option("--context", type=click.IntRange(1, MAX_CONTEXT),
+              help="Tokens per sequence S (default: the model's max context).")
 @batch_option
 @dtype_option
 @kv_dtype_option
@@ -37,7 +50,7 @@ PROGRESS_AFTER = 1_000_000  # candidates: below this a sweep takes well under a 
 @click.option("--gpu", help="Device for tpot, ttft, decode.tokens_per_s and fit.*: a bundled name or a profile YAML.")
 @click.option("--rates", type=click.Choice(["peak", "typical"]),
               help="Rate set of the times (default: typical where the profile has one, else peak).")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True,
+@click.option("--tp", type=click.IntRange(1, MAX_GPUS), default=1, show_default=True,
               help="Tensor-parallel ranks of the times (one rank's ops and the collectives) and of fit.*.")
 @click.option("--csv", "csv_path", metavar="FILE", help="Write the shown rows as CSV (- for standard output).")
 @click.option("--plot", "plot_path", metavar="FILE", help="Scatter of the feasible candidates and the front (.png/.svg).")
@@ -45,27 +58,26 @@ PROGRESS_AFTER = 1_000_000  # candidates: below this a sweep takes well under a 
 def sweep(model, vary, samples, seed, where, minimize, maximize, pareto, top, columns, context, batch, dtype, kv_dtype,
           flops_convention, gpu, rates, tp, csv_path, plot_path, as_json):
     """Search candidate shapes of MODEL under constraints, over numpy arrays."""
+    from archcalc.files import check_output, write_atomic
     from archcalc.report import sweep as view
 
-    if plot_path:
+    if plot_path:  # every output checked before any work
         from archcalc.report.plot import check_plot_path
 
         check_plot_path(plot_path)
+    if csv_path and csv_path != "-":
+        check_output(csv_path, option="--csv")
     with _progress() as progress:
         result = api.sweep(model, list(vary), where=list(where), minimize=minimize, maximize=maximize, pareto=pareto,
                            top=top, samples=samples, seed=seed, context=context, batch=batch, dtype=dtype,
                            kv_dtype=kv_dtype, flops_convention=flops_convention, gpu=gpu, rates=rates, tp=tp,
                            columns=[c.strip() for c in columns.split(",")] if columns else [], progress=progress)
     if plot_path:
-        from archcalc.files import write_atomic
-
         write_atomic(Path(plot_path), view.sweep_plot(result, plot_path))
         click.echo(f"wrote {plot_path}", err=True)
     if csv_path == "-":
         return click.echo(view.sweep_csv(result), nl=False)
     if csv_path:
-        from archcalc.files import write_atomic
-
         write_atomic(Path(csv_path), view.sweep_csv(result))
         click.echo(f"wrote {csv_path}", err=True)
     if as_json:

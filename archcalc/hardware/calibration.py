@@ -20,24 +20,26 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from archcalc.errors import InputError
 from archcalc.files import read_yaml, validation_error, write_atomic
+from archcalc.hardware.bounds import MAX_FLOPS, BufferBytes, BytesPerS, Dim, KernelS, LatencyS, Text, Units
 
 SCHEMA = "archcalc.calibration/1"
 DIR_ENV = "ARCHCALC_CALIBRATION_DIR"
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # strict: a string or a bool where a number belongs is an error (ints pass for floats); ranges: bounds.py
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
 
 class DeviceInfo(_Frozen):
-    name: str  # torch's device name (cuda) or the CPU model name
+    name: Text  # torch's device name (cuda) or the CPU model name
     kind: Literal["cpu", "cuda", "mps"]
     torch: str  # torch.__version__
-    threads: PositiveInt  # torch.get_num_threads() (CPU math threads)
+    threads: Units  # torch.get_num_threads() (CPU math threads)
     date: str  # ISO 8601, UTC
     host: str | None = None  # platform.platform()
 
@@ -45,10 +47,18 @@ class DeviceInfo(_Frozen):
 class MatmulPoint(_Frozen):
     """y[m, n] = x[m, k] @ W[k, n]: the median seconds of one call."""
 
-    m: PositiveInt
-    k: PositiveInt
-    n: PositiveInt
-    seconds: PositiveFloat
+    m: Dim
+    k: Dim
+    n: Dim
+    seconds: KernelS
+
+    @model_validator(mode="after")
+    def _a_rate_a_device_can_reach(self):
+        rate = 2 * self.m * self.k * self.n / self.seconds
+        if rate > MAX_FLOPS:
+            raise ValueError(f"seconds: {self.seconds:g} s for {self.m}x{self.k}x{self.n} is {rate:.3g} FLOP/s, "
+                             f"above any device ({MAX_FLOPS:.0e}); give the time of one call in seconds")
+        return self
 
 
 class AttentionPoint(_Frozen):
@@ -56,29 +66,29 @@ class AttentionPoint(_Frozen):
     KV heads of head_dim, q_len new queries over kv_len keys; causal, or an
     explicit sliding-window mask (`window`)."""
 
-    batch: PositiveInt
-    heads: PositiveInt
-    kv_heads: PositiveInt
-    head_dim: PositiveInt
-    q_len: PositiveInt
-    kv_len: PositiveInt
-    window: PositiveInt | None = None
-    seconds: PositiveFloat
+    batch: Dim
+    heads: Dim
+    kv_heads: Dim
+    head_dim: Dim
+    q_len: Dim
+    kv_len: Dim
+    window: Dim | None = None
+    seconds: KernelS
 
 
 class RowPoint(_Frozen):
     """A row-wise kernel over [rows, width]: a norm, an activation, an add, a gather."""
 
     kind: Literal["rmsnorm", "layernorm", "activation", "gated_activation", "add", "gather", "rope"]
-    rows: PositiveInt
-    width: PositiveInt
-    seconds: PositiveFloat
+    rows: Dim
+    width: Dim
+    seconds: KernelS
 
 
 class Bandwidth(_Frozen):
-    copy_bytes_per_s: PositiveFloat  # counting bytes read + written (STREAM copy)
-    read_bytes_per_s: PositiveFloat  # a read-only reduction over a large buffer
-    buffer_bytes: PositiveInt  # size of the buffer measured (well above the last-level cache)
+    copy_bytes_per_s: BytesPerS  # counting bytes read + written (STREAM copy)
+    read_bytes_per_s: BytesPerS  # a read-only reduction over a large buffer
+    buffer_bytes: BufferBytes  # size of the buffer measured (well above the last-level cache)
 
 
 class Calibration(_Frozen):
@@ -87,17 +97,17 @@ class Calibration(_Frozen):
     profile: str | None = None  # the bundled profile it calibrates (matched by name), if any
     dtype: Literal["fp32", "bf16", "fp16"]  # the math and storage dtype every kernel ran in
     notes: list[str] = Field(default_factory=list)  # e.g. why bf16 was replaced by fp32
-    launch_s: NonNegativeFloat  # median seconds of a tiny elementwise kernel
+    launch_s: LatencyS  # median seconds of a tiny elementwise kernel
     # Framework overhead per kernel of an eager torch model beyond the kernels themselves: a decode step of
     # a debug-sized Llama (transformers', else the reference model), less its calibrated op times, per kernel.
-    dispatch_s: NonNegativeFloat | None = None
+    dispatch_s: LatencyS | None = None
     dispatch_source: str | None = None  # which model dispatch_s was timed on
     bandwidth: Bandwidth
     matmul: list[MatmulPoint] = Field(min_length=1)
     attention: list[AttentionPoint] = Field(default_factory=list)
     rows: list[RowPoint] = Field(default_factory=list)
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.model_dump(by_alias=True, mode="json"), sort_keys=False)
@@ -129,15 +139,13 @@ def load_calibration(path: Path) -> Calibration:
         raise InputError(str(path), "schema", f"not an archcalc calibration (expected {SCHEMA!r}, found {found!r})")
     try:
         return Calibration.model_validate(data)
-    except Exception as e:  # pydantic.ValidationError
-        if hasattr(e, "errors"):
-            raise validation_error(str(path), e) from None
-        raise
+    except ValidationError as e:
+        raise validation_error(str(path), e) from None
 
 
 def save_calibration(cal: Calibration, path: Path) -> Path:
     """Write atomically (temp file + rename): an interrupted write leaves no half file."""
-    return write_atomic(path, cal.to_yaml())
+    return write_atomic(path, cal.to_yaml(), make_folder=True)
 
 
 def default_path(cal: Calibration) -> Path:

@@ -11,25 +11,37 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from archcalc.errors import InputError
 from archcalc.files import bundled_dir, read_yaml, resolve_name, validation_error
+from archcalc.hardware.bounds import (
+    MIN_MEMORY_BYTES,
+    Bytes,
+    BytesPerS,
+    FlopsPerS,
+    Fraction,
+    LatencyS,
+    Text,
+    Units,
+    Watts,
+)
 from archcalc.hardware.calibration import Calibration
+
+# The dtypes a datasheet states a dense rate for; any other key is a typo, not a rate to ignore.
+PEAK_DTYPES = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4", "int4"]
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # strict: "1e12" (a string) or true where a number belongs is an error, not a number (ints pass for floats)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
 
 class Interconnect(_Frozen):
-    name: str
-    bandwidth: PositiveFloat | None = None  # bytes/s per device, total bidirectional as the datasheet states it
-
-
-Fraction = Annotated[float, Field(gt=0, le=1)]
+    name: Text
+    bandwidth: BytesPerS | None = None  # bytes/s per device, total bidirectional as the datasheet states it
 
 
 class TypicalRates(_Frozen):
@@ -40,29 +52,44 @@ class TypicalRates(_Frozen):
     bandwidth_efficiency: Fraction  # achievable memory bandwidth (copy / stream) ÷ datasheet
     attention_prefill_efficiency: Fraction  # FlashAttention forward FLOP/s ÷ dense peak
     attention_decode_efficiency: Fraction  # decode attention KV-read bytes/s ÷ datasheet bandwidth
-    launch_s: NonNegativeFloat  # fixed seconds per kernel (launch + tail)
-    compute_units: PositiveInt | None = None  # SMs / CUs (vendor), for wave quantization
+    launch_s: LatencyS  # fixed seconds per kernel (launch + tail)
+    compute_units: Units | None = None  # SMs / CUs (vendor), for wave quantization
     link_efficiency: Fraction = 1.0  # achieved collective bus bandwidth ÷ link datasheet
-    link_latency_s: NonNegativeFloat = 0.0  # seconds per small collective
+    link_latency_s: LatencyS = 0.0  # seconds per small collective
     sources: list[str] = Field(default_factory=list)  # where each fraction comes from
 
 
 class HardwareProfile(_Frozen):
-    name: str
-    aliases: list[str] = Field(default_factory=list)
-    vendor: str
+    name: Text
+    aliases: list[Text] = Field(default_factory=list)
+    vendor: Text
     kind: Literal["gpu", "cpu", "soc"]
-    memory_bytes: PositiveInt  # datasheet capacity
-    usable_memory_bytes: PositiveInt | None = None  # what the driver reports, where a public log shows it
-    memory_bandwidth: PositiveFloat  # bytes/s
-    peak_flops: dict[str, PositiveFloat]  # dense FLOP/s per dtype
+    memory_bytes: Bytes  # datasheet capacity
+    usable_memory_bytes: Bytes | None = None  # what the driver reports, where a public log shows it
+    memory_bandwidth: BytesPerS  # bytes/s
+    peak_flops: dict[PEAK_DTYPES, FlopsPerS]  # dense FLOP/s per dtype; fp32 required (the vector rate)
     interconnect: Interconnect | None = None
-    tdp_watts: PositiveFloat | None = None
+    tdp_watts: Watts | None = None
     source: str
     sources: list[str] = Field(default_factory=list)
     notes: str | None = None
     typical: TypicalRates | None = None
     calibration: Calibration | None = None
+
+    @field_validator("usable_memory_bytes")
+    @classmethod
+    def _usable_within_total(cls, v: int | None, info: ValidationInfo) -> int | None:
+        total = info.data.get("memory_bytes")
+        if v is not None and total is not None and v > total:
+            raise ValueError(f"{v} exceeds memory_bytes {total}: the driver cannot report more than the device has")
+        return v
+
+    @field_validator("peak_flops")
+    @classmethod
+    def _has_fp32(cls, v: dict[str, float]) -> dict[str, float]:
+        if "fp32" not in v:
+            raise ValueError("needs an fp32 rate: the vector (non-matrix) math of every prediction runs at it")
+        return v
 
     @property
     def capacity(self) -> int:
@@ -101,10 +128,8 @@ def aliases() -> dict[str, str]:
 def load_profile(path: Path, label: str | None = None) -> HardwareProfile:
     try:
         return HardwareProfile.model_validate(read_yaml(path))
-    except Exception as e:  # pydantic.ValidationError
-        if hasattr(e, "errors"):
-            raise validation_error(label or str(path), e) from None
-        raise
+    except ValidationError as e:
+        raise validation_error(label or str(path), e) from None
 
 
 def load_hardware(ref: str) -> HardwareProfile:
@@ -136,13 +161,17 @@ def local_profile(cal: Calibration) -> HardwareProfile:
     best rates the calibration measured (not a datasheet), and it says so."""
     best = max(2 * p.m * p.k * p.n / p.seconds for p in cal.matmul)
     bandwidth = max(cal.bandwidth.read_bytes_per_s, cal.bandwidth.copy_bytes_per_s)
-    return HardwareProfile(
-        name=f"local: {cal.device.name}", vendor="local", kind="gpu" if cal.device.kind != "cpu" else "cpu",
-        memory_bytes=1, memory_bandwidth=bandwidth, peak_flops={cal.dtype: best, "fp32": best if cal.dtype == "fp32"
-                                                                 else best / 2},
-        source="archcalc calibrate", calibration=cal,
-        notes="No datasheet: the 'peak' rates are the best this calibration measured "
-              f"({best / 1e9:.1f} GFLOP/s {cal.dtype} matmul, {bandwidth / 1e9:.1f} GB/s), not vendor figures.")
+    try:
+        return HardwareProfile(
+            name=f"local: {cal.device.name}", vendor="local", kind="gpu" if cal.device.kind != "cpu" else "cpu",
+            # memory unknown: the smallest valid capacity, so nothing claims to fit on it
+            memory_bytes=MIN_MEMORY_BYTES, memory_bandwidth=bandwidth,
+            peak_flops={cal.dtype: best, "fp32": best if cal.dtype == "fp32" else best / 2},
+            source="archcalc calibrate", calibration=cal,
+            notes="No datasheet: the 'peak' rates are the best this calibration measured "
+                  f"({best / 1e9:.1f} GFLOP/s {cal.dtype} matmul, {bandwidth / 1e9:.1f} GB/s), not vendor figures.")
+    except ValidationError as e:  # a calibration whose best rates no device has (bounds.py)
+        raise validation_error(f"calibration of {cal.device.name}", e) from None
 
 
 def _with_local_calibration(stem: str, hw: HardwareProfile) -> HardwareProfile:

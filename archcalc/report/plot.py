@@ -20,11 +20,13 @@ the functions only; the figure is drawn by the Agg canvas, without pyplot.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from math import cos, pi, sin
 from pathlib import Path
 
 from archcalc.errors import InputError
+from archcalc.files import check_output, write_atomic
 from archcalc.report.units import si
 
 SUFFIXES = (".png", ".svg")
@@ -41,9 +43,10 @@ DPI = 100
 
 
 def check_plot_path(path: str) -> None:
-    """Fail early: a suffix we cannot write, or no matplotlib."""
+    """Fail early: a suffix we cannot write, a place we cannot write to, or no matplotlib."""
     if Path(path).suffix.lower() not in SUFFIXES:
         raise InputError(path, None, "--plot writes .png or .svg")
+    check_output(path, option="--plot")
     try:
         import matplotlib  # noqa: F401
     except ImportError:
@@ -54,7 +57,9 @@ def roofline_chart(result, phases, path: str) -> None:
     """Write the chart of `result` (a RooflineResult) for `phases` to `path` (.png or .svg)."""
     check_plot_path(path)
     fig = build_figure(result, phases)
-    fig.savefig(path, format=Path(path).suffix.lower()[1:], dpi=DPI)
+    image = io.BytesIO()
+    fig.savefig(image, format=Path(path).suffix.lower()[1:], dpi=DPI)
+    write_atomic(Path(path), image.getvalue())  # nothing half-written
 
 
 @dataclass

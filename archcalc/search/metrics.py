@@ -6,7 +6,7 @@ lists whose numbers are arrays.  Each op list is built only when a metric
 needs it:
 
     size     one decode step at --context × --batch: parameters, weight bytes, KV cache
-    flops    a forward pass of --context tokens × --batch (float64: the totals pass 2^53)
+    flops    a forward pass of --context tokens × --batch
     decode   the decode step timed with the chosen rate set (--gpu): tpot, tokens/s; with --tp,
              one rank's share of every op and the collectives (parallel/collectives.py)
     prefill  a prefill of --context tokens (logits at the last one) timed: ttft
@@ -63,7 +63,9 @@ class Evaluation:
     """The op lists of one array-valued spec, each built on first use."""
 
     def __init__(self, spec, settings: Settings):
-        self.spec, self.s = spec, settings
+        # float64 arrays: exact for every integer below 2^53 (parameter counts), and no int64
+        # wrap-around in the totals (a prefill's FLOPs or KV bytes at 2^31 tokens × 2^24 sequences)
+        self.spec, self.s = _as_float(spec), settings
         self._cache: dict[str, object] = {}
 
     def _dtypes(self) -> dict:
@@ -79,7 +81,7 @@ class Evaluation:
         if which == "size":
             return model_ops(self.spec, Workload.decode(s.context, s.batch, **self._dtypes()), conv)
         if which == "flops":
-            return model_ops(_as_float(self.spec), Workload.forward(s.context, s.batch, **self._dtypes()), conv)
+            return model_ops(self.spec, Workload.forward(s.context, s.batch, **self._dtypes()), conv)
         # decode / prefill: timed as the rate set counts attention (the size list when that agrees)
         if which == "decode":
             wl = Workload.decode(s.context, s.batch, **self._dtypes())
@@ -112,7 +114,7 @@ class Evaluation:
 
 
 def _as_float(spec):
-    """The spec with its array fields as float64 (exact to 2^53, and no int64 overflow in FLOP totals)."""
+    """The spec with its array fields as float64."""
     from archcalc.search.space import with_values
 
     return with_values(spec, {p: v.astype(np.float64) for p, v in _array_fields(spec).items()})

@@ -294,11 +294,16 @@ def _walk(req, groups, group_of, row_of, order, values, lazy, lazy_constraints, 
     for i in picked:
         g = groups[group_of[i]]
         fields = {**g.choices, **{p: c[row_of[i]].item() for p, c in g.columns.items()}}
-        metrics = {name: values[name][i].item() for name in values}
+        metrics = {name: _number(values[name][i].item(), METRICS[name].unit) for name in values}
         if lazy:
             metrics.update(lazy_values(i))
         rows.append(Row({v.path: fields[v.path] for v in req.varies}, metrics))
     return rows
+
+
+def _number(v: float, unit: str):
+    """Counts as ints (the arrays are float64: exact below 2^53), the rest as they are."""
+    return int(v) if unit == "count" and float(v).is_integer() else v
 
 
 def _lazy_metric(name: str, spec: ModelSpec, s: Settings):

@@ -33,12 +33,37 @@ class Deployment:
         return self.gpus // self.tensor_parallel
 
 
+MAX_RESERVE_BYTES = 2**50  # 1 PiB: above any device's memory (hardware/bounds.py MAX_MEMORY_BYTES)
+_UNITS = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "pb": 1e15,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
+# at most 16 digits before and after the point: 1 PiB in bytes has 16; more is a typo, and a 400-digit
+# number would otherwise become inf
+_SIZE = re.compile(r"\s*([0-9]{1,16}(?:\.[0-9]{1,16})?|\.[0-9]{1,16})\s*([a-zA-Z]{0,3})\s*")
+
+
 def parse_bytes(text: str) -> float:
-    """'24GiB', '1024 MiB', '1.5GB', '512MB' or plain bytes."""
-    units = {"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-             "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in units:
-        raise InputError(None, "--reserve", f"{text!r} is not a size; give bytes or a number with B, KB, MB, GB, "
-                                            "KiB, MiB or GiB (e.g. 2GiB)")
-    return float(m.group(1)) * units[m.group(2).lower()]
+    """'24GiB', '1024 MiB', '1.5GB', '512MB' or plain bytes: from 0 to 1 PiB."""
+    m = _SIZE.fullmatch(text) if isinstance(text, str) and len(text) <= 64 else None
+    if not m or m.group(2).lower() not in _UNITS:
+        shown = repr(text) if len(repr(text)) <= 40 else f"{repr(text)[:30]}... ({len(str(text))} characters)"
+        raise InputError(None, "--reserve", f"{shown} is not a size; give bytes or a number with B, KB, MB, GB, "
+                                            "TB, PB, KiB, MiB, GiB, TiB or PiB (e.g. 2GiB), at most 1 PiB")
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if value > MAX_RESERVE_BYTES:
+        raise InputError(None, "--reserve", f"{text.strip()!r} is more than 1 PiB; give at most 1 PiB "
+                                            f"({MAX_RESERVE_BYTES:,} bytes)")
+    return value
+
+
+def check_reserve(value: float | None) -> float | None:
+    """A reserve in bytes: None (the engine's default) or a finite number from 0 to 1 PiB."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_RESERVE_BYTES:
+        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+            shown = f"a {value.bit_length()}-bit integer"
+        else:
+            shown = repr(value)[:40]
+        raise InputError(None, "--reserve", f"{shown} is not valid; give bytes from 0 to 1 PiB "
+                                            f"({MAX_RESERVE_BYTES:,} bytes)")
+    return float(value)

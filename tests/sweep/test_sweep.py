@@ -376,15 +376,16 @@ def test_cli_bad_input_is_one_line_and_exit_2(args, words, tmp_path):
     assert r.stdout == ""
 
 
-def test_bad_csv_target_writes_nothing(tmp_path):
-    target = tmp_path / "missing-dir-is-created" / "out.csv"
-    r = run("llama-3.2-1b", "--vary", "n_layers=1..2", "--csv", str(target))
-    assert r.exit_code == 0 and target.exists()
-    blocked = tmp_path / "a-file"
-    blocked.write_text("x")
-    r = CliRunner().invoke(cli, ["sweep", "llama-3.2-1b", "--vary", "n_layers=1..2", "--csv",
-                                 str(blocked / "out.csv")])
-    assert r.exit_code != 0 and blocked.read_text() == "x" and not list(tmp_path.glob("**/.out.csv.*"))
+def test_output_paths_are_checked_before_the_sweep(tmp_path):
+    args = ("llama-3.2-1b", "--vary", "n_layers=1..2", "--context", "64")
+    for option, target, words in (("--csv", tmp_path / "missing" / "out.csv", "does not exist"),
+                                  ("--csv", tmp_path, "is a folder"),
+                                  ("--plot", tmp_path / "missing" / "front.png", "does not exist")):
+        r = run(*args, option, str(target))
+        assert r.exit_code == 2 and words in r.stderr and r.stderr.count("\n") == 1 and r.stdout == "", r.output
+    assert list(tmp_path.iterdir()) == []
+    r = run(*args, "--csv", str(tmp_path / "out.csv"))
+    assert r.exit_code == 0 and [p.name for p in tmp_path.iterdir()] == ["out.csv"]  # no temporary file left
 
 
 # ---- fuzz: any field, any values -----------------------------------------------------------------
