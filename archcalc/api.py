@@ -129,6 +129,7 @@ def roofline(model: Model, gpu: Gpu | None = None, *, prompt: int = 2048, contex
         warnings.append(f"the calibration of {hw.name} ran in {hw.calibration.dtype}, the prediction computes in "
                         f"{act_dtype}: calibrated rates are for {hw.calibration.dtype}")
     dtypes = {"weight_dtype": dtype, "act_dtype": act_dtype, "kv_dtype": kv_dtype}
+    warnings += _fit_warnings(spec, hw, tp, max(prompt + gen, context), batch, dtype, kv_dtype)
     preds = predict(spec, hw, prompt=prompt, context=context, gen=gen, batch=batch, tp=tp, **dtypes)
     measured = ()
     if session is not None:
@@ -139,6 +140,26 @@ def roofline(model: Model, gpu: Gpu | None = None, *, prompt: int = 2048, contex
     return RooflineResult(spec, hw, prompt, context, batch, gen, preds,
                           tuple(warnings + context_warnings(spec, prompt + gen, context)), tp=tp,
                           gpus=gpus or tp, measured=measured)
+
+
+def _fit_warnings(spec, hw, tp: int, context: int, batch: int, dtype: str, kv_dtype: str) -> list[str]:
+    """roofline times a device; it says when the model would not fit there (the fit planner's
+    plan, plain engine, at the longest context of the run) and the TP that would."""
+    from archcalc.report.units import binary
+    from archcalc.serving.deployment import Deployment
+    from archcalc.serving.planner import Planner, min_gpus
+
+    if hw.vendor == "local":  # a calibration-only device: its memory is unknown
+        return []
+    dep = Deployment(gpus=tp, tp=tp, weight_dtype=dtype, kv_dtype=kv_dtype)
+    plan = Planner(spec, hw, dep).plan(context, batch)
+    if plan.fits:
+        return []
+    best = min_gpus(spec, hw, replace(dep, gpus=1, tp=None), context, batch)
+    hint = (f"`archcalc fit` finds it fits with --tp {best.value}" if best.value
+            else "it does not fit one node with TP 8 either (archcalc fit --gpus)")
+    return [f"{spec.name} does not fit {tp} x {hw.name} at context {context:,} x batch {batch}: it needs "
+            f"{binary(plan.total)} per GPU of {binary(plan.capacity)} (plain engine); the times assume it fits; {hint}"]
 
 
 def calibrate(*, device: str = "auto", dtype: str = "bf16", quick: bool = False, out: str | PathLike | None = None,

@@ -125,3 +125,18 @@ def test_importing_archcalc_is_lazy():
     code = "import sys, archcalc; print(sorted(m for m in ('torch', 'pydantic', 'rich') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_roofline_says_when_the_model_does_not_fit_the_device_it_times():
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.serving.deployment import Deployment
+    from archcalc.serving.planner import Planner, min_gpus
+
+    r = archcalc.roofline("llama-3.1-70b", "a100-80gb-sxm")
+    spec, hw = archcalc.load("llama-3.1-70b")[0], load_hardware("a100-80gb-sxm")
+    assert not Planner(spec, hw, Deployment()).plan(2304, 1).fits  # 141 GB of bf16 weights on 80 GB
+    assert min_gpus(spec, hw, Deployment(), 2304, 1).value == 2
+    [w] = [w for w in r.warnings if "does not fit" in w]
+    assert "1 x A100 80GB SXM" in w and "--tp 2" in w
+    assert not [w for w in archcalc.roofline("llama-3.1-8b", "h100").warnings if "does not fit" in w]
+    assert not [w for w in archcalc.roofline("llama-3.1-70b", "a100-80gb-sxm", tp=2).warnings if "does not fit" in w]
