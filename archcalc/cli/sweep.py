@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import click
@@ -21,7 +22,7 @@ from archcalc.cli.common import (
 )
 from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION
 
-PROGRESS_AFTER = 1_000_000  # candidates: below this a sweep takes well under a second, no bar
+PROGRESS_AFTER_S = 0.3  # a sweep still running after this long gets a bar (on a terminal)
 
 
 @click.command()
@@ -89,16 +90,18 @@ def sweep(model, vary, samples, seed, where, minimize, maximize, pareto, top, co
 
 
 class _progress:
-    """A rich progress bar on standard error, for sweeps of more than PROGRESS_AFTER
-    candidates on a terminal; otherwise nothing."""
+    """A rich progress bar on standard error once a sweep has run PROGRESS_AFTER_S seconds
+    with candidates left (on a terminal; elsewhere nothing)."""
 
     def __enter__(self):
         self.bar = self.task = None
         self.off = False  # not a terminal: no bar
+        self.start = time.perf_counter()
         return self.update
 
     def update(self, done: int, total: int) -> None:
-        if self.bar is None and not self.off and total > PROGRESS_AFTER:
+        late = time.perf_counter() - self.start > PROGRESS_AFTER_S
+        if self.bar is None and not self.off and late and done < total:
             from rich.console import Console
             from rich.progress import Progress
 
