@@ -13,6 +13,7 @@ from archcalc.ops.arrays import nonzero
 from archcalc.ops.conventions import FlopsConvention
 from archcalc.ops.dtypes import WEIGHT_DTYPES, kept_dtype, nbytes
 from archcalc.ops.layers import model_ops
+from archcalc.ops.vision import vision_ops
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
@@ -127,6 +128,7 @@ class SizeResult:
     flops: FlopCounts
     kv: KVCache
     warnings: tuple[str, ...] = ()  # e.g. a context beyond the model's maximum
+    vision_params: int = 0  # a multimodal checkpoint's image encoder + projector: NOT in params (ops/vision.py)
 
     def to_dict(self, ops: bool = False) -> dict:
         """The archcalc.size/1 JSON document (README: JSON schema); `ops` adds every operation."""
@@ -157,4 +159,5 @@ def size(spec: ModelSpec, wl: Workload, convention: FlopsConvention) -> SizeResu
         weight_bytes={d: weight_bytes(op_list, d) for d in WEIGHT_DTYPES},
         flops=flop_counts(op_list, convention),
         kv=kv_cache(op_list, wl.context, wl.batch, wl.kv_dtype),
+        vision_params=param_counts(vision_ops(spec)).total,
     )

@@ -32,7 +32,8 @@ OpKind = Literal["matmul", "attention", "norm", "elementwise", "gather", "collec
 # down-projections, residual-stream mixing); qkv: query heads split, KV heads
 # split but at least one per rank (replicated when t > K, as vLLM does).
 Sharding = Literal["split", "row", "replicated", "qkv"]
-Component = Literal["embedding", "position", "attention", "ffn", "experts", "router", "norms", "residual", "lm_head"]
+Component = Literal["embedding", "position", "attention", "ffn", "experts", "router", "norms", "residual", "lm_head",
+                    "vision"]  # vision: a multimodal checkpoint's image encoder (ops/vision.py, not in model_ops)
 
 
 # ---- dims: what a kernel needs to run an op, one record per op kind ---------------

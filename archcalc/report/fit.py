@@ -49,7 +49,7 @@ def fit_json(plan: FitPlan, solutions: dict[str, Solution], warnings: list[str] 
         "plan": {
             "capacity": plan.capacity,
             "weights": {"bytes": plan.weights.bytes, "split": plan.weights.split,
-                        "replicated": plan.weights.replicated},
+                        "replicated": plan.weights.replicated, "vision": plan.weights.vision},
             "kv_cache": {
                 "bytes": plan.kv_bytes,
                 "by_layer_kind": [{"kind": k.kind, "layers": k.layers, "charged_layers": k.charged_layers,
@@ -99,6 +99,8 @@ def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
     w = plan.weights
     how = f"TP {dep.tensor_parallel}" + (f": split {binary(w.split)}, replicated {binary(w.replicated)}"
                                          if dep.tensor_parallel > 1 else "")
+    if w.vision:
+        how += f"; with the vision tower + projector, {binary(w.vision)}"
     table.add_row("weights", nbytes(w.bytes), _pct(w.bytes, cap), how)
     table.add_row("KV cache", nbytes(plan.kv_bytes), _pct(plan.kv_bytes, cap), f"{plan.kv_type}, "
                   f"{plan.kv_bytes_per_value:g} B per value")

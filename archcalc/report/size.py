@@ -33,6 +33,7 @@ def size_json(r: SizeResult, ops: bool = False) -> dict:
         "params": {
             "total": p.total, "active": p.active, "embedding": p.embedding, "non_embedding": p.non_embedding,
             "tied_embeddings": spec.tie_embeddings, "by_component": p.by_component,
+            "vision": r.vision_params,  # the checkpoint's image encoder + projector, not in total
         },
         "weights": {
             "bytes": r.weight_bytes[wl.weight_dtype] if wl.weight_dtype in r.weight_bytes else None,
@@ -81,6 +82,9 @@ def size_tables(r: SizeResult) -> Group:
     params.add_row("non-embedding", count(p.non_embedding), f"{p.non_embedding / p.total:.1%}")
     for component, n in p.by_component.items():
         params.add_row(f"  {component}", count(n), f"{n / p.total:.1%}")
+    if r.vision_params:
+        params.add_row("vision tower + projector (not in the total; fit loads them)", count(r.vision_params),
+                       f"+{r.vision_params / p.total:.1%}")
 
     weights = Table(title="Weight memory", title_justify="left", show_edge=False)
     for col in ("dtype", "bits/weight", "bytes"):

@@ -33,6 +33,7 @@ from archcalc.ops import op as opsmod
 from archcalc.ops.arrays import select
 from archcalc.ops.dtypes import WEIGHT_DTYPES
 from archcalc.ops.layers import model_ops
+from archcalc.ops.vision import vision_ops
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
 from archcalc.parallel.tensor import act_bytes_per_rank
@@ -52,10 +53,11 @@ TERMS = ("reserve", "weights", "activations", "kv_cache")  # stacking order for 
 class Weights:
     split: float  # bytes of ops divided among the GPUs, this GPU's part
     replicated: float  # bytes of ops every GPU holds whole (norms, routers, MLA down-projections, ...)
+    vision: float = 0.0  # this GPU's part of a multimodal checkpoint's image encoder + projector
 
     @property
     def bytes(self) -> float:
-        return self.split + self.replicated
+        return self.split + self.replicated + self.vision
 
 
 @dataclass(frozen=True)
@@ -193,7 +195,10 @@ class Planner:
                 replicated += w
             else:
                 split += w
-        self.weights = Weights(split, replicated)
+        # A multimodal checkpoint's image encoder and projector load too, split like the other
+        # layers under TP (vLLM's SigLIP runs on parallel linear layers).
+        vision = weight_bytes(vision_ops(spec), dep.weight_dtype) / self.tp
+        self.weights = Weights(split, replicated, vision)
         self.kinds = [AttnKind(op.dims.layer_kind, op.count, op.dims.window,
                                opsmod.cache_token_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)))
                       for op in base if op.kind == "attention"]

@@ -39,7 +39,7 @@ NO_COST_KEYS = {
     "tokenizer_class", "use_flash_attn", "use_memory_efficient_attention", "rope_interleaved",
     "apply_residual_connection_post_layernorm", "is_decoder", "do_sample", "gradient_checkpointing",
     "image_token_index", "boi_token_index", "eoi_token_index",
-    "mm_tokens_per_image", "vision_config", "initializer_factor", "attn_implementation",
+    "mm_tokens_per_image", "initializer_factor", "attn_implementation",
     "use_mrope",  # Qwen2-VL's split of the rotary dims by section: the same rotations
 }
 
@@ -457,6 +457,35 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
 TEXT_CONFIG_KEYS = ("text_config",)
 
 
+# transformers' SiglipVisionConfig defaults (models/siglip/configuration_siglip.py), for keys a
+# vision_config leaves out.
+SIGLIP_DEFAULTS = {"hidden_size": 768, "intermediate_size": 3072, "num_hidden_layers": 12, "num_attention_heads": 12,
+                   "num_channels": 3, "image_size": 224, "patch_size": 16, "vision_use_head": True}
+VISION_PROJECTORS = {"gemma3": "gemma3"}  # outer model_type -> the projector it builds (Gemma3MultiModalProjector)
+
+
+def _vision(outer: ConfigReader, cfg: dict, report: MappingReport) -> dict:
+    """vision_config -> VisionSpec fields: the SigLIP tower and the projector a multimodal checkpoint loads."""
+    raw = checked(outer.path, "vision_config", "vision_config", cfg["vision_config"])
+    kind = raw.get("model_type")
+    projector = VISION_PROJECTORS.get(cfg.get("model_type"))
+    if kind != "siglip_vision_model" or projector is None:
+        raise InputError(outer.path, "vision_config.model_type",
+                         f"{kind!r} under {cfg.get('model_type')!r} is not supported; known: a siglip_vision_model "
+                         "under gemma3")
+    report.used["vision_config"] = "the vision tower and projector: spec.vision (weights fit loads)"
+    v = ConfigReader(raw, outer.path, report, prefix="vision_config.", family_defaults=SIGLIP_DEFAULTS)
+    v.get("model_type")
+    out = {"d_model": v.get("hidden_size"), "d_ff": v.get("intermediate_size"), "n_layers": v.get("num_hidden_layers"),
+           "n_heads": v.get("num_attention_heads"), "patch_size": v.get("patch_size"),
+           "image_size": v.get("image_size"), "channels": v.get("num_channels"), "head": v.get("vision_use_head"),
+           "projector": projector}
+    for key in ("mm_tokens_per_image", "boi_token_index", "eoi_token_index", "image_token_index"):
+        outer.ignore(key, "image tokens: no parameter (the projector's pooling has none)")
+    v.finish()
+    return out
+
+
 def read_config(path: str | Path) -> dict:
     p = Path(path)
     if p.is_dir():
@@ -481,8 +510,8 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
             model_type = checked(path, "text_config.model_type", "model_type", text["model_type"])
         r = ConfigReader(text, path, report, prefix="text_config.", family_defaults=FAMILY_DEFAULTS.get(model_type))
         for key in cfg:
-            if key not in ("text_config", "model_type"):
-                outer.ignore(key, "outside text_config: the vision tower and projector are not counted")
+            if key not in ("text_config", "model_type", "vision_config"):
+                outer.ignore(key, "outside text_config: changes no parameter of the language model")
     if model_type is None:
         raise InputError(path, "model_type", "missing; archcalc needs it to read the config")
     if r is outer and model_type in FAMILY_DEFAULTS:
@@ -491,6 +520,8 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
         raise InputError(path, "model_type", f"{model_type!r} is not supported; supported: {', '.join(sorted(FAMILIES))}")
     report.used[r.prefix + "model_type" if "model_type" in r.cfg else "model_type"] = model_type
     spec = FAMILIES[model_type](r)
+    if cfg.get("vision_config") is not None:
+        spec["vision"] = _vision(outer, cfg, report)
     spec = {k: v for k, v in spec.items() if v not in ({}, None)}
     if r.has("quantization_config"):
         q = checked(path, r.prefix + "quantization_config", "quantization_config", r.cfg["quantization_config"])

@@ -72,7 +72,11 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("model_type", "hidden_act", "hidden_activation", "activation_function", "mlp_type", "norm_type",
                      "rope_type", "type", "quant_method"), STR),
     **dict.fromkeys(("layer_types", "mlp_only_layers"), LIST),
-    **dict.fromkeys(("rope_scaling", "rope_parameters", "quantization_config", "text_config"), DICT),
+    **dict.fromkeys(("rope_scaling", "rope_parameters", "quantization_config", "text_config", "vision_config"), DICT),
+    "image_size": Kind((int,), 1, 2**16, "an integer"),
+    "patch_size": Kind((int,), 1, 1024, "an integer"),
+    "num_channels": Kind((int,), 1, 64, "an integer"),
+    "vision_use_head": BOOL,
 }
 # Items of list-valued keys.
 ITEMS = {"layer_types": Kind((str,), what="strings"), "mlp_only_layers": Kind((int,), 0, 2**14 - 1, "layer indices")}

@@ -234,6 +234,28 @@ class TrainingSpec(_Frozen):
     context: Tokens | None = None  # sequence length of pretraining (before any long-context stage)
 
 
+class VisionSpec(_Frozen):
+    """The image encoder a multimodal checkpoint loads beside the language model (SigLIP, as in
+    Gemma 3) and the projector into the language model's width.  Its parameters are weights that
+    `fit` loads; `size` reports them apart: they are not in the language model's totals or FLOPs."""
+
+    kind: Literal["siglip"] = "siglip"
+    d_model: Width
+    d_ff: FFNWidth
+    n_layers: Layers
+    n_heads: Heads
+    patch_size: int = Field(ge=1, le=1024)
+    image_size: int = Field(ge=1, le=2**16)
+    channels: int = Field(default=3, ge=1, le=64)
+    head: bool = False  # SigLIP's attention-pooling head (Gemma 3 builds none)
+    projector: Literal["gemma3"] = "gemma3"  # Gemma 3: RMSNorm over the vision width, then D_v -> d_model
+
+    @property
+    def patches(self) -> int:
+        """Position-embedding rows: (image_size // patch_size)², as SigLIP builds them."""
+        return (self.image_size // self.patch_size) ** 2
+
+
 class ModelSpec(_Frozen):
     name: str = "model"
     source: str | None = None  # where the numbers come from (a config.json URL)
@@ -253,6 +275,7 @@ class ModelSpec(_Frozen):
     position: PositionSpec = Field(default_factory=PositionSpec)
     residual: ResidualSpec = Field(default_factory=ResidualSpec)
     training: TrainingSpec | None = None
+    vision: VisionSpec | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -412,3 +412,19 @@ def test_a_capped_max_context_also_says_what_memory_alone_allows(engine):
     alone = s.detail["memory_max_context"]
     assert s.capped and s.value == spec.max_context < alone
     assert planner.plan(alone, 1).fits and not planner.plan(alone + 1, 1).fits
+
+
+def test_a_multimodal_checkpoint_loads_its_vision_tower_as_weights():
+    """gemma-3-27b-it: HF builds a 423,060,336-parameter SigLIP tower and projector beside the
+    language model (tests/spec/test_hf_oracle.py); fit loads them in bf16, split over TP like the rest."""
+    from archcalc.serving.planner import Planner
+
+    spec = spec_of("gemma-3-27b")
+    text_only = spec.model_copy(update={"vision": None})
+    for tp in (1, 2):
+        with_tower = Planner(spec, load_hardware("h100"), Deployment(gpus=tp)).plan(8192)
+        without = Planner(text_only, load_hardware("h100"), Deployment(gpus=tp)).plan(8192)
+        assert with_tower.weights.vision == 423_060_336 * 2 / tp
+        assert with_tower.weights.bytes - without.weights.bytes == with_tower.weights.vision
+    r = CliRunner().invoke(cli, ["size", "gemma-3-27b", "--json"])
+    assert json.loads(r.stdout)["params"]["vision"] == 423_060_336

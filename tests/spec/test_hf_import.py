@@ -96,7 +96,9 @@ def test_text_config_nesting_reads_the_language_model():
     _, report = load_model(str(DATA / "gemma-3-27b.json"))
     assert report.used["text_config.hidden_size"] == 5376
     assert report.defaulted["text_config.vocab_size"] == 262208  # Gemma3TextConfig default
-    assert "vision tower" in report.ignored["vision_config"]
+    # the vision tower is read now (spec.vision: weights fit loads), with SigLIP's defaults where it is silent
+    assert report.used["vision_config.hidden_size"] == 1152 and report.used["vision_config.vision_use_head"] is False
+    assert report.defaulted["vision_config.num_channels"] == 3 and "vision_config" not in report.ignored
 
 
 def test_alias_disagreement_is_a_warning():

@@ -200,6 +200,41 @@ def test_params_equal_hf_numel(name):
     assert ours_total == hf_total
 
 
+@pytest.mark.parametrize("name", sorted(EXCLUDED_MODULES))
+def test_the_vision_tower_fit_loads_is_hf_s(name):
+    """The modules the language-model count leaves out are what spec.vision counts (ops/vision.py),
+    module by module: the SigLIP tower and the projector HF builds from vision_config."""
+    from archcalc.cost.totals import param_counts
+    from archcalc.ops.vision import vision_ops
+
+    model, spec = hf_model(name), load_model(str(DATA / f"{name}.json"))[0]
+    paths = EXCLUDED_MODULES[name][0]
+    hf = sum(p.numel() for path in paths for p in model.get_submodule(path).parameters())
+    assert param_counts(vision_ops(spec)).total == hf == EXCLUDED_MODULES[name][1]
+
+
+@pytest.mark.parametrize("head", [False, True])
+def test_siglip_towers_of_any_shape(head):
+    """transformers' SiglipVisionModel on the meta device, with and without its pooling head,
+    against ops/vision.py's tower (the projector, Gemma 3's, is the part left over)."""
+    from transformers import SiglipVisionConfig, SiglipVisionModel
+
+    from archcalc.cost.totals import param_counts
+    from archcalc.ops.vision import vision_ops
+    from archcalc.spec.model import VisionSpec
+
+    shape = {"hidden_size": 96, "intermediate_size": 200, "num_hidden_layers": 3, "num_attention_heads": 4,
+             "image_size": 70, "patch_size": 7, "num_channels": 5, "vision_use_head": head}
+    with torch.device("meta"):
+        tower = SiglipVisionModel(SiglipVisionConfig(**shape))
+    vision = VisionSpec(d_model=96, d_ff=200, n_layers=3, n_heads=4, image_size=70, patch_size=7, channels=5, head=head)
+    spec = spec_of("gpt2").model_copy(update={"vision": vision})
+    ops = vision_ops(spec)
+    projector = sum(op.params * op.count for op in ops if op.name.startswith("projector."))
+    assert projector == 96 + 96 * spec.d_model  # Gemma3MultiModalProjector: RMSNorm weight, then D_v × D
+    assert param_counts(ops).total - projector == sum(p.numel() for p in tower.parameters())
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_decoder_layers_and_mtp(name):
     """HF builds exactly the config's decoder layers: no MTP layer hides in its count."""
