@@ -57,9 +57,10 @@ def load_gpu(gpu: Gpu) -> HardwareProfile:
 
 
 def size(model: Model, *, context: int | None = None, batch: int = 1, dtype: str = "bf16", kv_dtype: str = "bf16",
-         flops_convention: str = "causal") -> SizeResult:
+         flops_convention: str = "causal", weights: str | None = None) -> SizeResult:
     """Parameters, weight bytes, FLOPs and KV cache at `context` (default: the
-    model's max context) × `batch` sequences."""
+    model's max context) × `batch` sequences; `weights` ("gguf:Q4_K_M") adds the
+    checkpoint's tensor types and bytes."""
     from archcalc.cost.totals import size as compute_size
     from archcalc.ops.conventions import CONVENTIONS
     from archcalc.ops.dtypes import KV_DTYPES, WEIGHT_DTYPES
@@ -69,6 +70,10 @@ def size(model: Model, *, context: int | None = None, batch: int = 1, dtype: str
     _choice("--dtype", dtype, WEIGHT_DTYPES)
     _choice("--kv-dtype", kv_dtype, KV_DTYPES)
     _choice("--flops-convention", flops_convention, CONVENTIONS)
+    if weights is not None:
+        from archcalc.ops.gguf import WEIGHT_FORMATS
+
+        _choice("--weights", weights, WEIGHT_FORMATS)
     _positive("--batch", batch, _limits().MAX_BATCH)
     if context is not None:
         _positive("--context", context, _limits().MAX_CONTEXT)
@@ -76,6 +81,10 @@ def size(model: Model, *, context: int | None = None, batch: int = 1, dtype: str
     context = _context(context, spec)
     wl = Workload.forward(context, batch, weight_dtype=dtype, kv_dtype=kv_dtype)
     result = compute_size(spec, wl, CONVENTIONS[flops_convention])
+    if weights is not None:
+        from archcalc.ops.gguf import gguf_size, mix_of
+
+        result = replace(result, gguf=gguf_size(spec, result.ops, mix_of(weights)))
     return replace(result, warnings=tuple(warnings + context_warnings(spec, context)))
 
 
@@ -197,13 +206,15 @@ def _missing_gpu():
 def fit(model: Model, gpu: Gpu, *, gpus: int = 1, tp: int | None = None, context: int | None = None, batch: int = 1,
         dtype: str = "bf16", kv_dtype: str | None = None, engine: str = "plain", gpu_memory_utilization: float = 0.9,
         max_num_batched_tokens: int | None = None, ubatch: int | None = None,
-        reserve: float | str | None = None) -> FitResult:
+        reserve: float | str | None = None, weights: str | None = None) -> FitResult:
     """The memory plan per GPU at `context` (default: the model's max) × `batch`,
-    the verdict, and the largest context, largest batch and fewest GPUs."""
+    the verdict, and the largest context, largest batch and fewest GPUs.
+    weights: a checkpoint format ("gguf:Q4_K_M") for the weights instead of `dtype`."""
     from archcalc.serving.planner import solve
 
     spec, warnings, dep, context = _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine,
-                                               gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve)
+                                               gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve,
+                                               weights)
     result = solve(spec, load_gpu(gpu), dep, context, batch)
     return replace(result, warnings=tuple(warnings) + result.warnings)
 
@@ -211,13 +222,15 @@ def fit(model: Model, gpu: Gpu, *, gpus: int = 1, tp: int | None = None, context
 def fit_all_gpus(model: Model, *, gpus: int = 1, tp: int | None = None, context: int | None = None, batch: int = 1,
                  dtype: str = "bf16", kv_dtype: str | None = None, engine: str = "plain",
                  gpu_memory_utilization: float = 0.9, max_num_batched_tokens: int | None = None,
-                 ubatch: int | None = None, reserve: float | str | None = None) -> FitAllResult:
+                 ubatch: int | None = None, reserve: float | str | None = None,
+                 weights: str | None = None) -> FitAllResult:
     """`fit` on every bundled device: the plan and the largest context on each."""
     from archcalc.serving.planner import FitAllResult, fit_all
     from archcalc.serving.planner import warnings as fit_warnings
 
     spec, warnings, dep, context = _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine,
-                                               gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve)
+                                               gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve,
+                                               weights)
     rows = fit_all(spec, dep, context, batch)
     return FitAllResult(rows, tuple(warnings + fit_warnings(spec, dep, context)))
 
@@ -412,7 +425,7 @@ def _fraction(option: str, value) -> float:
 
 
 def _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
-                max_num_batched_tokens, ubatch, reserve):
+                max_num_batched_tokens, ubatch, reserve, weights=None):
     """The spec, its load warnings, a checked Deployment and the context (default: the model's max)."""
     from archcalc.serving.deployment import Deployment, check_reserve, parse_bytes
     from archcalc.serving.planner import check_deployment
@@ -431,7 +444,7 @@ def _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_me
                for k, v in options.items() if v is not None}
     reserve = parse_bytes(reserve) if isinstance(reserve, str) else check_reserve(reserve)
     spec, warnings = load(model)
-    dep = Deployment(engine=engine, gpus=gpus, tp=tp, weight_dtype=dtype, kv_dtype=kv_dtype,
+    dep = Deployment(engine=engine, gpus=gpus, tp=tp, weight_dtype=dtype, kv_dtype=kv_dtype, weights=weights,
                      gpu_memory_utilization=_fraction("--gpu-memory-utilization", gpu_memory_utilization),
                      reserve=reserve, **options)
     check_deployment(spec, dep)

@@ -16,6 +16,7 @@ from archcalc.cli.common import (
     warn,
 )
 from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION
+from archcalc.ops.gguf import WEIGHT_FORMATS
 
 
 @click.command()
@@ -28,11 +29,13 @@ from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION
 @click.option("--flops-convention", type=click.Choice(list(CONVENTIONS)), default=DEFAULT_CONVENTION,
               show_default=True, help="How attention and elementwise FLOPs count (README: Conventions).")
 @click.option("--layers", is_flag=True, help="Also list every operation of the step.")
+@click.option("--weights", type=click.Choice(list(WEIGHT_FORMATS)),
+              help="A GGUF checkpoint's mix: the type llama-quantize gives each tensor, and the bytes.")
 @json_option
-def size(model, context, batch, dtype, kv_dtype, flops_convention, layers, as_json):
+def size(model, context, batch, dtype, kv_dtype, flops_convention, layers, weights, as_json):
     """Parameters, weight memory, FLOPs per token and KV cache of MODEL."""
     result = api.size(model, context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
-                      flops_convention=flops_convention)
+                      flops_convention=flops_convention, weights=weights)
     warn(result.warnings)
     if as_json:
         return echo_json(result.to_dict(ops=layers))

@@ -29,7 +29,9 @@ def assumptions(plan: FitPlan) -> list[str]:
         f"engine {plan.engine.name}: {plan.engine.description}.",
         f"activation peak: {a.chunk.description}; residual stream + the largest op's input and output "
         f"({a.largest_op}) on one GPU + fp32 logits; flash attention (no S×S scores); an estimate.",
-        f"weights at {dep.weight_dtype}; below 16 bits, embeddings, lm_head, norms, routers and biases stay bf16.",
+        (f"weights as a GGUF {dep.weights[5:]} file: each tensor at the type llama-quantize gives it (ops/gguf.py)."
+         if dep.weights else
+         f"weights at {dep.weight_dtype}; below 16 bits, embeddings, lm_head, norms, routers and biases stay bf16."),
         f"capacity = the driver's total memory of {plan.hardware.name} where known, else the datasheet size.",
     ]
     if plan.deployment.replicas > 1:
@@ -82,7 +84,7 @@ def _deployment_json(plan: FitPlan) -> dict:
     dep = plan.deployment
     out = {"engine": dep.engine, "gpus": dep.gpus, "tp": dep.tensor_parallel, "replicas": dep.replicas,
            "context": plan.context, "batch": plan.batch, "batch_per_gpu": plan.batch_per_gpu,
-           "dtype": dep.weight_dtype, "kv_dtype": plan.kv_type, "kv_bytes_per_value": plan.kv_bytes_per_value,
+           "dtype": dep.weight_dtype, "weights": dep.weights, "kv_dtype": plan.kv_type, "kv_bytes_per_value": plan.kv_bytes_per_value,
            "reserve_override": dep.reserve}
     return out | plan.engine.settings(dep)
 
@@ -91,7 +93,7 @@ def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
     dep, hw, cap = plan.deployment, plan.hardware, plan.capacity
     title = Text.assemble(
         (plan.spec.name, "bold"), f" on {dep.gpus} × {hw.name} ({binary(cap)} each), engine {dep.engine}, "
-        f"TP {dep.tensor_parallel}, context {plan.context:,} × batch {plan.batch:,}, weights {dep.weight_dtype}, "
+        f"TP {dep.tensor_parallel}, context {plan.context:,} × batch {plan.batch:,}, weights {dep.weights or dep.weight_dtype}, "
         f"KV {plan.kv_type}")
     table = Table(title="Memory per GPU", title_justify="left", show_edge=False)
     for col in ("term", "bytes", "of capacity", "how"):
@@ -181,7 +183,7 @@ def fit_all_table(rows: list[tuple[HardwareProfile, FitPlan, Solution]]) -> Tabl
     dep = plan0.deployment
     table = Table(title=f"{plan0.spec.name}: {dep.gpus} × each device, engine {dep.engine}, TP "
                         f"{dep.tensor_parallel}, context {plan0.context:,} × batch {plan0.batch:,}, weights "
-                        f"{dep.weight_dtype}, KV {plan0.kv_type}", title_justify="left", show_edge=False)
+                        f"{dep.weights or dep.weight_dtype}, KV {plan0.kv_type}", title_justify="left", show_edge=False)
     for col in ("device", "memory", f"fits {plan0.context:,}?", "per GPU", "max context", "binding term"):
         table.add_column(col, justify="right" if col in ("memory", "per GPU", "max context") else "left")
     for hw, p, s in rows:

@@ -39,6 +39,9 @@ def size_json(r: SizeResult, ops: bool = False) -> dict:
             "bytes": r.weight_bytes[wl.weight_dtype] if wl.weight_dtype in r.weight_bytes else None,
             "bytes_by_dtype": r.weight_bytes,
             "bits_per_weight": {d: BITS[d] for d in WEIGHT_DTYPES},
+            "gguf": None if r.gguf is None else {
+                "mix": r.gguf.mix, "bytes": r.gguf.bytes, "bits_per_weight": r.gguf.bits_per_weight,
+                "tensors_by_type": r.gguf.tensors_by_type, "bytes_by_type": r.gguf.bytes_by_type},
         },
         "flops": {
             "convention": r.convention.name,
@@ -87,6 +90,10 @@ def size_tables(r: SizeResult) -> Group:
                        f"+{r.vision_params / p.total:.1%}")
 
     weights = Table(title="Weight memory", title_justify="left", show_edge=False)
+    if r.gguf is not None:  # the GGUF file's own mix, type by type
+        weights.title = f"Weight memory (GGUF {r.gguf.mix}: {nbytes(r.gguf.bytes)} of tensors, " \
+                        f"{r.gguf.bits_per_weight:.2f} bits per weight; " + ", ".join(
+                            f"{k} {n} tensors" for k, n in sorted(r.gguf.tensors_by_type.items())) + ")"
     for col in ("dtype", "bits/weight", "bytes"):
         weights.add_column(col, justify="right" if col != "dtype" else "left")
     for d, b in r.weight_bytes.items():

@@ -1,0 +1,194 @@
+"""GGUF checkpoints as llama.cpp's `llama-quantize` writes them: the type of every tensor, and its bytes.
+
+A GGUF "mix" (Q4_K_M, Q5_K_M, ...) is not one number format: llama.cpp picks a
+type per tensor (src/llama-quant.cpp, llama_tensor_get_type_impl, read at commit
+007dbbf).  This module applies those rules to the tensors the op list implies,
+named as llama.cpp names them (blk.N.attn_v.weight, ...), for the llama-style
+layout (separate attn_q / attn_k / attn_v, ffn_gate / ffn_up / ffn_down):
+
+- output.weight, and token_embd.weight when it is tied to it: Q6_K (Q8_0 for a
+  Q8_0 mix, or when the row does not split into whole blocks);
+- attn_v (and MLA's attn_kv_b): Q6_K in the layers use_more_bits picks for
+  Q4_K_M / Q5_K_M; Q5_K instead of Q4_K in a 70B-class model (80 layers, GQA);
+  Q8_0 with 8 experts (Mixtral), attn_k too;
+- ffn_down (routed and shared experts too): Q6_K where use_more_bits picks the
+  layer, for Q4_K_M / Q5_K_M; with experts the layer comes from the tensor's
+  name and n counts every ffn_down tensor, as llama.cpp does;
+- attn_output: Q5_K with 8 experts (Q4_K_M);
+- a row length that is not a multiple of the type's block falls back (Q4_K ->
+  Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0);
+- never quantized: norms and biases (F32, as convert_hf_to_gguf stores every
+  1-D tensor), expert routers ffn_gate_inp (F32), position tables (F16).
+Not modelled: imatrix-dependent choices (they touch the IQ and Q2/Q3 mixes, not
+these), per-architecture fused attn_qkv layouts (Phi-3, Falcon, GPT-2 store one
+attn_qkv tensor; here the V rule would apply to all of it), --pure and
+--tensor-type overrides.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from archcalc.ops.op import Op
+from archcalc.spec.model import ModelSpec
+
+# ggml-common.h block layouts: elements per block, bytes per block (the scales included).
+GGML_TYPES = {
+    "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2),
+    "q8_0": (32, 34),  # fp16 scale + 32 int8
+    "q4_0": (32, 18),  # fp16 scale + 32 × 4 bits
+    "q4_1": (32, 20),  # fp16 scale and min + 32 × 4 bits
+    "q5_0": (32, 22),  # fp16 scale + 32 high bits + 32 × 4 bits
+    "q5_1": (32, 24),
+    "q4_K": (256, 144),  # fp16 d, dmin + 12 bytes of 6-bit scales/mins + 128 bytes of 4-bit quants
+    "q5_K": (256, 176),  # q4_K + 32 bytes of high bits
+    "q6_K": (256, 210),  # 128 low + 64 high quant bytes + 16 int8 scales + fp16 d
+    "mxfp4": (32, 17),  # an E8M0 scale + 32 × 4-bit E2M1
+}
+FALLBACK = {"q4_K": "q5_0", "q5_K": "q5_1", "q6_K": "q8_0"}  # tensor_type_fallback
+# llama_ftype -> the type of every tensor the rules leave alone
+MIXES = {"Q4_0": "q4_0", "Q8_0": "q8_0", "Q6_K": "q6_K", "Q4_K_M": "q4_K", "Q5_K_M": "q5_K"}
+
+
+WEIGHT_FORMATS = tuple(f"gguf:{m}" for m in MIXES)  # --weights choices
+
+
+def mix_of(weights: str | None) -> str | None:
+    """'gguf:Q4_K_M' -> 'Q4_K_M'; None (the checkpoint at --dtype) stays None."""
+    return weights.split(":", 1)[1] if weights else None
+
+
+def bits_per_weight(ggml_type: str) -> float:
+    elems, nbytes = GGML_TYPES[ggml_type]
+    return 8 * nbytes / elems
+
+
+def use_more_bits(i: int, n: int) -> bool:
+    """llama.cpp's layer choice for the extra bits: the first and last eighth, and every third between."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str  # as llama.cpp names it: blk.3.attn_v.weight
+    elements: int
+    row: int  # ne[0]: the row length the blocks divide (the matmul's input width)
+    # token_embd, output, attn_q, attn_k, attn_v, attn_kv_b, attn_output, ffn_gate, ffn_up, ffn_down, other
+    # (quantized at the mix's type), f32 / f16 (never quantized)
+    role: str
+    layer: int | None = None
+
+
+# our op -> (llama.cpp's tensor name, the role its rules see)
+NAMES = {"layers.attn.q": ("attn_q", "attn_q"), "layers.attn.q_a": ("attn_q_a", "other"),
+         "layers.attn.q_b": ("attn_q_b", "attn_q"), "layers.attn.kv_a": ("attn_kv_a_mqa", "other"),
+         "layers.attn.kv_b": ("attn_kv_b", "attn_kv_b"), "layers.attn.o": ("attn_output", "attn_output"),
+         "layers.ffn.down": ("ffn_down", "ffn_down"), "layers.moe.experts.down": ("ffn_down_exps", "ffn_down"),
+         "layers.moe.shared.down": ("ffn_down_shexp", "ffn_down"), "layers.moe.router": ("ffn_gate_inp", "f32"),
+         "layers.moe.shared_gate": ("ffn_gate_inp_shexp", "f32")}
+UP_SUFFIX = {"layers.ffn.up": "", "layers.moe.experts.up": "_exps", "layers.moe.shared.up": "_shexp"}
+
+
+def tensors(spec: ModelSpec, ops: list[Op]) -> list[Tensor]:
+    """The GGUF tensors of the op list (weights only), layer by layer."""
+    layer_of = {"moe": [i for i, k in enumerate(spec.layer_ffn) if k == "moe"],
+                "ffn": [i for i, k in enumerate(spec.layer_ffn) if k == "dense"]}
+    out: list[Tensor] = []
+    for op in ops:
+        if not op.params:
+            continue
+        d = op.dims
+        if op.name == "embedding":
+            out.append(Tensor("token_embd.weight", op.params, d.width, "token_embd"))
+        elif op.name == "lm_head":
+            out.append(Tensor("output.weight", op.params, d.k, "output"))
+        elif op.kind == "gather":  # a learned position table
+            out.append(Tensor("position_embd.weight", op.params, d.width, "f16"))
+        elif op.kind != "matmul" or not hasattr(d, "k"):  # norms, sinks, hyper-connection scalars: 1-D
+            out += [Tensor(f"blk.{i}.{op.name}.weight", op.params, op.params, "f32", i) for i in range(op.count)]
+        else:
+            group = op.name.split(".")[1] if op.name.startswith(("layers.moe.", "layers.ffn.")) else None
+            for i in layer_of[group] if group else range(op.count):
+                out += _matmul_tensors(op, i)
+    return out
+
+
+def _matmul_tensors(op: Op, i: int) -> list[Tensor]:
+    d = op.dims
+    per = d.experts or 1  # a 3-D expert tensor holds all E
+    bias = [Tensor(f"blk.{i}.{op.name}.bias", op.bias_params, op.bias_params, "f32", i)] if op.bias_params else []
+    if op.name == "layers.attn.qkv":
+        return [Tensor(f"blk.{i}.attn_{part}.weight", d.k * w, d.k, f"attn_{part}", i)
+                for part, w in zip("qkv", d.parts)] + bias
+    if op.name in UP_SUFFIX:
+        roles = ("ffn_gate", "ffn_up") if d.parts else ("ffn_up",)
+        return [Tensor(f"blk.{i}.{role}{UP_SUFFIX[op.name]}.weight", per * d.k * w, d.k, role, i)
+                for role, w in zip(roles, d.parts or (d.n,))] + bias
+    name, role = NAMES.get(op.name, (op.name, "other"))
+    return [Tensor(f"blk.{i}.{name}.weight", per * d.k * d.n, d.k, role, i), *bias]
+
+
+def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor, str]]:
+    """Every tensor with the type llama-quantize gives it under `mix`."""
+    base = MIXES[mix]
+    ts = tensors(spec, ops)
+    n_expert = spec.ffn.moe.n_experts if spec.ffn.moe else 1
+    gqa = spec.attention.n_heads // spec.n_kv_heads
+    seventy = spec.n_layers == 80 and gqa > 1  # llama.cpp's LLM_TYPE_70B for an 80-layer GQA model
+    n_v = sum(t.role in ("attn_v", "attn_kv_b") for t in ts)
+    n_down = sum(t.role == "ffn_down" for t in ts)
+    i_v = i_down = 0
+    out = []
+    for t in ts:
+        if t.role in ("f32", "f16"):
+            out.append((t, t.role))
+            continue
+        new = base
+        if t.role == "output" or (t.role == "token_embd" and spec.tie_embeddings):
+            new = "q8_0" if base == "q8_0" or t.row % GGML_TYPES[base][0] else "q6_K"
+        elif t.role in ("attn_v", "attn_kv_b"):
+            if mix in ("Q4_K_M", "Q5_K_M") and use_more_bits(i_v, n_v):
+                new = "q6_K"
+            if seventy and new == "q4_K":
+                new = "q5_K"
+            if n_expert == 8:
+                new = "q8_0"
+            i_v += 1
+        elif t.role == "attn_k" and n_expert == 8:
+            new = "q8_0"
+        elif t.role == "ffn_down":
+            i_layer = t.layer if n_expert > 1 else i_down
+            if mix in ("Q4_K_M", "Q5_K_M") and use_more_bits(i_layer, n_down):
+                new = "q6_K"
+            i_down += 1
+        elif t.role == "attn_output" and n_expert == 8 and mix == "Q4_K_M":
+            new = "q5_K"
+        if t.row % GGML_TYPES[new][0]:
+            new = FALLBACK.get(new, "f16")
+        out.append((t, new))
+    return out
+
+
+@dataclass(frozen=True)
+class GGUFSize:
+    mix: str
+    bytes: float  # the tensor data; the file adds its metadata (the tokenizer: a few MB)
+    elements: int
+    tensors_by_type: dict[str, int]
+    bytes_by_type: dict[str, float]
+
+    @property
+    def bits_per_weight(self) -> float:
+        """What llama.cpp logs as BPW: tensor bits over tensor elements."""
+        return 8 * self.bytes / self.elements
+
+
+def gguf_size(spec: ModelSpec, ops: list[Op], mix: str) -> GGUFSize:
+    count, nbytes, elements = defaultdict(int), defaultdict(float), 0
+    for t, kind in tensor_types(spec, ops, mix):
+        per_block, size = GGML_TYPES[kind]
+        count[kind] += 1
+        nbytes[kind] += t.elements // per_block * size
+        elements += t.elements
+    return GGUFSize(mix, sum(nbytes.values()), elements, dict(count), dict(nbytes))

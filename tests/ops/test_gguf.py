@@ -1,0 +1,122 @@
+"""GGUF mixes against what llama.cpp itself reports and writes.
+
+- Ollama's llama3.2 (Llama 3.2 3B, Q4_K_M) logs, through llama.cpp's model loader
+  (github.com/rjmalagon/ollama-linux-amd-apu/issues/19): "type f32: 58 tensors,
+  type q4_K: 168 tensors, type q6_K: 29 tensors" (the 58th f32 tensor is
+  rope_freqs, Llama 3's RoPE scaling factors: a buffer, not a parameter);
+- a Q4_K_M Mistral-7B-shaped (4,096 × 14,336, K = 1,024) file's tensor list
+  (github.com/mozilla-ai/llamafile/pull/122): blocks 29 and 30;
+- a Q5_K_M Mistral 7B (vocabulary 32,000) tensor list
+  (github.com/SciSharp/LLamaSharp/issues/35): blocks 29, 30 and output.weight;
+- ggml-common.h's block layouts (the sizes below are its static_asserts);
+- llama-quant.cpp's use_more_bits, evaluated by hand for 28 and 32 layers;
+- llama-quantize's own table of file sizes for Llama-3-8B (tools/quantize/quantize.cpp,
+  QUANT_OPTIONS: "Q4_K_M: 4.58G", "Q5_K_M: 5.33G", "Q6_K: 6.14G", "Q8_0: 7.96G", in GiB).
+"""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from archcalc.cli import cli
+from archcalc.ops.gguf import GGML_TYPES, bits_per_weight, gguf_size, tensor_types, use_more_bits
+from archcalc.ops.layers import model_ops
+from archcalc.ops.workload import Workload
+from archcalc.spec.model import ModelSpec
+from archcalc.serving.deployment import Deployment
+from archcalc.serving.planner import Planner
+from archcalc.hardware.profile import load_hardware
+from tests.conftest import spec_of
+
+# meta-llama/Llama-3.2-3B config.json: hidden 3,072, 28 layers, 24 heads, 8 KV heads, FFN 8,192, tied.
+LLAMA_32_3B = ModelSpec(name="llama-3.2-3b", d_model=3072, n_layers=28, vocab_size=128256, max_context=131072,
+                        tie_embeddings=True, attention={"n_heads": 24, "n_kv_heads": 8}, ffn={"d_ff": 8192},
+                        position={"theta": 500000.0})
+
+
+def types(spec, mix):
+    return {t.name: kind for t, kind in tensor_types(spec, model_ops(spec, Workload()), mix)}
+
+
+def test_the_ollama_llama_3_2_3b_q4_k_m_tensor_counts():
+    g = gguf_size(LLAMA_32_3B, model_ops(LLAMA_32_3B, Workload()), "Q4_K_M")
+    assert g.tensors_by_type["q4_K"] == 168 and g.tensors_by_type["q6_K"] == 29
+    assert g.tensors_by_type["f32"] + 1 == 58  # + rope_freqs
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("blk.29.attn_q.weight", "q4_K"), ("blk.29.attn_k.weight", "q4_K"), ("blk.29.attn_v.weight", "q6_K"),
+    ("blk.29.attn_output.weight", "q4_K"), ("blk.29.ffn_gate.weight", "q4_K"), ("blk.29.ffn_up.weight", "q4_K"),
+    ("blk.29.ffn_down.weight", "q6_K"), ("blk.30.attn_q.weight", "q4_K"), ("blk.30.attn_k.weight", "q4_K"),
+    ("blk.30.attn_v.weight", "q6_K"),
+])
+def test_a_q4_k_m_tensor_list(name, kind):
+    assert types(spec_of("mistral-7b-v0.1"), "Q4_K_M")[name] == kind
+
+
+@pytest.mark.parametrize("name, kind", [
+    ("blk.29.attn_output.weight", "q5_K"), ("blk.29.attn_q.weight", "q5_K"), ("blk.29.attn_v.weight", "q6_K"),
+    ("blk.30.ffn_gate.weight", "q5_K"), ("blk.30.ffn_up.weight", "q5_K"), ("blk.30.attn_k.weight", "q5_K"),
+    ("blk.30.attn_output.weight", "q5_K"), ("blk.30.attn_q.weight", "q5_K"), ("blk.30.attn_v.weight", "q6_K"),
+    ("output.weight", "q6_K"), ("blk.30.ffn_down.weight", "q6_K"), ("blk.30.attn_norm.weight", "f32"),
+])
+def test_a_q5_k_m_tensor_list(name, kind):
+    spec = spec_of("mistral-7b-v0.1")
+    kinds = types(spec, "Q5_K_M")
+    our = {"blk.30.attn_norm.weight": "blk.30.layers.attn.norm.weight"}.get(name, name)
+    assert kinds[our] == kind
+
+
+def test_block_layouts_of_ggml_common_h():
+    # static_assert(sizeof(block_q4_K) == 2*sizeof(ggml_half) + K_SCALE_SIZE + QK_K/2) with K_SCALE_SIZE 12, QK_K 256
+    assert GGML_TYPES["q4_K"] == (256, 2 * 2 + 12 + 256 // 2)
+    assert GGML_TYPES["q5_K"] == (256, 2 * 2 + 12 + 256 // 2 + 256 // 8)
+    assert GGML_TYPES["q6_K"] == (256, 256 // 2 + 256 // 4 + 256 // 16 + 2)
+    assert GGML_TYPES["q8_0"] == (32, 2 + 32) and GGML_TYPES["q4_0"] == (32, 2 + 16)
+    assert GGML_TYPES["mxfp4"] == (32, 1 + 16)  # one E8M0 scale, 32 E2M1 values
+    assert [bits_per_weight(t) for t in ("q4_0", "q8_0", "q4_K", "q5_K", "q6_K")] == [4.5, 8.5, 4.5, 5.5, 6.5625]
+
+
+def test_use_more_bits_by_hand():
+    # n = 28: n/8 = 3, 7n/8 = 24: layers 0-2, 24-27, and 3 + 3j + 2 = 5, 8, ..., 23
+    assert [i for i in range(28) if use_more_bits(i, 28)] == [0, 1, 2, 5, 8, 11, 14, 17, 20, 23, 24, 25, 26, 27]
+    assert [i for i in range(32) if use_more_bits(i, 32)] == [0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30,
+                                                               31]
+
+
+def test_rows_that_do_not_split_into_blocks_fall_back():
+    """Qwen2.5-0.5B: d_model 896 is 3.5 blocks of 256, so its Q4_K rows become Q5_0 and Q6_K ones Q8_0
+    (tensor_type_fallback); ffn_down's rows are d_ff = 4,864 = 19 × 256: they keep the K types."""
+    kinds = types(spec_of("qwen2.5-0.5b"), "Q4_K_M")
+    assert kinds["blk.3.attn_q.weight"] == "q5_0" and kinds["blk.0.attn_v.weight"] == "q8_0"
+    assert kinds["blk.0.ffn_down.weight"] == "q6_K" and kinds["blk.3.ffn_down.weight"] == "q4_K"
+    assert kinds["token_embd.weight"] == "q8_0"  # tied: output's Q6_K, which the row cannot hold
+
+
+def test_mixtral_keeps_attention_at_q8_0_and_q5_k():
+    kinds = types(spec_of("mixtral-8x7b"), "Q4_K_M")
+    assert kinds["blk.0.attn_v.weight"] == kinds["blk.0.attn_k.weight"] == "q8_0"
+    assert kinds["blk.0.attn_output.weight"] == "q5_K" and kinds["blk.0.ffn_gate_inp.weight"] == "f32"
+    assert kinds["blk.0.ffn_down_exps.weight"] == "q6_K" and kinds["blk.0.ffn_up_exps.weight"] == "q4_K"
+
+
+def test_fit_and_size_use_the_file_s_bytes():
+    spec = spec_of("llama-3.1-8b")
+    g = gguf_size(spec, model_ops(spec, Workload()), "Q4_K_M")
+    assert 4.89 < g.bits_per_weight < 4.90  # llama.cpp logs "4.89 BPW" for an 8B Llama 3 Q4_K_M
+    plan = Planner(spec, load_hardware("rtx-3090"), Deployment(engine="llamacpp", weights="gguf:Q4_K_M")).plan(8192)
+    assert plan.weights.bytes == g.bytes
+    r = CliRunner().invoke(cli, ["size", "llama-3.1-8b", "--weights", "gguf:Q4_K_M", "--json"])
+    assert r.exit_code == 0 and '"mix": "Q4_K_M"' in r.stdout
+    bad = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "h100", "--weights", "gguf:Q3_K_X"])
+    assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("mix, gib", [("Q4_K_M", 4.58), ("Q5_K_M", 5.33), ("Q6_K", 6.14), ("Q8_0", 7.96)])
+def test_llama_quantize_s_own_file_sizes_for_llama_3_8b(mix, gib):
+    """Within 0.015 GiB: the table rounds to 0.01 GiB and its files add the tokenizer's metadata
+    (a few MB) to the tensors counted here."""
+    spec = spec_of("llama-3.1-8b")  # Llama 3 8B's shape: the same tensors
+    g = gguf_size(spec, model_ops(spec, Workload()), mix)
+    assert abs(g.bytes / 2**30 - gib) < 0.015
