@@ -109,10 +109,8 @@ def roofline(model: Model, gpu: Gpu | None = None, *, prompt: int = 2048, contex
     _choice("--act-dtype", act_dtype, ACT_DTYPES)
     _choice("--kv-dtype", kv_dtype, KV_DTYPES)
     lim = _limits()
-    for name, value, most in (("--prompt", prompt, lim.MAX_CONTEXT), ("--batch", batch, lim.MAX_BATCH),
-                              ("--gen", gen, lim.MAX_CONTEXT), ("--tp", tp, lim.MAX_GPUS),
-                              ("--repeats", repeats, lim.MAX_REPEATS)):
-        _positive(name, value, most)
+    _counts(("--prompt", prompt, lim.MAX_CONTEXT), ("--batch", batch, lim.MAX_BATCH), ("--gen", gen, lim.MAX_CONTEXT),
+            ("--tp", tp, lim.MAX_GPUS), ("--repeats", repeats, lim.MAX_REPEATS))
     _prompt_and_gen(prompt, gen)
     if gpus is not None and _positive("--gpus", gpus, lim.MAX_GPUS) % tp:
         raise InputError(None, "--gpus", f"{gpus} GPUs do not hold whole TP groups of {tp}; give a multiple of --tp")
@@ -252,10 +250,8 @@ def compare(models: list[Model], *, context: int = 8192, batch: int = 1, dtype: 
     _choice("--dtype", dtype, WEIGHT_DTYPES)
     _choice("--kv-dtype", kv_dtype, KV_DTYPES)
     lim = _limits()
-    for name, value, most in (("--context", context, lim.MAX_CONTEXT), ("--batch", batch, lim.MAX_BATCH),
-                              ("--prompt", prompt, lim.MAX_CONTEXT), ("--gen", gen, lim.MAX_CONTEXT),
-                              ("--tp", tp, lim.MAX_GPUS)):
-        _positive(name, value, most)
+    _counts(("--context", context, lim.MAX_CONTEXT), ("--batch", batch, lim.MAX_BATCH),
+            ("--prompt", prompt, lim.MAX_CONTEXT), ("--gen", gen, lim.MAX_CONTEXT), ("--tp", tp, lim.MAX_GPUS))
     _prompt_and_gen(prompt, gen)
     loaded = [load(m) for m in models]
     specs = [spec for spec, _ in loaded]
@@ -319,8 +315,7 @@ def sweep(model: Model, vary: list[str], *, where: list[str] = (), minimize: str
     _whole("--seed", seed, 0, lim.MAX_SEED)
     if samples is not None:
         _positive("--samples", samples, lim.MAX_SAMPLES)
-    for name, value, most in (("--batch", batch, lim.MAX_BATCH), ("--tp", tp, lim.MAX_GPUS)):
-        _positive(name, value, most)
+    _counts(("--batch", batch, lim.MAX_BATCH), ("--tp", tp, lim.MAX_GPUS))
     if context is not None:
         _positive("--context", context, lim.MAX_CONTEXT)
     spec, _ = load(model)
@@ -359,6 +354,12 @@ def sweep(model: Model, vary: list[str], *, where: list[str] = (), minimize: str
 def _choice(option: str, value: str, valid) -> None:
     if not isinstance(value, str) or value not in valid:
         raise InputError(None, option, f"{_shown(value)} is not valid; valid: {', '.join(valid)}")
+
+
+def _counts(*checks: tuple[str, object, int]) -> None:
+    """(option, value, most) triples: each a whole number from 1 to most."""
+    for name, value, most in checks:
+        _positive(name, value, most)
 
 
 def _limits():

@@ -1,4 +1,4 @@
-"""Every count a command takes is bounded (cli/common.py MAX_*), a size (--reserve)
+"""Every count a command takes is bounded (archcalc/limits.py MAX_*), a size (--reserve)
 too; contradictory options are one error; a group without a subcommand prints
 its help; output degrades to ASCII on a terminal that cannot show ×, ≈ or box
 drawing.  Bad input: one `error:` line on stderr, exit status 2, no traceback."""
@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import archcalc
 from archcalc.cli import cli
-from archcalc.cli.common import (
+from archcalc.limits import (
     MAX_BATCH,
     MAX_CONTEXT,
     MAX_GPUS,
