@@ -60,7 +60,7 @@ def size(model: Model, *, context: int | None = None, batch: int = 1, dtype: str
          flops_convention: str = "causal", weights: str | None = None) -> SizeResult:
     """Parameters, weight bytes, FLOPs and KV cache at `context` (default: the
     model's max context) × `batch` sequences; `weights` ("gguf:Q4_K_M") adds the
-    checkpoint's tensor types and bytes."""
+    checkpoint's tensor types and bytes ("mxfp4": gpt-oss's format)."""
     from archcalc.cost.totals import size as compute_size
     from archcalc.ops.conventions import CONVENTIONS
     from archcalc.ops.dtypes import KV_DTYPES, WEIGHT_DTYPES
@@ -71,7 +71,7 @@ def size(model: Model, *, context: int | None = None, batch: int = 1, dtype: str
     _choice("--kv-dtype", kv_dtype, KV_DTYPES)
     _choice("--flops-convention", flops_convention, CONVENTIONS)
     if weights is not None:
-        from archcalc.ops.gguf import WEIGHT_FORMATS
+        from archcalc.ops.checkpoints import WEIGHT_FORMATS
 
         _choice("--weights", weights, WEIGHT_FORMATS)
     _positive("--batch", batch, _limits().MAX_BATCH)
@@ -82,9 +82,9 @@ def size(model: Model, *, context: int | None = None, batch: int = 1, dtype: str
     wl = Workload.forward(context, batch, weight_dtype=dtype, kv_dtype=kv_dtype)
     result = compute_size(spec, wl, CONVENTIONS[flops_convention])
     if weights is not None:
-        from archcalc.ops.gguf import gguf_size, mix_of
+        from archcalc.ops.checkpoints import checkpoint_size
 
-        result = replace(result, gguf=gguf_size(spec, result.ops, mix_of(weights)))
+        result = replace(result, checkpoint=checkpoint_size(spec, result.ops, weights))
     return replace(result, warnings=tuple(warnings + context_warnings(spec, context)))
 
 

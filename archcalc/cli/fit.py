@@ -17,7 +17,7 @@ from archcalc.cli.common import (
     warn,
 )
 from archcalc.errors import InputError
-from archcalc.ops.gguf import WEIGHT_FORMATS
+from archcalc.ops.checkpoints import WEIGHT_FORMATS
 from archcalc.serving.engines import ENGINES
 from archcalc.serving.engines.llamacpp import LLAMACPP_UBATCH
 from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS

@@ -16,7 +16,7 @@ from archcalc.cli.common import (
     warn,
 )
 from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION
-from archcalc.ops.gguf import WEIGHT_FORMATS
+from archcalc.ops.checkpoints import WEIGHT_FORMATS
 
 
 @click.command()

@@ -129,7 +129,7 @@ class SizeResult:
     kv: KVCache
     warnings: tuple[str, ...] = ()  # e.g. a context beyond the model's maximum
     vision_params: int = 0  # a multimodal checkpoint's image encoder + projector: NOT in params (ops/vision.py)
-    gguf: object = None  # ops.gguf.GGUFSize with --weights gguf:MIX: the file's tensor types and bytes
+    checkpoint: object = None  # ops.checkpoints.CheckpointSize with --weights: the stored tensor types and bytes
 
     def to_dict(self, ops: bool = False) -> dict:
         """The archcalc.size/1 JSON document (README: JSON schema); `ops` adds every operation."""

@@ -29,7 +29,7 @@ def assumptions(plan: FitPlan) -> list[str]:
         f"engine {plan.engine.name}: {plan.engine.description}.",
         f"activation peak: {a.chunk.description}; residual stream + the largest op's input and output "
         f"({a.largest_op}) on one GPU + fp32 logits; flash attention (no S×S scores); an estimate.",
-        (f"weights as a GGUF {dep.weights[5:]} file: each tensor at the type llama-quantize gives it (ops/gguf.py)."
+        (f"weights as a {dep.weights} checkpoint stores them: each tensor at its own type (ops/checkpoints.py)."
          if dep.weights else
          f"weights at {dep.weight_dtype}; below 16 bits, embeddings, lm_head, norms, routers and biases stay bf16."),
         f"capacity = the driver's total memory of {plan.hardware.name} where known, else the datasheet size.",

@@ -39,9 +39,10 @@ def size_json(r: SizeResult, ops: bool = False) -> dict:
             "bytes": r.weight_bytes[wl.weight_dtype] if wl.weight_dtype in r.weight_bytes else None,
             "bytes_by_dtype": r.weight_bytes,
             "bits_per_weight": {d: BITS[d] for d in WEIGHT_DTYPES},
-            "gguf": None if r.gguf is None else {
-                "mix": r.gguf.mix, "bytes": r.gguf.bytes, "bits_per_weight": r.gguf.bits_per_weight,
-                "tensors_by_type": r.gguf.tensors_by_type, "bytes_by_type": r.gguf.bytes_by_type},
+            "checkpoint": None if r.checkpoint is None else {
+                "format": r.checkpoint.format, "bytes": r.checkpoint.bytes,
+                "bits_per_weight": r.checkpoint.bits_per_weight, "tensors_by_type": r.checkpoint.tensors_by_type,
+                "bytes_by_type": r.checkpoint.bytes_by_type},
         },
         "flops": {
             "convention": r.convention.name,
@@ -90,10 +91,11 @@ def size_tables(r: SizeResult) -> Group:
                        f"+{r.vision_params / p.total:.1%}")
 
     weights = Table(title="Weight memory", title_justify="left", show_edge=False)
-    if r.gguf is not None:  # the GGUF file's own mix, type by type
-        weights.title = f"Weight memory (GGUF {r.gguf.mix}: {nbytes(r.gguf.bytes)} of tensors, " \
-                        f"{r.gguf.bits_per_weight:.2f} bits per weight; " + ", ".join(
-                            f"{k} {n} tensors" for k, n in sorted(r.gguf.tensors_by_type.items())) + ")"
+    c = r.checkpoint
+    if c is not None:  # the stored checkpoint, type by type
+        weights.title = f"Weight memory (checkpoint {c.format}: {nbytes(c.bytes)} of tensors, " \
+                        f"{c.bits_per_weight:.2f} bits per weight; " + ", ".join(
+                            f"{k} {n} tensors" for k, n in sorted(c.tensors_by_type.items())) + ")"
     for col in ("dtype", "bits/weight", "bytes"):
         weights.add_column(col, justify="right" if col != "dtype" else "left")
     for d, b in r.weight_bytes.items():

@@ -22,7 +22,7 @@ class Deployment:
     max_num_batched_tokens: int = 8192  # vLLM (engines/vllm.py: VLLM_MAX_NUM_BATCHED_TOKENS)
     ubatch: int = 512  # llama.cpp n_ubatch (engines/llamacpp.py: LLAMACPP_UBATCH)
     reserve: float | None = None  # bytes; default: the engine's
-    weights: str | None = None  # a checkpoint format ("gguf:Q4_K_M", ops/gguf.py) instead of --dtype for the weights
+    weights: str | None = None  # a checkpoint format ("gguf:Q4_K_M", ops/checkpoints.py) instead of --dtype for the weights
 
     @property
     def tensor_parallel(self) -> int:

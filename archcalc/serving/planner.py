@@ -33,7 +33,7 @@ from archcalc.ops import op as opsmod
 from archcalc.ops.arrays import select
 from archcalc.ops.dtypes import WEIGHT_DTYPES
 from archcalc.ops.layers import model_ops
-from archcalc.ops.gguf import WEIGHT_FORMATS, gguf_size, mix_of
+from archcalc.ops.checkpoints import WEIGHT_FORMATS, checkpoint_size
 from archcalc.ops.vision import vision_ops
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
@@ -201,8 +201,8 @@ class Planner:
         # A multimodal checkpoint's image encoder and projector load too, split like the other
         # layers under TP (vLLM's SigLIP runs on parallel linear layers).
         vision = weight_bytes(vision_ops(spec), dep.weight_dtype) / self.tp
-        if dep.weights:  # a GGUF file: every tensor at the type llama-quantize gave it, layers spread over GPUs
-            split, replicated = gguf_size(spec, base, mix_of(dep.weights)).bytes / self.tp, 0.0
+        if dep.weights:  # a stored checkpoint (a GGUF file, MXFP4 experts): every tensor at its type, over the GPUs
+            split, replicated = checkpoint_size(spec, base, dep.weights).bytes / self.tp, 0.0
         self.weights = Weights(split, replicated, vision)
         self.kinds = [AttnKind(op.dims.layer_kind, op.count, op.dims.window,
                                opsmod.cache_token_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)))

@@ -1,4 +1,12 @@
-"""GGUF checkpoints as llama.cpp's `llama-quantize` writes them: the type of every tensor, and its bytes.
+"""Checkpoints as they are stored: the type of every tensor, and its bytes (--weights FORMAT).
+
+- gguf:MIX: a GGUF file as llama.cpp's `llama-quantize` writes it (below);
+- mxfp4: gpt-oss's release format: the MoE experts' weight matrices in MXFP4
+  (32-element blocks of E2M1 values with one E8M0 scale: 4.25 bits), every
+  other tensor (biases, attention, embeddings, norms, router) bf16 (the gpt-oss
+  model card, arXiv:2508.10925: "MXFP4 ... of the MoE weights").
+
+GGUF:
 
 A GGUF "mix" (Q4_K_M, Q5_K_M, ...) is not one number format: llama.cpp picks a
 type per tensor (src/llama-quant.cpp, llama_tensor_get_type_impl, read at commit
@@ -51,12 +59,7 @@ FALLBACK = {"q4_K": "q5_0", "q5_K": "q5_1", "q6_K": "q8_0"}  # tensor_type_fallb
 MIXES = {"Q4_0": "q4_0", "Q8_0": "q8_0", "Q6_K": "q6_K", "Q4_K_M": "q4_K", "Q5_K_M": "q5_K"}
 
 
-WEIGHT_FORMATS = tuple(f"gguf:{m}" for m in MIXES)  # --weights choices
-
-
-def mix_of(weights: str | None) -> str | None:
-    """'gguf:Q4_K_M' -> 'Q4_K_M'; None (the checkpoint at --dtype) stays None."""
-    return weights.split(":", 1)[1] if weights else None
+WEIGHT_FORMATS = (*(f"gguf:{m}" for m in MIXES), "mxfp4")  # --weights choices
 
 
 def bits_per_weight(ggml_type: str) -> float:
@@ -171,9 +174,9 @@ def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor,
 
 
 @dataclass(frozen=True)
-class GGUFSize:
-    mix: str
-    bytes: float  # the tensor data; the file adds its metadata (the tokenizer: a few MB)
+class CheckpointSize:
+    format: str  # a WEIGHT_FORMATS name
+    bytes: float  # the tensor data; a file adds its metadata (a GGUF's tokenizer: a few MB)
     elements: int
     tensors_by_type: dict[str, int]
     bytes_by_type: dict[str, float]
@@ -184,11 +187,18 @@ class GGUFSize:
         return 8 * self.bytes / self.elements
 
 
-def gguf_size(spec: ModelSpec, ops: list[Op], mix: str) -> GGUFSize:
+def checkpoint_types(spec: ModelSpec, ops: list[Op], fmt: str) -> list[tuple[Tensor, str]]:
+    """Every tensor of the checkpoint with the type `fmt` stores it in."""
+    if fmt == "mxfp4":
+        return [(t, "mxfp4" if t.name.endswith("_exps.weight") else "bf16") for t in tensors(spec, ops)]
+    return tensor_types(spec, ops, fmt.removeprefix("gguf:"))
+
+
+def checkpoint_size(spec: ModelSpec, ops: list[Op], fmt: str) -> CheckpointSize:
     count, nbytes, elements = defaultdict(int), defaultdict(float), 0
-    for t, kind in tensor_types(spec, ops, mix):
+    for t, kind in checkpoint_types(spec, ops, fmt):
         per_block, size = GGML_TYPES[kind]
         count[kind] += 1
         nbytes[kind] += t.elements // per_block * size
         elements += t.elements
-    return GGUFSize(mix, sum(nbytes.values()), elements, dict(count), dict(nbytes))
+    return CheckpointSize(fmt, sum(nbytes.values()), elements, dict(count), dict(nbytes))

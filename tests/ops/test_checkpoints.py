@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from archcalc.cli import cli
-from archcalc.ops.gguf import GGML_TYPES, bits_per_weight, gguf_size, tensor_types, use_more_bits
+from archcalc.ops.checkpoints import GGML_TYPES, bits_per_weight, checkpoint_size, tensor_types, use_more_bits
 from archcalc.ops.layers import model_ops
 from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
@@ -40,7 +40,7 @@ def types(spec, mix):
 
 
 def test_the_ollama_llama_3_2_3b_q4_k_m_tensor_counts():
-    g = gguf_size(LLAMA_32_3B, model_ops(LLAMA_32_3B, Workload()), "Q4_K_M")
+    g = checkpoint_size(LLAMA_32_3B, model_ops(LLAMA_32_3B, Workload()), "gguf:Q4_K_M")
     assert g.tensors_by_type["q4_K"] == 168 and g.tensors_by_type["q6_K"] == 29
     assert g.tensors_by_type["f32"] + 1 == 58  # + rope_freqs
 
@@ -103,12 +103,12 @@ def test_mixtral_keeps_attention_at_q8_0_and_q5_k():
 
 def test_fit_and_size_use_the_file_s_bytes():
     spec = spec_of("llama-3.1-8b")
-    g = gguf_size(spec, model_ops(spec, Workload()), "Q4_K_M")
+    g = checkpoint_size(spec, model_ops(spec, Workload()), "gguf:Q4_K_M")
     assert 4.89 < g.bits_per_weight < 4.90  # llama.cpp logs "4.89 BPW" for an 8B Llama 3 Q4_K_M
     plan = Planner(spec, load_hardware("rtx-3090"), Deployment(engine="llamacpp", weights="gguf:Q4_K_M")).plan(8192)
     assert plan.weights.bytes == g.bytes
     r = CliRunner().invoke(cli, ["size", "llama-3.1-8b", "--weights", "gguf:Q4_K_M", "--json"])
-    assert r.exit_code == 0 and '"mix": "Q4_K_M"' in r.stdout
+    assert r.exit_code == 0 and '"format": "gguf:Q4_K_M"' in r.stdout
     bad = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "h100", "--weights", "gguf:Q3_K_X"])
     assert bad.exit_code == 2 and bad.stderr.count("\n") == 1
 
@@ -118,5 +118,16 @@ def test_llama_quantize_s_own_file_sizes_for_llama_3_8b(mix, gib):
     """Within 0.015 GiB: the table rounds to 0.01 GiB and its files add the tokenizer's metadata
     (a few MB) to the tensors counted here."""
     spec = spec_of("llama-3.1-8b")  # Llama 3 8B's shape: the same tensors
-    g = gguf_size(spec, model_ops(spec, Workload()), mix)
+    g = checkpoint_size(spec, model_ops(spec, Workload()), f"gguf:{mix}")
     assert abs(g.bytes / 2**30 - gib) < 0.015
+
+
+def test_gpt_oss_20b_as_released():
+    """gpt-oss-20b's checkpoint: MXFP4 experts, the rest bf16: 12.8 GiB (the gpt-oss model card,
+    arXiv:2508.10925, Table 1 "Checkpoint size")."""
+    spec = spec_of("gpt-oss-20b")
+    c = checkpoint_size(spec, model_ops(spec, Workload()), "mxfp4")
+    assert round(c.bytes / 2**30, 1) == 12.8
+    assert c.tensors_by_type["mxfp4"] == 3 * spec.n_layers  # expert gate, up and down per layer (GGUF names)
+    plan = Planner(spec, load_hardware("rtx-4090"), Deployment(weights="mxfp4")).plan(8192)
+    assert plan.weights.bytes == c.bytes and plan.fits  # "runs within 16 GB of memory"
