@@ -29,6 +29,7 @@ from archcalc.ops.workload import Workload
 from archcalc.parallel.tensor import act_bytes_per_rank, kv_share, weight_share
 from archcalc.serving.deployment import Deployment
 from archcalc.serving.planner import Planner
+from archcalc.spec.catalog import load_model
 from archcalc.spec.model import ModelSpec
 
 H100 = HardwareProfile(name="H100 SXM", vendor="nvidia", kind="gpu", memory_bytes=80 * 2**30,
@@ -211,3 +212,70 @@ def test_tp_must_split_kv_heads_as_vllm_does():
     assert [t for t in range(1, 25) if tp_shards_heads(spec, t)] == [1, 2, 4, 8, 24]
     with pytest.raises(InputError, match="valid: 1, 2, 4, 8, 24"):
         check_deployment(spec, Deployment(gpus=3))
+
+
+# ---- the op one rank runs: rank_dims and rank_op --------------------------------------------------
+# The shapes vLLM's layers allocate on one rank (output_size_per_partition / input_size_per_partition of
+# QKVParallelLinear, MergedColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding; the heads
+# Attention sees), written out for Llama-3.1-8B at TP 4 and Llama-3.1-70B at TP 16 (KV replicated).
+
+
+def _rank_ops(name, tp, wl=None):
+    from archcalc.parallel.tensor import rank_op
+
+    spec = load_model(name)[0]
+    return {op.name: (op, rank_op(op, tp)) for op in model_ops(spec, wl or Workload.decode(1000, 1))}
+
+
+def test_llama_8b_shapes_on_one_of_4_ranks():
+    ops = _rank_ops("llama-3.1-8b", 4)
+    qkv = ops["layers.attn.qkv"][1].dims  # 32/4 = 8 query heads and 8/4 = 2 KV heads of 128
+    assert (qkv.m, qkv.k, qkv.n, qkv.q_width, qkv.kv_width, qkv.n_kv_heads, qkv.parts) == (
+        1, 4096, 1536, 1024, 512, 2, (1024, 256, 256))
+    core = ops["layers.attn.core"][1].dims
+    assert (core.n_heads, core.n_kv_heads, core.kv_width, core.qk_dim, core.context) == (8, 2, 512, 128, 1000)
+    assert ops["layers.attn.o"][1].dims.k == 1024 and ops["layers.attn.o"][1].dims.n == 4096
+    up = ops["layers.ffn.up"][1].dims
+    assert (up.k, up.n, up.parts) == (4096, 7168, (3584, 3584))  # gate and up, 14,336/4 each
+    assert (ops["layers.ffn.down"][1].dims.k, ops["layers.ffn.down"][1].dims.n) == (3584, 4096)
+    assert ops["layers.ffn.act"][1].dims.width == 3584 and ops["layers.attn.rope"][1].dims.width == 1280
+    assert ops["embedding"][1].dims.rows == 32064 and ops["lm_head"][1].dims.n == 32064  # 128,256 / 4
+    assert ops["layers.attn.norm"][1] is ops["layers.attn.norm"][0]  # replicated: the op itself
+
+
+def test_llama_70b_on_one_of_16_ranks_keeps_one_kv_head():
+    ops = _rank_ops("llama-3.1-70b", 16)
+    whole, rank = ops["layers.attn.qkv"]
+    d = rank.dims  # 64/16 = 4 query heads; 8 KV heads over 16 ranks: each holds 1 (replicated twice)
+    assert (d.n, d.q_width, d.kv_width, d.n_kv_heads, d.parts) == (768, 512, 256, 1, (512, 128, 128))
+    assert rank.params == 8192 * 768 == whole.params * 768 // 10240  # 6,291,456 of 83,886,080
+    assert rank.active_params == rank.params and rank.flops == 2 * 1 * 8192 * 768
+    assert rank.weight_bytes == 8192 * 768 * 2  # bf16
+    assert rank.act_bytes == (8192 + 768) * 2  # reads its whole input row, writes its 768 outputs
+    assert (rank.name, rank.count, rank.comm_bytes) == (whole.name, whole.count, whole.comm_bytes)
+    core_whole, core = ops["layers.attn.core"]
+    assert (core.dims.n_heads, core.dims.n_kv_heads, core.dims.kv_width) == (4, 1, 256)
+    assert core.kv_bytes == core_whole.kv_bytes / 8  # one of 8 KV heads' cache
+    assert core.flops == core_whole.flops / 16 and core.vector_flops == core_whole.vector_flops / 16
+    o_whole, o = ops["layers.attn.o"]
+    assert o.dims.k == 512 and o.params == 512 * 8192 and o.act_bytes == (512 + 8192) * 2
+    assert o.flops == o_whole.flops / 16 and o.bias_params == 0
+
+
+def test_qwen_biases_split_with_their_outputs():
+    """Qwen2.5-7B has q, k, v biases: a rank of TP 2 holds its heads' biases (14 of 28 query heads,
+    2 of 4 KV heads: 1,792 + 2·256 = 2,304 of 4,608)."""
+    whole, rank = _rank_ops("qwen2.5-7b", 2)["layers.attn.qkv"]
+    assert whole.bias_params == 3584 + 2 * 512 and rank.bias_params == 2304
+    assert rank.params == 3584 * 2304 + 2304
+
+
+def test_moe_experts_and_prefill_rows_on_one_of_4_ranks():
+    """Qwen3-30B-A3B, a 100-token prefill at TP 4: the routed rows stay (every rank runs its slice of
+    every expert), the expert widths split: 768 gate + 768 up -> 384 + 384, down's input 768 -> 192."""
+    ops = _rank_ops("qwen3-30b-a3b", 4, Workload.forward(100))
+    up = ops["layers.moe.experts.up"][1].dims
+    assert (up.m, up.k, up.n, up.experts, up.top_k, up.parts) == (800, 2048, 384, 128, 8, (192, 192))
+    down = ops["layers.moe.experts.down"][1].dims
+    assert (down.m, down.k, down.n) == (800, 192, 2048)
+    assert ops["layers.moe.router"][1] is ops["layers.moe.router"][0]  # replicated
