@@ -151,7 +151,7 @@ def roofline(model: Model, gpu: Gpu | None = None, *, prompt: int = 2048, contex
 
 def _fit_warnings(spec, hw, tp: int, context: int, batch: int, dtype: str, kv_dtype: str) -> list[str]:
     """roofline times a device; it says when the model would not fit there (the fit planner's
-    plan, plain engine, at the longest context of the run) and the TP that would."""
+    plan, the default engine, at the longest context of the run) and the TP that would."""
     from archcalc.report.units import binary
     from archcalc.serving.deployment import Deployment
     from archcalc.serving.planner import Planner, min_gpus
@@ -166,7 +166,8 @@ def _fit_warnings(spec, hw, tp: int, context: int, batch: int, dtype: str, kv_dt
     hint = (f"`archcalc fit` finds it fits with --tp {best.value}" if best.value
             else "it does not fit one node with TP 8 either (archcalc fit --gpus)")
     return [f"{spec.name} does not fit {tp} x {hw.name} at context {context:,} x batch {batch}: it needs "
-            f"{binary(plan.total)} per GPU of {binary(plan.capacity)} (plain engine); the times assume it fits; {hint}"]
+            f"{binary(plan.total)} per GPU of {binary(plan.capacity)} ({dep.engine} engine); the times assume it fits; "
+            f"{hint}"]
 
 
 def calibrate(*, device: str = "auto", dtype: str = "bf16", quick: bool = False, out: str | PathLike | None = None,
@@ -202,7 +203,7 @@ def _missing_gpu():
 
 
 def fit(model: Model, gpu: Gpu, *, gpus: int = 1, tp: int | None = None, context: int | None = None, batch: int = 1,
-        dtype: str = "bf16", kv_dtype: str | None = None, engine: str = "plain", gpu_memory_utilization: float = 0.9,
+        dtype: str = "bf16", kv_dtype: str | None = None, engine: str = "vllm", gpu_memory_utilization: float = 0.9,
         max_num_batched_tokens: int | None = None, ubatch: int | None = None,
         reserve: float | str | None = None, weights: str | None = None) -> FitResult:
     """The memory plan per GPU at `context` (default: the model's max) × `batch`,
@@ -218,7 +219,7 @@ def fit(model: Model, gpu: Gpu, *, gpus: int = 1, tp: int | None = None, context
 
 
 def fit_all_gpus(model: Model, *, gpus: int = 1, tp: int | None = None, context: int | None = None, batch: int = 1,
-                 dtype: str = "bf16", kv_dtype: str | None = None, engine: str = "plain",
+                 dtype: str = "bf16", kv_dtype: str | None = None, engine: str = "vllm",
                  gpu_memory_utilization: float = 0.9, max_num_batched_tokens: int | None = None,
                  ubatch: int | None = None, reserve: float | str | None = None,
                  weights: str | None = None) -> FitAllResult:

@@ -36,7 +36,7 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
 @dtype_option
 @click.option("--kv-dtype", help="KV-cache type (default bf16; llamacpp f16). plain: fp32 bf16 fp16 fp8 int8; vllm "
                                  "adds fp8_e4m3 fp8_e5m2; llamacpp: f32 f16 bf16 q8_0 q4_0 q4_1 iq4_nl q5_0 q5_1.")
-@click.option("--engine", type=click.Choice(list(ENGINES)), default="plain", show_default=True,
+@click.option("--engine", type=click.Choice(list(ENGINES)), default="vllm", show_default=True,
               help="Whose memory rules (README: fit).")
 @click.option("--gpu-memory-utilization", type=float, default=0.9, show_default=True,
               help="vLLM: the fraction of total memory the instance may use.")

@@ -13,7 +13,7 @@ from archcalc.errors import InputError
 class Deployment:
     """How the model is served; context and batch are given to each plan."""
 
-    engine: str = "plain"
+    engine: str = "vllm"  # the engine most GPU deployments run (serving/engines/base.py DEFAULT_ENGINE)
     gpus: int = 1
     tp: int | None = None  # tensor parallel degree; default: all GPUs
     weight_dtype: str = "bf16"

@@ -363,7 +363,7 @@ def test_context_beyond_the_maximum_warns():
     (["--gpu", "h100", "--tp", "3"], "--tp: 3 does not split gemma-3-27b's 32 attention heads"),
     (["--gpu", "h100", "--engine", "vllm", "--kv-dtype", "q8_0"], "--kv-dtype: 'q8_0' is not a KV-cache type of engine vllm"),
     (["--gpu", "h100", "--engine", "llamacpp", "--kv-dtype", "fp8"], "'fp8' is not a KV-cache type of engine llamacpp"),
-    (["--gpu", "h100", "--kv-dtype", "q4_0"], "'q4_0' is not a KV-cache type of engine plain"),
+    (["--gpu", "h100", "--kv-dtype", "q4_0"], "'q4_0' is not a KV-cache type of engine vllm"),
     (["--gpu", "h100", "--engine", "sglang"], "'sglang' is not one of"),
     (["--gpu", "h100", "--reserve", "much"], "--reserve: 'much' is not a size"),
     (["--gpu", "h100", "--gpus", "4", "--tp", "8"], "--gpus"),
@@ -428,3 +428,17 @@ def test_a_multimodal_checkpoint_loads_its_vision_tower_as_weights():
         assert with_tower.weights.bytes - without.weights.bytes == with_tower.weights.vision
     r = CliRunner().invoke(cli, ["size", "gemma-3-27b", "--json"])
     assert json.loads(r.stdout)["params"]["vision"] == 423_060_336
+
+
+def test_the_default_engine_is_vllm_and_says_so():
+    """Most GPU deployments run vLLM: its chunked prefill holds one 8,192-token chunk of activations,
+    where `plain` (a whole-batch prefill, as HF generate() runs it) holds all of them."""
+    def max_batch(*engine):
+        r = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "a100-80gb-sxm", "--context", "4096", *engine,
+                                     "--json"])
+        return json.loads(r.stdout)["solve"]["max_batch"]["value"]
+
+    assert max_batch() == max_batch("--engine", "vllm") > max_batch("--engine", "plain")
+    r = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "a100-80gb-sxm", "--context", "4096"])
+    assert "engine vllm" in r.stdout.splitlines()[0]
+    assert Deployment().engine == "vllm"

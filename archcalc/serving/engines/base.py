@@ -121,8 +121,9 @@ class Engine:
     # current GPUs (vLLM profiles 0.16-0.35 GiB of non-torch memory on 24 GiB
     # cards, vllm#12126, vllm#14447); 512 MiB is the round middle.
     default_reserve = 512 * MiB
-    description = ("every layer caches min(context, window) tokens per sequence; the whole batch × context "
-                   "prefill runs as one step (flash attention: no S² scores); logits at each sequence's last token")
+    description = ("a whole-batch prefill, as a Hugging Face generate() call runs it: every layer caches "
+                   "min(context, window) tokens per sequence; the whole batch × context prefill runs as one step "
+                   "(no paging, no chunking; flash attention: no S² scores); logits at each sequence's last token")
 
     def kv_bytes_per_value(self, kv_dtype: str) -> float:
         if kv_dtype not in self.kv_types:
