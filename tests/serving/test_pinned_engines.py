@@ -108,3 +108,37 @@ def test_vllm_full_attention_blocks_per_sequence():
     # tokens: cdiv(1000, 16) = 63 blocks each -> 4 · 63 · 16 = 4032 cells.
     # Sliding: cdiv(min(1023 + 8192, 1000), 16) + 1 = 64 blocks -> 4096 cells.
     assert cells("vllm", 1000, 4) == {"global": 4032, "local": 4096}
+
+
+# ---- llama.cpp slots: --kv-unified, --no-kv-unified, --swa-full ----------------------------------
+# src/llama-context.cpp: n_ctx = GGML_PAD(n_ctx, 256); unified: n_ctx_seq = n_ctx; else
+# n_ctx_seq = GGML_PAD(n_ctx / n_seq_max, 256) per stream, n_seq_max streams.  A measured
+# llama-server on an RTX 4090 (gpt-oss-20b, q8_0 cache, --ctx-size 131072) logs for the 12
+# full-attention layers "llama_kv_cache: size = 1632.00 MiB (16384 cells, 12 layers, 8/8 seqs)"
+# at --parallel 8 without --kv-unified, and the same 1,632 MiB unified at --parallel 4, 8, 16.
+
+def _llamacpp_kv(slots: int, unified: bool, swa_full: bool = False, context: int | None = None):
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model("gpt-oss-20b")[0]
+    dep = Deployment(engine="llamacpp", kv_dtype="q8_0", kv_unified=unified, swa_full=swa_full, weights="mxfp4")
+    plan = Planner(spec, load_hardware("rtx-4090"), dep).plan_per_gpu(context or 131072 // slots, slots)
+    return {k.kind: k for k in plan.kv}
+
+
+def test_llama_cpp_slots_share_or_split_the_same_full_attention_cells():
+    for slots, unified in ((4, True), (8, True), (16, True), (8, False)):
+        full = _llamacpp_kv(slots, unified)["global"]
+        assert full.layers == 12 and full.bytes == 1632 * 2**20, (slots, unified)
+    assert _llamacpp_kv(8, False)["global"].cells == 8 * 16384
+
+
+def test_llama_cpp_sliding_window_cache_per_slot_and_full():
+    # unified: one pool of pad(min(n_ctx, 128·8 + 512), 256) = 1,536 cells; per slot: 8 × pad(128 + 512) = 8 × 768
+    assert _llamacpp_kv(8, True)["local"].cells == 1536
+    assert _llamacpp_kv(8, False)["local"].cells == 8 * 768
+    assert _llamacpp_kv(8, True, swa_full=True)["local"].cells == 131072  # --swa-full: the whole stream
+    assert _llamacpp_kv(8, False, swa_full=True)["local"].cells == 8 * 16384
+    # a per-slot context that is not a multiple of 256 pads each stream: 1000 × 3 = 3,000 -> 3,072 / 3 = 1,024
+    assert _llamacpp_kv(3, False, context=1000)["global"].cells == 3 * 1024

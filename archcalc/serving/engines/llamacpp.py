@@ -1,7 +1,16 @@
-"""llama.cpp's memory rules (src/llama-kv-cache-iswa.cpp, common/arg.cpp,
+"""llama.cpp's memory rules (src/llama-context.cpp, src/llama-kv-cache-iswa.cpp, common/arg.cpp,
 ggml/src/ggml-common.h, tools/llama-fit-params): cells padded to 256, a
 sliding-window cache of window·n_seq + n_ubatch, quantized cache blocks,
-layers split across GPUs."""
+layers split across GPUs.
+
+Slots (n_seq_max = --batch, llama-server's --parallel): with the unified cache
+(--kv-unified, what llama-server builds unless --parallel is given without it)
+one stream of n_ctx = pad(context × slots, 256) cells; without it, one stream
+per slot of n_ctx_seq = pad(n_ctx / slots, 256) cells (llama-context.cpp), so
+the full-attention cells are the same and each slot's sliding-window cache is
+pad(min(n_ctx_seq, window + n_ubatch), 256) (llama-kv-cache-iswa.cpp: the
+window is multiplied by n_seq_max only when unified).  --swa-full: the
+sliding-window layers get the whole stream."""
 
 from __future__ import annotations
 
@@ -55,9 +64,15 @@ class LlamaCppEngine(Engine):
 
     def kv_layers(self, kinds, context, batch, dep):
         n_ctx = self.n_ctx(context, batch)
-        return [LayerKV(k.kind, k.layers, k.layers, k.window,
-                        min(n_ctx, pad(k.window * batch + dep.ubatch, LLAMACPP_PAD)) if k.window else n_ctx,
-                        k.token_bytes) for k in kinds]
+        streams = 1 if dep.kv_unified else batch
+        stream = n_ctx if dep.kv_unified else pad(n_ctx // batch, LLAMACPP_PAD)  # cells of one stream
+
+        def cells(window):
+            if not window or dep.swa_full:
+                return stream
+            return pad(min(stream, window * (batch if dep.kv_unified else 1) + dep.ubatch), LLAMACPP_PAD)
+
+        return [LayerKV(k.kind, k.layers, k.layers, k.window, streams * cells(k.window), k.token_bytes) for k in kinds]
 
     def chunk(self, context, batch, dep):
         # The worst-case graph reserved at start-up: min(n_ctx, n_ubatch)
@@ -70,7 +85,7 @@ class LlamaCppEngine(Engine):
         return {"fit margin": self.default_reserve if dep.reserve is None else dep.reserve}
 
     def settings(self, dep):
-        return {"ubatch": dep.ubatch, "pad": LLAMACPP_PAD}
+        return {"ubatch": dep.ubatch, "pad": LLAMACPP_PAD, "kv_unified": dep.kv_unified, "swa_full": dep.swa_full}
 
     def warnings(self, dep):
         tp = dep.tensor_parallel
