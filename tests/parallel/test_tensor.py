@@ -279,3 +279,23 @@ def test_moe_experts_and_prefill_rows_on_one_of_4_ranks():
     down = ops["layers.moe.experts.down"][1].dims
     assert (down.m, down.k, down.n) == (800, 192, 2048)
     assert ops["layers.moe.router"][1] is ops["layers.moe.router"][0]  # replicated
+
+
+def test_rank_dims_are_whole_numbers_and_leave_whole_ops_alone():
+    """A kernel runner allocates these shapes: every dim a whole number (an int, never 2.0), and
+    an op that is not split (tp 1, or replicated) keeps its own dims."""
+    from dataclasses import fields
+
+    from archcalc.parallel.tensor import rank_dims
+
+    for name, tp in (("llama-3.1-8b", 4), ("llama-3.1-70b", 16), ("qwen3-30b-a3b", 4), ("deepseek-v2-lite", 2),
+                     ("gemma-3-27b", 2)):
+        for op in model_ops(load_model(name)[0], Workload.forward(100)):
+            d = rank_dims(op, tp)
+            for f in fields(d):
+                v = getattr(d, f.name)
+                for x in (v if isinstance(v, tuple) else (v,)):
+                    assert x is None or isinstance(x, (int, str)), (name, op.name, f.name, x)
+            assert rank_dims(op, 1) is op.dims
+            if op.tp == "replicated":
+                assert d is op.dims

@@ -237,6 +237,7 @@ def test_array_helpers_equal_the_builtins(xs, y):
     assert list(arrays.lesser(arr, y)) == [min(x, y) for x in xs]
     assert list(arrays.greater(arr, y)) == [max(x, y) for x in xs]
     assert list(arrays.floor_int(arr / 3)) == [int(x / 3) for x in xs]
+    assert arrays.floor_int(arr / 3).dtype.kind == arrays.pow2_at_least(arr).dtype.kind == "i"  # counts stay ints
 
 
 @given(st.integers(1, 200), st.sampled_from([None, "1:1", "5:1", "3:2", "0:1", "1:0"]), st.integers(0, 210),
