@@ -106,7 +106,8 @@ def cli() -> None:
     """Architecture calculator for Transformer language models.
 
     MODEL is a YAML spec, a Hugging Face config.json (or a folder holding
-    one), or a bundled name (see `archcalc list`).
+    one), a bundled name (see `archcalc list`), or a Hugging Face Hub id
+    (meta-llama/Llama-3.1-8B).
     """
 
 
