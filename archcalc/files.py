@@ -67,6 +67,7 @@ def write_atomic(path: Path, data: str | bytes, *, make_folder: bool = False) ->
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; a written file gets the usual mode
         os.replace(tmp, path)
     except BaseException as e:
         os.unlink(tmp)
@@ -74,6 +75,12 @@ def write_atomic(path: Path, data: str | bytes, *, make_folder: bool = False) ->
             raise InputError(shown_path(str(path)), None, f"cannot write: {e.strerror or e}") from None
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def bundled_dir(kind: str) -> Path:

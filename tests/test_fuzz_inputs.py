@@ -248,3 +248,12 @@ def test_convert_checks_its_output_before_any_work(tmp_path):
     assert src.read_text() == before and sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
     assert invoke("convert", str(src), "-o", str(tmp_path / "ok.yaml")).exit_code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "ok.yaml"]  # no temporary file left
+
+
+def test_written_files_get_the_usual_mode(tmp_path):
+    old = os.umask(0o022)
+    try:
+        r = invoke("convert", str(HF / "gpt2.json"), "-o", str(tmp_path / "gpt2.yaml"))
+    finally:
+        os.umask(old)
+    assert r.exit_code == 0 and (tmp_path / "gpt2.yaml").stat().st_mode & 0o777 == 0o644
