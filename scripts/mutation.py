@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from collections import Counter, defaultdict
@@ -60,7 +61,10 @@ def main() -> int:
     args = ap.parse_args()
     if not args.report:
         cmd = [sys.executable, "-m", "mutmut", "run", *([args.run] if args.run else [])]
-        subprocess.run(cmd, cwd=ROOT, check=False)
+        # One thread per BLAS/OpenMP pool: mutmut forks a process per mutant, and a fork of a parent
+        # holding thread pools can deadlock on a futex (a hung mutant, not a killed one).
+        single = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+        subprocess.run(cmd, cwd=ROOT, check=False, env={**os.environ, **single})
     codes = results()
     if not codes:
         print("no mutmut results: run without --report first")
