@@ -22,6 +22,7 @@ class Deployment:
     max_num_batched_tokens: int = 8192  # vLLM (engines/vllm.py: VLLM_MAX_NUM_BATCHED_TOKENS)
     ubatch: int = 512  # llama.cpp n_ubatch (engines/llamacpp.py: LLAMACPP_UBATCH)
     reserve: float | None = None  # bytes; default: the engine's
+    block_size: int = 16  # vLLM --block-size: tokens per KV block (CacheConfig; 16 on CUDA)
     kv_unified: bool = True  # llama.cpp --kv-unified: one cache for every slot (False: one stream per slot)
     swa_full: bool = False  # llama.cpp --swa-full: sliding-window layers cache the whole context
     weights: str | None = None  # a checkpoint format ("gguf:Q4_K_M", ops/checkpoints.py) instead of --dtype for the weights

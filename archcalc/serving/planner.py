@@ -156,6 +156,10 @@ def tp_shards_heads(spec: ModelSpec, tp: int) -> bool:
 def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
     """Every bad option as one InputError."""
     engine = engine_named(dep.engine)
+    from archcalc.serving.engines.vllm import VLLM_BLOCK_SIZES
+
+    if dep.block_size not in VLLM_BLOCK_SIZES:
+        raise InputError(None, "--block-size", f"{dep.block_size!r}; vLLM takes {', '.join(map(str, VLLM_BLOCK_SIZES))}")
     if dep.weights is not None and dep.weights not in WEIGHT_FORMATS:
         raise InputError(None, "--weights", f"{dep.weights!r}; valid: {', '.join(WEIGHT_FORMATS)}")
     if dep.weight_dtype not in WEIGHT_DTYPES:

@@ -16,6 +16,9 @@ different number.
 
 from __future__ import annotations
 
+import pytest
+
+from archcalc.errors import InputError
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.serving.deployment import Deployment
 from archcalc.serving.engines.vllm import vllm_blocks
@@ -142,3 +145,21 @@ def test_llama_cpp_sliding_window_cache_per_slot_and_full():
     assert _llamacpp_kv(8, False, swa_full=True)["local"].cells == 8 * 16384
     # a per-slot context that is not a multiple of 256 pads each stream: 1000 × 3 = 3,000 -> 3,072 / 3 = 1,024
     assert _llamacpp_kv(3, False, context=1000)["global"].cells == 3 * 1024
+
+
+def test_vllm_block_size_rounds_each_request_up_to_whole_blocks():
+    """vLLM's FullAttentionSpec charges cdiv(max_model_len, block_size) blocks; --block-size takes
+    vllm/config/cache.py's BlockSize values.  Llama-3.1-8B at 1,000 tokens: 63 blocks of 16 (1,008
+    cells), 8 of 128 (1,024), 1,000 of 1."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model("llama-3.1-8b")[0]
+    for block, cells in ((16, 1008), (128, 1024), (1, 1000)):
+        plan = Planner(spec, load_hardware("h100"), Deployment(block_size=block)).plan(1000)
+        assert plan.kv[0].cells == cells
+        # a page: one block of one layer, 8 KV heads × 128 × (K, V) × 2 bytes = 4,096 bytes per token
+        assert plan.startup.page_bytes == block * 4096
+        assert plan.startup.blocks_per_request == -(-1000 // block)  # one group of all 32 layers
+    with pytest.raises(InputError, match="block-size"):
+        Planner(spec, load_hardware("h100"), Deployment(block_size=24))

@@ -19,6 +19,7 @@ from archcalc.serving.engines.base import (
 )
 
 VLLM_BLOCK_SIZE = 16  # CacheConfig.block_size default on CUDA
+VLLM_BLOCK_SIZES = (1, 8, 16, 32, 64, 128, 256)  # vllm/config/cache.py: BlockSize = Literal[...]
 # SchedulerConfig.max_num_batched_tokens: 8192 is the OpenAI-server default on
 # devices with ≥ 70 GiB (the LLM class uses 16384 there; smaller GPUs 2048).
 VLLM_MAX_NUM_BATCHED_TOKENS = 8192
@@ -141,7 +142,7 @@ class VllmEngine(Engine):
     name = "vllm"
     affine = False  # whole blocks
     kv_types = {**Engine.kv_types, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}  # --kv-cache-dtype fp8*: one byte per value
-    description = (f"paged KV cache of {VLLM_BLOCK_SIZE}-token blocks per layer; sliding layers keep "
+    description = (f"paged KV cache of --block-size ({VLLM_BLOCK_SIZE})-token blocks per layer; sliding layers keep "
                    f"window − 1 + max_num_batched_tokens tokens + 1 block; hybrid models pad layer groups; KV heads "
                    f"replicated when TP > K, MLA's latent on every rank; the start-up check is ONE request of "
                    f"max_model_len against the memory left inside gpu_memory_utilization")
@@ -149,7 +150,8 @@ class VllmEngine(Engine):
     def kv_layers(self, kinds, context, batch, dep):
         size, groups = vllm_groups(kinds)
         return [LayerKV(k.kind, k.layers, groups[k.kind] * size, k.window,
-                        batch * VLLM_BLOCK_SIZE * vllm_blocks(k.window, context, dep.max_num_batched_tokens),
+                        batch * dep.block_size * vllm_blocks(k.window, context, dep.max_num_batched_tokens,
+                                                             dep.block_size),
                         k.token_bytes) for k in kinds]
 
     def chunk(self, context, batch, dep):
@@ -168,32 +170,35 @@ class VllmEngine(Engine):
 
     def settings(self, dep):
         return {"gpu_memory_utilization": dep.gpu_memory_utilization,
-                "max_num_batched_tokens": dep.max_num_batched_tokens, "block_size": VLLM_BLOCK_SIZE}
+                "max_num_batched_tokens": dep.max_num_batched_tokens, "block_size": dep.block_size}
 
     # The per-layer functions vLLM's check and its binary search run over.
 
-    def page_bytes(self, kinds: list[AttnKind]) -> int:
+    def page_bytes(self, kinds: list[AttnKind], block: int = VLLM_BLOCK_SIZE) -> int:
         # All our layer kinds share one page size (same KV width); vLLM requires it.
-        return int(VLLM_BLOCK_SIZE * max(k.token_bytes for k in kinds))
+        return int(block * max(k.token_bytes for k in kinds))
 
-    def blocks_per_request(self, kinds: list[AttnKind], max_model_len: int, mnbt: int) -> int:
+    def blocks_per_request(self, kinds: list[AttnKind], max_model_len: int, mnbt: int,
+                           block: int = VLLM_BLOCK_SIZE) -> int:
         """Σ over groups of one layer's blocks: vLLM's num_block_per_request."""
         _, groups = vllm_groups(kinds)
-        return sum(groups[k.kind] * vllm_blocks(k.window, max_model_len, mnbt) for k in kinds)
+        return sum(groups[k.kind] * vllm_blocks(k.window, max_model_len, mnbt, block) for k in kinds)
 
-    def needed(self, kinds: list[AttnKind], max_model_len: int, mnbt: int) -> int:
+    def needed(self, kinds: list[AttnKind], max_model_len: int, mnbt: int, block: int = VLLM_BLOCK_SIZE) -> int:
         """_max_memory_usage_bytes_from_groups: group size × page × Σ_groups blocks."""
         size, _ = vllm_groups(kinds)
-        return size * self.page_bytes(kinds) * self.blocks_per_request(kinds, max_model_len, mnbt)
+        return size * self.page_bytes(kinds, block) * self.blocks_per_request(kinds, max_model_len, mnbt, block)
 
-    def layers_needed(self, kinds: list[AttnKind], max_model_len: int, mnbt: int) -> int:
+    def layers_needed(self, kinds: list[AttnKind], max_model_len: int, mnbt: int, block: int = VLLM_BLOCK_SIZE) -> int:
         """Σ over layers of max_memory_usage_bytes, no group padding."""
-        return sum(k.layers * self.page_bytes(kinds) * vllm_blocks(k.window, max_model_len, mnbt) for k in kinds)
+        return sum(k.layers * self.page_bytes(kinds, block) * vllm_blocks(k.window, max_model_len, mnbt, block)
+                   for k in kinds)
 
-    def estimate_max_model_len(self, kinds: list[AttnKind], available: int, max_model_len: int, mnbt: int) -> int:
+    def estimate_max_model_len(self, kinds: list[AttnKind], available: int, max_model_len: int, mnbt: int,
+                               block: int = VLLM_BLOCK_SIZE) -> int:
         """vLLM's binary search: the largest length whose `needed` fits; 0 when 1 token does not."""
         def fits(n: int) -> bool:
-            return self.needed(kinds, n, mnbt) <= available
+            return self.needed(kinds, n, mnbt, block) <= available
 
         if not fits(1):
             return 0
@@ -208,21 +213,21 @@ class VllmEngine(Engine):
 
     def startup(self, kinds: list[AttnKind], max_model_len: int, available: int, dep) -> VllmReport:
         """check_enough_kv_cache_memory and report_kv_cache_config for one GPU."""
-        mnbt = dep.max_num_batched_tokens
+        mnbt, block = dep.max_num_batched_tokens, dep.block_size
         size, groups = vllm_groups(kinds)
-        page = self.page_bytes(kinds)
-        needed = self.needed(kinds, max_model_len, mnbt)
+        page = self.page_bytes(kinds, block)
+        needed = self.needed(kinds, max_model_len, mnbt, block)
         estimated, error = None, None
         if available <= 0:
             error = VLLM_NO_MEMORY
         elif needed > available:
-            estimated = self.estimate_max_model_len(kinds, available, max_model_len, mnbt)
+            estimated = self.estimate_max_model_len(kinds, available, max_model_len, mnbt, block)
             error = VLLM_TOO_SMALL.format(max_model_len=max_model_len, needed=format_gib(needed),
                                           available=format_gib(available),
                                           estimated=VLLM_ESTIMATED.format(n=estimated) if estimated > 0 else "")
         return VllmReport(
-            max_model_len, available, needed, self.layers_needed(kinds, max_model_len, mnbt), page, size,
+            max_model_len, available, needed, self.layers_needed(kinds, max_model_len, mnbt, block), page, size,
             sum(groups.values()), sum(groups[k.kind] * size - k.layers for k in kinds),
             num_blocks=max(0, available) // (page * size),
-            blocks_per_request=self.blocks_per_request(kinds, max_model_len, mnbt),
+            blocks_per_request=self.blocks_per_request(kinds, max_model_len, mnbt, block),
             estimated_max_model_len=estimated, error=error)
