@@ -45,6 +45,7 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
               help="vLLM: tokens per scheduled step (the prefill chunk; the sliding-window budget).")
 @click.option("--ubatch", type=click.IntRange(1, MAX_TOKENS_PER_STEP), default=LLAMACPP_UBATCH, show_default=True,
               help="llama.cpp: n_ubatch (the compute-buffer chunk; the SWA cache size).")
+@click.option("--kv-dtype-v", help="llama.cpp: the V cache's type (-ctv) when it differs from --kv-dtype (-ctk).")
 @click.option("--block-size", type=click.Choice(["1", "8", "16", "32", "64", "128", "256"]), default="16",
               show_default=True, help="vLLM: tokens per KV-cache block.")
 @click.option("--kv-unified/--no-kv-unified", default=True, show_default=True,
@@ -56,7 +57,7 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
                                 "vllm non-torch 1 GiB, 2 GiB with TP; llamacpp 1024 MiB fit margin).")
 @json_option
 def fit(model, gpu, all_gpus, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
-        max_num_batched_tokens, ubatch, block_size, kv_unified, swa_full, weights, reserve, as_json):
+        max_num_batched_tokens, ubatch, kv_dtype_v, block_size, kv_unified, swa_full, weights, reserve, as_json):
     """Does MODEL fit: a memory plan per GPU, a verdict, and the largest
     context, largest batch and fewest GPUs that fit."""
     if bool(gpu) == all_gpus:
@@ -64,7 +65,7 @@ def fit(model, gpu, all_gpus, gpus, tp, context, batch, dtype, kv_dtype, engine,
     options = dict(gpus=gpus, tp=tp, context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, engine=engine,
                    gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
                    ubatch=ubatch, reserve=reserve, weights=weights, kv_unified=kv_unified, swa_full=swa_full,
-                   block_size=int(block_size))
+                   block_size=int(block_size), kv_dtype_v=kv_dtype_v)
     from archcalc.report import fit as views
 
     if all_gpus:

@@ -104,8 +104,8 @@ def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
     if w.vision:
         how += f"; with the vision tower + projector, {binary(w.vision)}"
     table.add_row("weights", nbytes(w.bytes), _pct(w.bytes, cap), how)
-    table.add_row("KV cache", nbytes(plan.kv_bytes), _pct(plan.kv_bytes, cap), f"{plan.kv_type}, "
-                  f"{plan.kv_bytes_per_value:g} B per value")
+    per_value = "" if plan.kv_type.startswith("K ") else f", {plan.kv_bytes_per_value:g} B per value"
+    table.add_row("KV cache", nbytes(plan.kv_bytes), _pct(plan.kv_bytes, cap), f"{plan.kv_type}{per_value}")
     for k in plan.kv:
         padded = f" (+{k.charged_layers - k.layers} padding)" if k.charged_layers != k.layers else ""
         window = f", window {k.window:,}" if k.window else ""

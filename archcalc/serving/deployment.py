@@ -18,6 +18,7 @@ class Deployment:
     tp: int | None = None  # tensor parallel degree; default: all GPUs
     weight_dtype: str = "bf16"
     kv_dtype: str | None = None  # default: the engine's
+    kv_dtype_v: str | None = None  # llama.cpp -ctv: the V cache's type when it differs from kv_dtype (-ctk)
     gpu_memory_utilization: float = 0.9  # vLLM
     max_num_batched_tokens: int = 8192  # vLLM (engines/vllm.py: VLLM_MAX_NUM_BATCHED_TOKENS)
     ubatch: int = 512  # llama.cpp n_ubatch (engines/llamacpp.py: LLAMACPP_UBATCH)

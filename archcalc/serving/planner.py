@@ -165,6 +165,10 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
     if dep.weight_dtype not in WEIGHT_DTYPES:
         raise InputError(None, "--dtype", f"{dep.weight_dtype!r}; valid: {', '.join(WEIGHT_DTYPES)}")
     engine.kv_bytes_per_value(dep.kv_dtype or engine.default_kv_dtype)
+    if dep.kv_dtype_v is not None:
+        if dep.engine != "llamacpp":
+            raise InputError(None, "--kv-dtype-v", "a separate V cache type is llama.cpp's (-ctv); use --engine llamacpp")
+        engine.kv_bytes_per_value(dep.kv_dtype_v)
     heads, tp = spec.attention.n_heads, dep.tensor_parallel
     if not tp_shards_heads(spec, tp):
         valid = ", ".join(str(t) for t in range(1, heads + 1) if tp_shards_heads(spec, t))
@@ -189,10 +193,14 @@ class Planner:
         self.spec, self.hardware, self.dep = spec, hardware, dep
         self.engine = engine_named(dep.engine)
         self.kv_type = dep.kv_dtype or self.engine.default_kv_dtype
+        v_type = dep.kv_dtype_v or self.kv_type
         self.tp = dep.tensor_parallel
         self.capacity = hardware.capacity
         self._ops_cache: dict[tuple[int, str], list[Op]] = {}
         self.kv_bytes_per_value = self.engine.kv_bytes_per_value(self.kv_type)
+        v_bytes = self.engine.kv_bytes_per_value(v_type)
+        if v_type != self.kv_type:
+            self.kv_type = f"K {self.kv_type}, V {v_type}"
         base = model_ops(spec, Workload(weight_dtype=dep.weight_dtype))
         split = replicated = 0.0
         for op in base:
@@ -209,7 +217,8 @@ class Planner:
             split, replicated = checkpoint_size(spec, base, dep.weights).bytes / self.tp, 0.0
         self.weights = Weights(split, replicated, vision)
         self.kinds = [AttnKind(op.dims.layer_kind, op.count, op.dims.window,
-                               opsmod.cache_token_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)))
+                               self.engine.token_bytes(op, self.kv_bytes_per_value, v_bytes,
+                                                       self.engine.kv_share(op, self.tp)))
                       for op in base if op.kind == "attention"]
         self.vocab = next(op.dims.n for op in base if op.name == "lm_head")
         r = spec.residual

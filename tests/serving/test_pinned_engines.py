@@ -163,3 +163,20 @@ def test_vllm_block_size_rounds_each_request_up_to_whole_blocks():
         assert plan.startup.blocks_per_request == -(-1000 // block)  # one group of all 32 layers
     with pytest.raises(InputError, match="block-size"):
         Planner(spec, load_hardware("h100"), Deployment(block_size=24))
+
+
+def test_llama_cpp_k_and_v_cache_types_apart():
+    """-ctk q8_0 -ctv f16 (src/llama-kv-cache.cpp: a K tensor of type_k and a V tensor of type_v per
+    layer): Llama-3.1-8B at 8,192 cells, 32 layers of 8 KV heads × 128: K 8,192 × 32 × 1,024 × 34/32 B
+    = 272 MiB, V × 2 B = 512 MiB; llama.cpp logs "K (q8_0): 272.00 MiB, V (f16): 512.00 MiB"."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model("llama-3.1-8b")[0]
+    dep = Deployment(engine="llamacpp", kv_dtype="q8_0", kv_dtype_v="f16")
+    plan = Planner(spec, load_hardware("rtx-4090"), dep).plan(8192)
+    assert plan.kv_bytes == (272 + 512) * 2**20 and plan.kv_type == "K q8_0, V f16"
+    same = Planner(spec, load_hardware("rtx-4090"), Deployment(engine="llamacpp", kv_dtype="q8_0")).plan(8192)
+    assert same.kv_bytes == 2 * 272 * 2**20
+    with pytest.raises(InputError, match="llama.cpp"):
+        Planner(spec, load_hardware("h100"), Deployment(kv_dtype_v="f16"))

@@ -26,7 +26,7 @@ from typing import Protocol
 
 from archcalc.errors import InputError
 from archcalc.ops.dtypes import BITS, KV_DTYPES
-from archcalc.ops.op import Op, cached_tokens
+from archcalc.ops.op import Op, cache_token_bytes, cached_tokens
 from archcalc.parallel.tensor import kv_share, weight_share
 from archcalc.serving.deployment import Deployment
 
@@ -134,6 +134,14 @@ class Engine:
     def weight_share(self, op: Op, tp: int, tied: bool) -> float:
         """Share of this op's weights one GPU holds."""
         return weight_share(op, tp)
+
+    def token_bytes(self, op: Op, k_bytes: float, v_bytes: float, share: float) -> float:
+        """Bytes one cached token costs in one layer of `op` on one GPU, K values at k_bytes and V
+        values at v_bytes each (the same unless an engine takes two cache types)."""
+        if k_bytes == v_bytes or op.dims.kv_width != op.dims.n_kv_heads * (op.dims.qk_dim + op.dims.v_dim):
+            return cache_token_bytes(op, k_bytes, share)  # one type, or MLA's latent: all at K's type
+        d = op.dims
+        return d.n_kv_heads * (d.qk_dim * k_bytes + d.v_dim * v_bytes) * share
 
     def kv_share(self, op: Op, tp: int) -> float:
         """Share of an attention op's KV values one GPU caches."""
