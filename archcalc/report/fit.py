@@ -9,6 +9,7 @@ from rich.text import Text
 
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.report.units import binary, nbytes
+from archcalc.serving.engines import engine_named
 from archcalc.serving.planner import FIT_SCHEMA, FitPlan, Solution
 
 TERM_LABELS = {"reserve": "runtime reserve", "weights": "weights", "activations": "activation peak",
@@ -26,7 +27,7 @@ def _solution_json(s: Solution) -> dict:
 def assumptions(plan: FitPlan) -> list[str]:
     a, dep = plan.activations, plan.deployment
     out = [
-        f"engine {plan.engine.name}: {plan.engine.description}.",
+        f"engine {plan.engine.name}: {plan.engine.description}; rules from {plan.engine.rules_from}.",
         f"activation peak: {a.chunk.description}; residual stream + the largest op's input and output "
         f"({a.largest_op}) on one GPU + fp32 logits; flash attention (no S×S scores); an estimate.",
         (f"weights as a {dep.weights} checkpoint stores them: each tensor at its own type (ops/checkpoints.py)."
@@ -82,7 +83,8 @@ def _hardware_json(hw: HardwareProfile) -> dict:
 
 def _deployment_json(plan: FitPlan) -> dict:
     dep = plan.deployment
-    out = {"engine": dep.engine, "gpus": dep.gpus, "tp": dep.tensor_parallel, "replicas": dep.replicas,
+    out = {"engine": dep.engine, "engine_rules_from": engine_named(dep.engine).rules_from, "gpus": dep.gpus,
+           "tp": dep.tensor_parallel, "replicas": dep.replicas,
            "context": plan.context, "batch": plan.batch, "batch_per_gpu": plan.batch_per_gpu,
            "dtype": dep.weight_dtype, "weights": dep.weights, "kv_dtype": plan.kv_type, "kv_bytes_per_value": plan.kv_bytes_per_value,
            "reserve_override": dep.reserve}

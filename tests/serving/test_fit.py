@@ -442,3 +442,13 @@ def test_the_default_engine_is_vllm_and_says_so():
     r = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "a100-80gb-sxm", "--context", "4096"])
     assert "engine vllm" in r.stdout.splitlines()[0]
     assert Deployment().engine == "vllm"
+
+
+@pytest.mark.parametrize("engine, words", [("vllm", "vllm/v1/"), ("llamacpp", "llama-kv-cache-iswa.cpp"),
+                                           ("plain", "no engine's code")])
+def test_the_output_names_the_engine_code_its_rules_follow(engine, words):
+    r = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "h100", "--context", "8192", "--engine", engine,
+                                 "--json"])
+    assert words in json.loads(r.stdout)["deployment"]["engine_rules_from"]
+    text = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "h100", "--context", "8192", "--engine", engine])
+    assert "rules from" in " ".join(text.stdout.split())  # rich wraps the assumption lines

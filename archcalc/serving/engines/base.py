@@ -121,6 +121,7 @@ class Engine:
     # current GPUs (vLLM profiles 0.16-0.35 GiB of non-torch memory on 24 GiB
     # cards, vllm#12126, vllm#14447); 512 MiB is the round middle.
     default_reserve = 512 * MiB
+    rules_from = "archcalc's own accounting (no engine's code)"  # the engine code (and version) the rules follow
     description = ("a whole-batch prefill, as a Hugging Face generate() call runs it: every layer caches "
                    "min(context, window) tokens per sequence; the whole batch × context prefill runs as one step "
                    "(no paging, no chunking; flash attention: no S² scores); logits at each sequence's last token")

@@ -34,6 +34,8 @@ LLAMACPP_BLOCK_BYTES = {
 @register
 class LlamaCppEngine(Engine):
     name = "llamacpp"
+    rules_from = ("llama.cpp master of late 2026: src/llama-context.cpp, src/llama-kv-cache-iswa.cpp (read at "
+                  "02c28f5), ggml-common.h; the SWA cache padded to 256 since ggml-org/llama.cpp#17037")
     affine = False  # cells padded to 256
     kv_types = {"f32": 4.0, "f16": 2.0, "bf16": 2.0,
                 **{t: b / GGML_BLOCK for t, b in LLAMACPP_BLOCK_BYTES.items()}}

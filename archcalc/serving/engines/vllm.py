@@ -140,6 +140,8 @@ class VllmReport:
 @register
 class VllmEngine(Engine):
     name = "vllm"
+    rules_from = ("vLLM V1: vllm/v1/core/kv_cache_utils.py, vllm/v1/kv_cache_interface.py, vllm/config/cache.py "
+                  "(the V1 engine's allocator; V0's block manager differed)")
     affine = False  # whole blocks
     kv_types = {**Engine.kv_types, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}  # --kv-cache-dtype fp8*: one byte per value
     description = (f"paged KV cache of --block-size ({VLLM_BLOCK_SIZE})-token blocks per layer; sliding layers keep "
