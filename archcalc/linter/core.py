@@ -142,11 +142,11 @@ class Facts:
 
     @cached_property
     def dense_layers(self) -> int:
-        return self.spec.layer_ffn.count("dense")
+        return self.spec.ffn_layers["dense"]
 
     @cached_property
     def local_layers(self) -> int:
-        return self.spec.layer_attention.count("local")
+        return self.spec.attention_layers["local"]
 
 
 def and_list(items) -> str:

@@ -169,7 +169,6 @@ METRICS = {m.name: m for m in (
     Metric("fit.max_context", "count", "higher", "candidate", "largest context that fits at --batch"),
     Metric("lint", "severity", "lower", "candidate", "worst lint finding: 0 none, 1 info, 2 warn, 3 error"),
 )}
-TIMED = ("decode", "prefill")
 
 
 def metric_named(name: str, option: str) -> Metric:

@@ -233,10 +233,8 @@ def _key(axis: Objective, values: np.ndarray) -> np.ndarray:
 
 
 def _order(req: Request, values: dict[str, np.ndarray], res: Result) -> np.ndarray:
-    n = res.feasible
-    if req.pareto:
-        return np.arange(n)  # the front is found in _walk (it changes as per-candidate checks drop points)
-    if req.objective:
+    n = res.feasible  # a Pareto front is found in _walk instead (per-candidate checks can change it)
+    if req.objective and not req.pareto:
         v = values[req.objective.metric.name].astype(np.float64)
         return np.argsort(-v if req.objective.direction == "max" else v, kind="stable")
     return np.arange(n)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from archcalc.cost.totals import weight_bytes
 from archcalc.errors import InputError
+from archcalc.limits import MAX_CONTEXT
 from archcalc.hardware.profile import HardwareProfile, all_hardware
 from archcalc.ops import op as opsmod
 from archcalc.ops.arrays import select
@@ -46,7 +47,7 @@ from archcalc.spec.model import ModelSpec, context_warnings
 FIT_SCHEMA = "archcalc.fit/2"  # /2: the engine-neutral "startup" replaced "vllm"
 TP_CHOICES = (1, 2, 4, 8)  # what the fewest-GPUs solver tries: one node's NVLink domain
 MAX_BATCH_SEARCH = 1 << 24  # the batch solvers stop doubling here
-MEMORY_CONTEXT_LIMIT = 1 << 31  # how far "memory alone would allow" looks past a model's max context (ModelSpec's bound)
+MEMORY_CONTEXT_LIMIT = MAX_CONTEXT  # how far "memory alone would allow" looks past a model's max context
 TERMS = ("reserve", "weights", "activations", "kv_cache")  # stacking order for the binding term
 
 

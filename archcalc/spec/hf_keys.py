@@ -15,6 +15,8 @@ import math
 from typing import Any, NamedTuple
 
 from archcalc.errors import InputError
+from archcalc.limits import MAX_CONTEXT
+from archcalc.spec.model import MAX_EXPERTS, MAX_FFN, MAX_HEADS, MAX_LAYERS, MAX_POSITIVE, MAX_VOCAB, MAX_WIDTH
 
 
 class Kind(NamedTuple):
@@ -31,15 +33,16 @@ class Kind(NamedTuple):
         return f"{self.what} {low} to {self.hi:g}"
 
 
-WIDTH = Kind((int,), 1, 2**20, "an integer")  # d_model, head dims, latent ranks
-FFN = Kind((int,), 1, 2**24, "an integer")  # FFN widths
-LAYERS = Kind((int,), 1, 2**14, "an integer")
-HEADS = Kind((int,), 1, 2**14, "an integer")
-TOKENS = Kind((int,), 1, 2**31, "an integer")  # contexts and windows
-EXPERTS = Kind((int,), 1, 2**16, "an integer")
-LAYER_COUNT = Kind((int,), 0, 2**14, "an integer")  # layers that may be none
-STEP = Kind((int,), 1, 2**14, "an integer")  # every n-th layer
-POSITIVE = Kind((int, float), 0, 1e15, "a finite number", above=True)  # RoPE bases, soft caps, factors
+# The spec's own bounds (spec/model.py), so a config.json value the spec would refuse is refused here first.
+WIDTH = Kind((int,), 1, MAX_WIDTH, "an integer")  # d_model, head dims, latent ranks
+FFN = Kind((int,), 1, MAX_FFN, "an integer")  # FFN widths
+LAYERS = Kind((int,), 1, MAX_LAYERS, "an integer")
+HEADS = Kind((int,), 1, MAX_HEADS, "an integer")
+TOKENS = Kind((int,), 1, MAX_CONTEXT, "an integer")  # contexts and windows
+EXPERTS = Kind((int,), 1, MAX_EXPERTS, "an integer")
+LAYER_COUNT = Kind((int,), 0, MAX_LAYERS, "an integer")  # layers that may be none
+STEP = Kind((int,), 1, MAX_LAYERS, "an integer")  # every n-th layer
+POSITIVE = Kind((int, float), 0, MAX_POSITIVE, "a finite number", above=True)  # RoPE bases, soft caps, factors
 FRACTION = Kind((int, float), 0, 1, "a number", above=True)
 BOOL = Kind((bool,), what="true or false")
 STR = Kind((str,), what="a string")
@@ -52,7 +55,7 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("intermediate_size", "n_inner", "ffn_hidden_size", "moe_intermediate_size",
                      "shared_expert_intermediate_size"), FFN),
     **dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers"), LAYERS),
-    "vocab_size": Kind((int,), 1, 2**24, "an integer"),
+    "vocab_size": Kind((int,), 1, MAX_VOCAB, "an integer"),
     **dict.fromkeys(("num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv"), HEADS),
     **dict.fromkeys(("max_position_embeddings", "n_positions", "n_ctx", "seq_length",
                      "original_max_position_embeddings", "model_max_length", "sliding_window",
@@ -79,7 +82,8 @@ KEYS: dict[str, Kind] = {
     "vision_use_head": BOOL,
 }
 # Items of list-valued keys.
-ITEMS = {"layer_types": Kind((str,), what="strings"), "mlp_only_layers": Kind((int,), 0, 2**14 - 1, "layer indices")}
+ITEMS = {"layer_types": Kind((str,), what="strings"), "mlp_only_layers": Kind((int,), 0, MAX_LAYERS - 1,
+                                                                                    "layer indices")}
 
 
 def checked(path: str, field: str, key: str, value: Any) -> Any:

@@ -14,6 +14,7 @@ from typing import Annotated, Callable, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from archcalc.limits import MAX_CONTEXT
 from archcalc.ops.arrays import ceil_div, floor_int, lesser
 
 GATED_ACTIVATIONS = ("reglu", "geglu", "swiglu")
@@ -32,14 +33,17 @@ GATED_FF_RATIO = 8.0 / 3.0
 # Upper bounds far past every released model (d_model 18,432 in PaLM, 126 layers in Llama 3.1 405B,
 # 256k vocabularies, 10M-token contexts in Llama 4 Scout, 384 experts in Kimi K2), there so that no
 # input makes the arithmetic run away (2**70 layers) while any model anyone trains still fits.
-Width = Annotated[int, Field(ge=1, le=2**20)]  # d_model, head dims, latent ranks
-FFNWidth = Annotated[int, Field(ge=1, le=2**24)]
-Layers = Annotated[int, Field(ge=1, le=2**14)]
-Heads = Annotated[int, Field(ge=1, le=2**14)]
-Tokens = Annotated[int, Field(ge=1, le=2**31)]  # contexts, windows
-Experts = Annotated[int, Field(ge=1, le=2**16)]
-Positive = Annotated[float, Field(gt=0, le=1e15)]  # RoPE bases, soft caps, scaling factors
-LayerIndex = Annotated[int, Field(ge=0, lt=2**14)]
+# spec/hf_keys.py bounds config.json keys by the same numbers.
+MAX_WIDTH, MAX_FFN, MAX_LAYERS, MAX_HEADS, MAX_EXPERTS, MAX_VOCAB = 2**20, 2**24, 2**14, 2**14, 2**16, 2**24
+MAX_POSITIVE = 1e15
+Width = Annotated[int, Field(ge=1, le=MAX_WIDTH)]  # d_model, head dims, latent ranks
+FFNWidth = Annotated[int, Field(ge=1, le=MAX_FFN)]
+Layers = Annotated[int, Field(ge=1, le=MAX_LAYERS)]
+Heads = Annotated[int, Field(ge=1, le=MAX_HEADS)]
+Tokens = Annotated[int, Field(ge=1, le=MAX_CONTEXT)]  # contexts, windows: the CLI's bound (limits.py)
+Experts = Annotated[int, Field(ge=1, le=MAX_EXPERTS)]
+Positive = Annotated[float, Field(gt=0, le=MAX_POSITIVE)]  # RoPE bases, soft caps, scaling factors
+LayerIndex = Annotated[int, Field(ge=0, lt=MAX_LAYERS)]
 
 
 class _Frozen(BaseModel):
@@ -125,10 +129,10 @@ class MoESpec(_Frozen):
     n_experts: Experts
     top_k: Experts
     d_expert: FFNWidth  # F of one routed expert
-    d_shared: int = Field(default=0, ge=0, le=2**24)  # total F of the always-on shared expert(s)
+    d_shared: int = Field(default=0, ge=0, le=MAX_FFN)  # total F of the always-on shared expert(s)
     shared_gate: bool = False  # sigmoid gate D -> 1 on the shared expert (Qwen2-MoE)
     router_bias: bool = False
-    first_dense_layers: int = Field(default=0, ge=0, le=2**14)  # leading layers keep the dense FFN
+    first_dense_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)  # leading layers keep the dense FFN
     every: Layers = 1  # after those, layer i is MoE when (i + 1) % every == 0
     layers: list[LayerIndex] | None = None  # explicit MoE layer indices; overrides the two above
 
@@ -262,7 +266,7 @@ class ModelSpec(_Frozen):
     notes: str | None = None
     d_model: Width
     n_layers: Layers
-    vocab_size: Annotated[int, Field(ge=1, le=2**24)]
+    vocab_size: Annotated[int, Field(ge=1, le=MAX_VOCAB)]
     # Longest context the model supports, context extension included.  May be
     # left out when position.scaling gives original_context: then it is
     # original_context × factor (llama3 and longrope need it stated).
