@@ -33,6 +33,7 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 from torch.utils.flop_counter import FlopCounterMode
 
 from archcalc.spec.model import GATED_ACTIVATIONS, ModelSpec, NormSpec, RopeScaling
@@ -48,8 +49,14 @@ ACTIVATIONS = {
 }
 
 
+AttentionImpl = Literal["explicit", "sdpa"]
+Recompute = Literal["none", "selective", "full"]
+
+
 def build_reference_model(
-    spec: ModelSpec, device: str | torch.device = "meta", dtype: torch.dtype | None = None
+    spec: ModelSpec, device: str | torch.device = "meta", dtype: torch.dtype | None = None, *,
+    attention: AttentionImpl = "explicit", dropout: float = 0.0, fused_norms: bool = False,
+    recompute: Recompute = "none",
 ) -> nn.Module:
     """The model `spec` describes; ``forward(tokens [B, T], cache=None) -> logits [B, T, V]``.
 
@@ -57,10 +64,32 @@ def build_reference_model(
     Run forwards on "cpu" with tiny dims.  `dtype` (default: torch's, fp32) is
     the parameters' dtype, set at creation so no fp32 copy is ever allocated;
     RoPE frequencies stay fp32.
+
+    attention: "explicit" (two matmuls over the full T×S rectangle, what
+    FlopCounterMode counts and what HF's eager attention keeps for backward) or
+    "sdpa" (F.scaled_dot_product_attention: torch's flash kernel, which keeps
+    q, k, v, the output and the log-sum-exp; causal full-context attention only).
+    dropout: training dropout where Megatron-LM puts it (attention
+    probabilities in the explicit core, the embedding, each sublayer's output).
+    fused_norms: every RMSNorm runs as torch's fused kernel (FusedRMSNorm), as
+    on CUDA; torch's CPU RMSNorm is composite and keeps more for backward.
+    recompute: torch.utils.checkpoint around each attention core (selective,
+    Korthikanti et al. 2022) or each layer (full; standard and parallel residuals).
     """
     device = torch.device(device)
     with torch.device(device), _default_dtype(dtype), _skip_random_init(device.type == "meta"):
-        return ReferenceModel(spec)
+        model = ReferenceModel(spec, attention, dropout)
+    for layer in model.layers:
+        layer.attn.inner.recompute_core = recompute == "selective"
+    if recompute == "full":
+        if not isinstance(model.residual, LayerResidual):
+            raise ValueError("full recomputation checkpoints whole layers: standard or parallel residuals only")
+        model.residual.recompute_layers = True
+    if fused_norms:
+        for module in model.modules():
+            if type(module) is nn.RMSNorm:
+                module.__class__ = FusedRMSNorm  # same parameters, torch's fused kernel and its saved set
+    return model
 
 
 @contextlib.contextmanager
@@ -100,6 +129,41 @@ def count_flops(model: nn.Module, tokens: torch.Tensor, backward: bool = False) 
 
 
 # ---- small pieces -----------------------------------------------------------
+
+
+class _FusedRMSNormFunction(torch.autograd.Function):
+    """aten::_fused_rms_norm with the backward torch's derivatives.yaml gives it
+    (it keeps input, weight and rstd, result1, for _fused_rms_norm_backward).
+    CUDA runs that kernel; on the CPU torch decomposes nn.RMSNorm into ops that
+    also keep the normalised input, so this runs the fused op's forward and
+    torch's own decomposition of its backward."""
+
+    @staticmethod
+    def forward(ctx, x, weight, shape, eps):
+        out, rstd = torch.ops.aten._fused_rms_norm(x, shape, weight, eps)
+        ctx.save_for_backward(x, weight, rstd)
+        ctx.shape = shape
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        from torch._decomp import decomposition_table
+
+        x, weight, rstd = ctx.saved_tensors
+        backward = decomposition_table[torch.ops.aten._fused_rms_norm_backward.default]
+        grad_x, grad_w = backward(grad, x, ctx.shape, rstd, weight, [True, weight is not None])
+        return grad_x, grad_w, None, None
+
+
+class FusedRMSNorm(nn.RMSNorm):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _FusedRMSNormFunction.apply(x, self.weight, list(self.normalized_shape), self.eps)
+
+
+def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """torch's fused dropout kernel (what F.dropout runs on CUDA: a bool mask kept for backward);
+    F.dropout on the CPU keeps a scaled noise tensor of x's dtype instead."""
+    return torch.native_dropout(x, p, training)[0] if p and training else x
 
 
 def make_norm(norm: NormSpec, dim: int) -> nn.Module:
@@ -263,6 +327,8 @@ class Attention(nn.Module):
         if pos.kind == "alibi":
             self.register_buffer("alibi_slopes", alibi_slopes(a.n_heads), persistent=False)
         self.sinks = nn.Parameter(torch.zeros(a.n_heads)) if a.sinks else None  # gpt-oss: one logit per head
+        # ReferenceModel sets these (build_reference_model)
+        self.impl, self.dropout, self.recompute_core = "explicit", 0.0, False
         self.o_proj = nn.Linear(a.n_heads * self.v_dim, spec.d_model, bias="o" in a.bias)
 
     def project(self, x: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
@@ -286,12 +352,16 @@ class Attention(nn.Module):
         """x [B, T, D] at positions [T]; with a cache, the T tokens follow the ones it keeps."""
         q, new = self.project(x, positions)
         k, v = self.keys_values(new if cache is None else cache.extend(new, self.window))
+        if self.recompute_core:  # selective recomputation: keep q, k, v; rebuild the core in backward
+            return self.o_proj(checkpoint(self.attend, q, k, v, positions, use_reentrant=False).flatten(2))
         return self.o_proj(self.attend(q, k, v, positions).flatten(2))
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """softmax(q kᵀ) v -> [B, T, H, dv]; the S keys are the S tokens ending at the newest query's."""
         B, T, S = q.shape[0], q.shape[1], k.shape[1]
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # heads first: [B, heads, T or S, d]
+        if self.impl == "sdpa":
+            return self.attend_sdpa(q, k, v)
         groups = self.n_heads // k.shape[1]
         k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)  # GQA: a copy, no FLOPs
         scores = (q @ k.transpose(-1, -2)) * self.scale  # [B, H, T, S], the full rectangle
@@ -308,7 +378,19 @@ class Attention(nn.Module):
         if self.sinks is not None:  # an extra softmax column per head, dropped after
             scores = torch.cat([scores, self.sinks.view(1, -1, 1, 1).expand(B, -1, T, 1)], -1)
         probs = scores.softmax(-1)[..., :S]
+        probs = dropout(probs, self.dropout, self.training)
         return (probs @ v).transpose(1, 2)  # [B, H, T, dv] -> [B, T, H, dv]
+
+    def attend_sdpa(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """torch's fused attention over heads-first q [B,H,T,d], k and v [B,K,S,d]: causal
+        over the whole context, GQA without copying K and V; no windows, caps, sinks or ALiBi."""
+        if (self.window is not None or self.softcap is not None or self.sinks is not None
+                or hasattr(self, "alibi_slopes") or q.shape[2] != k.shape[2]):
+            raise ValueError("sdpa attention runs causal full-context attention only")
+        # No dropout_p: FlashAttention drops in-kernel and keeps only an RNG state; torch's CPU
+        # kernel would fall back to the math path (and keep the probabilities) instead.
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale, enable_gqa=True)
+        return out.transpose(1, 2)
 
 
 class MultiHeadAttention(Attention):
@@ -437,8 +519,28 @@ class Sublayer(nn.Module):
         self.inner = inner
         self.norm_out = make_norm(spec.norm, D) if placement in ("post", "both") else nn.Identity()
 
+    dropout = 0.0  # ReferenceModel sets it: Megatron's hidden dropout on the unit's output
+
     def forward(self, x, **kwargs):  # kwargs: an attention unit's positions and cache
-        return self.norm_out(self.inner(self.norm_in(x), **kwargs))
+        return dropout(self.norm_out(self.inner(self.norm_in(x), **kwargs)), self.dropout, self.training)
+
+
+class SharedNorm(nn.Module):
+    """One norm whose output two units read (a parallel residual with one norm, GPT-J): run once
+    per layer.  The first call (attention) computes N(x) and leaves it for the second (the FFN)."""
+
+    def __init__(self, norm: nn.Module):
+        super().__init__()
+        self.norm = norm
+        self.memo: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def forward(self, x):
+        if self.memo is not None and self.memo[0] is x:
+            out, self.memo = self.memo[1], None
+            return out
+        out = self.norm(x)
+        self.memo = (x, out)
+        return out
 
 
 class DecoderLayer(nn.Module):
@@ -451,7 +553,7 @@ class DecoderLayer(nn.Module):
         mlp = MoE(spec) if spec.layer_ffn[layer] == "moe" else MLP(spec.d_model, spec.d_ff, f.activation, f.bias)
         shared = None  # parallel with one norm: both units read the same N(x) (GPT-J)
         if spec.residual.kind == "parallel" and spec.residual.parallel_norms == 1:
-            shared = make_norm(spec.norm, spec.d_model)
+            shared = SharedNorm(make_norm(spec.norm, spec.d_model))
         self.attn = Sublayer(spec, attn, norm_in=shared)
         self.mlp = Sublayer(spec, mlp, norm_in=shared)
 
@@ -459,18 +561,30 @@ class DecoderLayer(nn.Module):
 # ---- residual schemes: forward(x [B,T,D], units) -> [B,T,D] ------------------
 
 
-class StandardResidual(nn.Module):
-    def forward(self, x, units):
-        for unit in units:
-            x = x + unit(x)
-        return x
+class LayerResidual(nn.Module):
+    """A scheme whose layers each map x [B,T,D] to x; recompute_layers checkpoints each layer
+    (torch.utils.checkpoint: only its input is kept, the rest is rebuilt in backward)."""
 
+    recompute_layers = False
 
-class ParallelResidual(nn.Module):
     def forward(self, x, units):
         for attn, mlp in zip(units[0::2], units[1::2]):
-            x = x + attn(x) + mlp(x)
+            if self.recompute_layers:
+                x = checkpoint(self.layer, x, attn, mlp, use_reentrant=False)
+            else:
+                x = self.layer(x, attn, mlp)
         return x
+
+
+class StandardResidual(LayerResidual):
+    def layer(self, x, attn, mlp):
+        x = x + attn(x)
+        return x + mlp(x)
+
+
+class ParallelResidual(LayerResidual):
+    def layer(self, x, attn, mlp):
+        return x + attn(x) + mlp(x)
 
 
 class HyperConnection(nn.Module):
@@ -616,14 +730,18 @@ def make_residual(spec: ModelSpec) -> nn.Module:
 class ReferenceModel(nn.Module):
     """Embeddings, L decoder layers under the spec's residual scheme, final norm, unembedding."""
 
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec, attention: AttentionImpl = "explicit", dropout: float = 0.0):
         super().__init__()
         self.spec = spec
+        self.dropout = dropout
         D, V = spec.d_model, spec.vocab_size
         self.embed_tokens = nn.Embedding(V, D)
         if spec.position.kind == "learned":
             self.embed_positions = nn.Embedding(spec.max_context, D)  # GPT-2 wpe
         self.layers = nn.ModuleList(DecoderLayer(spec, i) for i in range(spec.n_layers))
+        for layer in self.layers:
+            layer.attn.inner.impl = attention
+            layer.attn.inner.dropout = layer.attn.dropout = layer.mlp.dropout = dropout
         self.residual = make_residual(spec)
         self.final_norm = make_norm(spec.norm, D) if spec.norm.final else nn.Identity()
         self.lm_head = nn.Linear(D, V, bias=False)
@@ -650,6 +768,7 @@ class ReferenceModel(nn.Module):
             x = x + self.embed_positions(positions)
         elif kind == "sinusoidal":
             x = x + sinusoidal_table(positions, x.shape[-1], self.spec.position.theta).to(x)
+        x = dropout(x, self.dropout, self.training)
         x = self.residual(x, self.units(positions, cache))
         if cache is not None:
             cache.length += T

@@ -1,0 +1,178 @@
+"""Bytes a training forward keeps for the backward pass, per op of the op list.
+
+The rule per op is what torch's autograd keeps for that kernel (each
+backward formula in torch's derivatives.yaml names the tensors it needs):
+a matmul keeps its input [m, k] (the weight is a parameter, not an
+activation); a norm its input and per-row statistics in fp32 (RMSNorm: rstd;
+LayerNorm: mean and rstd); SiLU and GELU their input, ReLU its output, a
+product both factors; a fused attention kernel (FlashAttention, torch's SDPA)
+q, k, v, its output and the log-sum-exp (fp32, one per query and head); an
+eager attention core (HF's "eager", the explicit matmuls of Korthikanti et
+al. 2022) the scores' softmax [B, H, T, S] as well, and K and V repeated to
+every query head.  A tensor two ops keep is counted once, at the op named
+first (the FFN up projection of a parallel residual reads the same normed x
+that QKV keeps).  Adds, RoPE (its cos/sin tables) and gathers keep nothing
+that grows with the batch.
+
+Tests pin every rule to torch: the reference model's forward under a
+tracker of live storages equals the prediction exactly (tests/training/).
+Not counted: tensors that do not grow with the batch (RoPE tables, masks,
+position indices: at most T·S bytes per layer), and the backward pass's own
+transient buffers (the gradient of the logits is counted in memory.py).
+
+Letters: m = B·T rows of an op, D d_model, F d_ff, H / K heads, d_k / d_v
+head dims, V vocabulary, S keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from archcalc.ops.dtypes import nbytes
+from archcalc.ops.op import AttentionDims, Op
+from archcalc.spec.model import GATED_ACTIVATIONS, ModelSpec
+
+AttentionKernel = Literal["flash", "eager"]
+Recompute = Literal["none", "selective", "full"]
+STATS_BYTES = 4  # norm statistics and the log-sum-exp are fp32 whatever the activation dtype
+MASK_BYTES = 1  # a dropout mask is a bool tensor
+LOSS_BYTES = 4  # the loss takes fp32 logits: log_softmax keeps its [m, V] fp32 output
+
+# Values per element an FFN activation op keeps, by activation (its matmul neighbours keep the rest:
+# up its input, down the activation's output).  gated: g = gate(x), u = up(x), h = act(g)·u.
+ACTIVATION_KEEPS = {
+    "silu": 1, "gelu": 1,  # act(u) keeps u; down keeps act(u)
+    "relu": 0,  # relu keeps its output, which down keeps anyway
+    "relu2": 1,  # relu(u) keeps r, square keeps r; down keeps r²
+    "swiglu": 3, "geglu": 3,  # act keeps g; the product keeps act(g) and u
+    "reglu": 2,  # relu keeps r = relu(g); the product keeps r and u
+}
+
+
+def attention_saved(op: Op, spec: ModelSpec, act_dtype: str, kernel: AttentionKernel, recompute: Recompute,
+                    dropout: bool) -> float:
+    """Bytes one attention core keeps: q, k, v always; flash adds the output and
+    the log-sum-exp; eager adds the [B, H, T, S] probabilities (and their
+    soft-capped scores, dropout mask and dropped copy).  selective recompute
+    keeps only q, k and v and runs the core again in backward."""
+    d: AttentionDims = op.dims
+    m, H = d.batch * d.new_tokens, d.n_heads
+    pairs = d.batch * H * d.new_tokens * (d.context + (1 if spec.attention.sinks else 0))  # softmax entries
+    if spec.attention.kind == "mla":
+        # MLA's values are a view of kv_b's output [m, H·(d_nope + d_v)], kept whole by whoever keeps
+        # them; only eager attention's head-major copy (a repeat over K = H heads) lets it go.
+        copied = kernel == "eager" and recompute != "selective"
+        k_heads = H
+        v_kept = H * d.v_dim if copied else H * (spec.attention.qk_nope_head_dim + d.v_dim)
+    else:
+        repeated = kernel == "eager" and recompute != "selective"  # eager repeats K and V to H heads
+        k_heads = H if repeated else d.n_kv_heads
+        v_kept = k_heads * d.v_dim
+    kept = nbytes(m * (H * d.qk_dim + k_heads * d.qk_dim + v_kept), act_dtype)
+    if recompute == "selective":
+        return kept
+    if kernel == "flash":
+        return kept + nbytes(m * H * d.v_dim, act_dtype) + m * H * STATS_BYTES  # output, log-sum-exp
+    scores = pairs * (2 if spec.attention.softcap is not None else 1)  # tanh keeps its output too
+    if dropout:  # the mask and the dropped probabilities (which the PV matmul keeps)
+        scores += d.batch * H * d.new_tokens * d.context
+        return kept + nbytes(scores, act_dtype) + d.batch * H * d.new_tokens * d.context * MASK_BYTES
+    return kept + nbytes(scores, act_dtype)
+
+
+def op_saved(op: Op, spec: ModelSpec, act_dtype: str, *, kernel: AttentionKernel = "flash",
+             recompute: Recompute = "none", dropout: bool = False) -> float:
+    """Bytes ONE execution of `op` keeps for backward (× op.count for all of them)."""
+    name, d = op.name, op.dims
+    if op.kind == "attention":
+        return attention_saved(op, spec, act_dtype, kernel, recompute, dropout)
+    if op.kind == "norm":
+        stats = (2 if d.norm == "layernorm" else 1) * d.m * STATS_BYTES
+        if _input_kept_elsewhere(op, spec):
+            return stats
+        width = d.width + spec.attention.qk_rope_head_dim if name == "layers.attn.kv_a_norm" else d.width
+        return nbytes(d.m * width, act_dtype) + stats  # kv_a_norm reads a view of [latent | rope key]
+    if op.kind == "matmul":
+        if _input_kept_elsewhere(op, spec):
+            return 0.0
+        if name == "layers.attn.o" and kernel == "flash" and recompute != "selective":
+            return 0.0  # the attention output, which the fused kernel keeps
+        return nbytes(d.m * d.k, act_dtype)
+    if op.kind == "elementwise":
+        if name.endswith(".act"):
+            return nbytes(d.m * d.width * ACTIVATION_KEEPS[spec.ffn.activation], act_dtype)
+        if name == "lm_head.softcap":  # tanh keeps its output
+            return nbytes(d.m * d.width, act_dtype)
+    return 0.0
+
+
+def _input_kept_elsewhere(op: Op, spec: ModelSpec) -> bool:
+    """The op reads a tensor an earlier op of the same layer already keeps."""
+    parallel = spec.residual.kind == "parallel"
+    if op.name == "layers.ffn.up" and parallel and (spec.residual.parallel_norms == 1 or spec.norm.kind == "none"):
+        return True  # one N(x) (or x itself) feeds QKV and the FFN
+    if op.name == "layers.ffn.norm" and parallel:
+        return True  # both norms read the same x
+    if op.name in ("layers.moe.shared.up", "layers.moe.shared_gate"):
+        return True  # the router keeps the FFN's input
+    return op.name == "layers.attn.kv_a"  # MLA: q (or q_a) keeps x
+
+
+def dropout_saved(spec: ModelSpec, tokens: int) -> float:
+    """Dropout masks Megatron-LM keeps outside attention: the embedding's output
+    and each residual unit's output (hidden dropout), one bool per value."""
+    return tokens * spec.d_model * (1 + 2 * spec.n_layers) * MASK_BYTES
+
+
+def loss_saved(spec: ModelSpec, tokens: int, z_loss: bool) -> float:
+    """The cross-entropy keeps its fp32 log-probabilities [m, V]; a z-loss
+    (log Z)² keeps the fp32 logits and log Z as well (logsumexp's input and output)."""
+    V = spec.vocab_size
+    return tokens * V * LOSS_BYTES + (tokens * (V + 1) * LOSS_BYTES if z_loss else 0)
+
+
+def layer_input_bytes(spec: ModelSpec, tokens: int, act_dtype: str) -> float:
+    """What full recomputation keeps of one layer: its input, the residual stream."""
+    return nbytes(tokens * spec.d_model, act_dtype)
+
+
+LAYER_PREFIX = "layers."
+
+
+@dataclass(frozen=True)
+class ActivationMemory:
+    """What one micro-batch's forward keeps until its backward, on one rank."""
+
+    layers: float  # all layers this rank runs (full recompute: their inputs only)
+    head: float  # final norm, lm_head, soft-capping
+    loss: float  # log-probabilities (and the z-loss's logits)
+    dropout: float  # hidden-dropout masks
+    recompute_peak: float  # full recompute: one layer's activations, rebuilt during its backward
+
+    @property
+    def stored(self) -> float:
+        """Kept from the end of the forward to the backward (what tests pin)."""
+        return self.layers + self.head + self.loss + self.dropout
+
+
+def activation_memory(spec: ModelSpec, ops: list[Op], tokens: int, act_dtype: str, *,
+                      kernel: AttentionKernel = "flash", recompute: Recompute = "none", dropout: bool = False,
+                      z_loss: bool = False, layer_share: float = 1.0) -> ActivationMemory:
+    """Sums op_saved over a training op list (one rank's: parallel/ shares applied) of `tokens` rows.
+    layer_share: the fraction of the layers this rank runs (a pipeline stage's)."""
+    per_op = "none" if recompute == "full" else recompute
+    layers = head = 0.0
+    for op in ops:
+        saved = op_saved(op, spec, act_dtype, kernel=kernel, recompute=per_op, dropout=dropout) * op.count
+        if op.name.startswith(LAYER_PREFIX):
+            layers += saved
+        else:
+            head += saved
+    layers *= layer_share
+    peak = 0.0
+    if recompute == "full":
+        peak = layers / (spec.n_layers * layer_share)  # the mean layer, rebuilt one at a time
+        layers = layer_input_bytes(spec, tokens, act_dtype) * spec.n_layers * layer_share
+    masks = dropout_saved(spec, tokens) * layer_share if dropout else 0.0
+    return ActivationMemory(layers, head, loss_saved(spec, tokens, z_loss), masks, peak)
