@@ -66,13 +66,18 @@ LATENCY_RANKS = 8  # the link latency of a profile is measured over 8 GPUs (nccl
 
 def ring_steps(op: Op, ranks: int | None = None) -> int:
     """Hops a ring collective waits for: all-reduce 2(t−1) (reduce-scatter then
-    all-gather), all-gather t−1; the latency term scales with them."""
+    all-gather), all-gather, reduce-scatter and all-to-all t−1, a point-to-point
+    send one; the latency term scales with them."""
     t = ranks or op.dims.ranks
+    if op.dims.pattern == "send_recv":
+        return 1
     return 2 * (t - 1) if op.dims.pattern == "all_reduce" else t - 1
 
 
 def ring_steps_measured(op: Op) -> int:
-    return ring_steps(op, LATENCY_RANKS)
+    """Hops of the measurement the profile's latency comes from: the same
+    collective over 8 ranks (a send: one hop of an 8-rank ring)."""
+    return LATENCY_RANKS - 1 if op.dims.pattern == "send_recv" else ring_steps(op, LATENCY_RANKS)
 
 
 def step_overhead(times: list[OpTime], rates: Rates) -> float:

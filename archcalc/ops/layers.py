@@ -68,6 +68,13 @@ def _embedding_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     return out
 
 
+def _numel(shape: tuple[int, ...]) -> int:
+    out = 1
+    for dim in shape:
+        out *= dim
+    return out
+
+
 # ---- attention -------------------------------------------------------------------
 
 
@@ -210,18 +217,21 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
                 # exp, then t × (column + row normalisation: a sum and a divide each);
                 # α_pre, α_post, α_res: three learned scalars.
                 ops.elementwise("layers.mhc.sinkhorn", "residual", wl, n * n, 4 * r.sinkhorn_iters + 1, count=U, params=3)]
-        static_params = 0
+        static = ()
     elif r.dynamic:
         # A per-stream RMSNorm (part of the mechanism, whatever norm.kind says),
         # then each stream's D -> (n + 2): W_β (1), W_m (1), W_r (n).
+        proj = ops.matmul("layers.hc.proj", "residual", wl, D, n + 2, count=U, tokens=m * n, quantizable=False,
+                          tp="replicated")
         out += [ops.norm("layers.hc.norm", wl, D, "rmsnorm", False, count=U, tokens=m * n, component="residual"),
-                ops.matmul("layers.hc.proj", "residual", wl, D, n + 2, count=U, tokens=m * n, quantizable=False,
-                           tp="replicated")]
-        static_params = n * (n + 2) + 2  # static B, A_m, A_r, plus the scales s_α, s_β
+                replace(proj, shapes=((D, 1), (D, 1), (D, n)))]  # W_β, W_m, W_r: three tensors
+        static = ((n,), (n,), (n, n), (), ())  # static B, A_m, A_r, plus the scales s_α, s_β
     else:
-        static_params = n * (n + 2)  # B (n), A_m (n), A_r (n × n)
+        static = ((n,), (n,), (n, n))  # B (n), A_m (n), A_r (n × n)
+    static_params = sum(_numel(shape) for shape in static)
     out += [
-        ops.contraction("layers.hc.read", "residual", wl, n * D, (n + 1) * D, count=U, params=static_params),  # h0 = A_mᵀH
+        ops.contraction("layers.hc.read", "residual", wl, n * D, (n + 1) * D, count=U, params=static_params,
+                        shapes=static),  # h0 = A_mᵀH
         ops.contraction("layers.hc.mix", "residual", wl, n * n * D, 2 * n * D, count=U),  # A_rᵀH
         ops.elementwise("layers.hc.write", "residual", wl, n * D, 2, inputs=2, count=U),  # Bᵀ·F(h0) + A_rᵀH
         ops.elementwise("hc.expand", "residual", wl, n * D, 0),  # the embedding copied to n streams
@@ -241,9 +251,12 @@ def _attnres_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     # the output aggregation sees all N + 1.
     sources = S * N * (N + 1) // 2 + N * (S - 1) + (N + 1)
     queries = U + 1  # one pseudo-query and one key-norm weight per unit, and for the output
+    vectors = ((D,),) * queries  # one [D] key-norm weight and one [D] query per unit
     return [
-        ops.elementwise("attnres.key_norm", "residual", wl, D, ops.RMSNORM_FLOPS * sources, params=D * queries),
-        ops.contraction("attnres.logits", "residual", wl, sources * D, sources * D, params=D * queries),
+        replace(ops.elementwise("attnres.key_norm", "residual", wl, D, ops.RMSNORM_FLOPS * sources,
+                                params=D * queries), shapes=vectors),
+        ops.contraction("attnres.logits", "residual", wl, sources * D, sources * D, params=D * queries,
+                        shapes=vectors),
         ops.elementwise("attnres.softmax", "residual", wl, sources, ops.SOFTMAX_FLOPS),
         ops.contraction("attnres.sum", "residual", wl, sources * D, (sources + 1) * D),
         ops.elementwise("layers.attnres.block_sum", "residual", wl, D, 1, inputs=2, count=U),  # b_n += f(h)

@@ -115,12 +115,12 @@ class GatherDims(Dims):
 
 @dataclass(frozen=True)
 class CollectiveDims(Dims):
-    """A collective over an [m, width] tensor across `ranks` ranks (tensor parallelism)."""
+    """A collective over an [m, width] tensor across `ranks` ranks."""
 
     m: int
     width: int
     ranks: int
-    pattern: Literal["all_reduce", "all_gather"]
+    pattern: str  # CollectivePattern
 
 
 # Elementwise FLOPs per element.  Conventions, not measurements: they follow
@@ -153,6 +153,8 @@ class Op:
     act_bytes: float = 0  # activations read + written
     kv_bytes: float = 0  # KV cache read + written
     comm_bytes: float = 0  # bytes ONE rank sends over the interconnect (collectives), per execution
+    # The parameter tensors' shapes where the dims do not say them (training/tensors.py derives the rest)
+    shapes: tuple[tuple[int, ...], ...] = ()
 
     def counted_flops(self, convention: FlopsConvention) -> int:
         return self.flops + (self.vector_flops if convention.count_vector else 0)
@@ -188,12 +190,12 @@ def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int,
 
 
 def contraction(name: str, component: Component, wl: Workload, macs_per_token: int, width: int, *,
-                count: int = 1, params: int = 0) -> Op:
+                count: int = 1, params: int = 0, shapes: tuple[tuple[int, ...], ...] = ()) -> Op:
     """A weighted sum over streams or sources (hyper-connections, attention
     residuals): no weight matrix, `macs_per_token` MACs, reads and writes
     `width` activations per token."""
     return Op(name, "matmul", component, ContractionDims(wl.tokens, macs_per_token), count,
-              tp="replicated", params=params, active_params=params, flops=2 * wl.tokens * macs_per_token,
+              tp="replicated", params=params, shapes=shapes, active_params=params, flops=2 * wl.tokens * macs_per_token,
               weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
               act_bytes=nbytes(wl.tokens * width, wl.act_dtype))
 
@@ -327,34 +329,48 @@ def gather(name: str, component: Component, wl: Workload, rows: int, width: int,
               act_bytes=nbytes(m * width, wl.act_dtype))
 
 
-# ---- collectives (tensor parallelism) -----------------------------------------------
+# ---- collectives ---------------------------------------------------------------------
+
+CollectivePattern = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"]
 
 
 def collective(name: str, component: Component, wl: Workload, width: int, ranks: int,
-               pattern: Literal["all_reduce", "all_gather"], *, count: int = 1, tokens: int | None = None) -> Op:
-    """A ring collective over an [m, width] activation tensor (m = tokens, default B·T) across `ranks` ranks.
+               pattern: CollectivePattern, *, count: int = 1, tokens: int | None = None,
+               dtype: str | None = None) -> Op:
+    """A ring collective over an [m, width] tensor (m = tokens, default B·T; dtype
+    default the activations') across `ranks` ranks.
 
     Bytes one rank sends, t = ranks, N = the whole tensor's bytes (NCCL's
     ring algorithms; the nccl-tests "Performance" notes, doc/PERFORMANCE.md,
     define the bus bandwidth from the same volumes: all-reduce busBw = algBw ×
-    2(n−1)/n, all-gather busBw = algBw × (n−1)/n):
+    2(n−1)/n, all-gather and reduce-scatter busBw = algBw × (n−1)/n):
       all_reduce: reduce-scatter then all-gather, each t−1 steps of an N/t
                   chunk: 2(t−1)/t × N;
-      all_gather: t−1 steps of an N/t shard: (t−1)/t × N (N: the gathered output).
+      all_gather: t−1 steps of an N/t shard: (t−1)/t × N (N: the gathered output);
+      reduce_scatter: t−1 steps of an N/t chunk: (t−1)/t × N (N: the whole input);
+      all_to_all: every rank keeps 1/t of its N and sends the rest: (t−1)/t × N;
+      send_recv: a point-to-point send of the whole N (pipeline stages, rings).
     vector_flops: the reduction's additions, n−1 per element (same page)
     spread over the t ranks (each adds t−1 received chunks of m·width/t
     values into its own chunk in the reduce-scatter): (t−1)/t × m·width.
     act_bytes (local memory): what a rank reads from its own buffer and writes
     to it once: an all-reduce reads its whole [m, width] input and writes the
     whole result (2N); an all-gather reads its own [m, width/t] shard and
-    writes the whole [m, width] output ((1 + 1/t)·N).  The chunks passing
+    writes the whole [m, width] output ((1 + 1/t)·N), a reduce-scatter the
+    reverse; an all-to-all and a send read and write N.  The chunks passing
     through the ring are counted in comm_bytes, not here."""
     m = wl.tokens if tokens is None else tokens
-    tensor = nbytes(m * width, wl.act_dtype)
+    tensor = nbytes(m * width, dtype or wl.act_dtype)
+    rest = (ranks - 1) / ranks  # the share of a tensor that leaves the rank
     if pattern == "all_reduce":
-        sent, adds, local = 2 * (ranks - 1) * tensor / ranks, (ranks - 1) * m * width / ranks, 2 * tensor
-    elif pattern == "all_gather":
-        sent, adds, local = (ranks - 1) * tensor / ranks, 0, tensor + tensor / ranks
+        sent, adds, local = 2 * rest * tensor, rest * m * width, 2 * tensor
+    elif pattern in ("all_gather", "reduce_scatter"):
+        sent, local = rest * tensor, tensor + tensor / ranks
+        adds = rest * m * width if pattern == "reduce_scatter" else 0
+    elif pattern == "all_to_all":
+        sent, adds, local = rest * tensor, 0, 2 * tensor
+    elif pattern == "send_recv":
+        sent, adds, local = tensor, 0, 2 * tensor
     else:
         raise ValueError(f"unknown collective pattern {pattern!r}")
     return Op(name, "collective", component, CollectiveDims(m, width, ranks, pattern), count, tp="replicated",

@@ -156,23 +156,42 @@ class ActivationMemory:
         return self.layers + self.head + self.loss + self.dropout
 
 
+def saved_share(op: Op, tp: int, sequence_parallel: bool) -> float:
+    """Share of an op's saved tensors one of `tp` ranks keeps.  With sequence
+    parallelism (Korthikanti et al. §4.2.2) every tensor is split, by heads,
+    width or sequence: 1/t.  Without it the ops outside the TP region keep
+    theirs whole (norms; a column-parallel matmul's input is the whole
+    replicated x), which is the paper's 10·sbh that does not shrink with t."""
+    if tp == 1 or sequence_parallel:
+        return 1.0 / tp
+    if op.tp == "replicated" or (op.kind == "matmul" and op.tp in ("split", "qkv")):
+        return 1.0
+    return 1.0 / tp
+
+
 def activation_memory(spec: ModelSpec, ops: list[Op], tokens: int, act_dtype: str, *,
                       kernel: AttentionKernel = "flash", recompute: Recompute = "none", dropout: bool = False,
-                      z_loss: bool = False, layer_share: float = 1.0) -> ActivationMemory:
-    """Sums op_saved over a training op list (one rank's: parallel/ shares applied) of `tokens` rows.
+                      z_loss: bool = False, layer_share: float = 1.0, tp: int = 1,
+                      sequence_parallel: bool = True) -> ActivationMemory:
+    """Sums op_saved over a training op list (the whole model's, at one rank's
+    `tokens` rows: a micro-batch, its context-parallel share) on one of `tp` ranks.
     layer_share: the fraction of the layers this rank runs (a pipeline stage's)."""
     per_op = "none" if recompute == "full" else recompute
     layers = head = 0.0
     for op in ops:
         saved = op_saved(op, spec, act_dtype, kernel=kernel, recompute=per_op, dropout=dropout) * op.count
+        saved *= saved_share(op, tp, sequence_parallel)
         if op.name.startswith(LAYER_PREFIX):
             layers += saved
         else:
             head += saved
     layers *= layer_share
-    peak = 0.0
+    replicated = 1.0 / tp if sequence_parallel else 1.0  # the residual stream and its dropout masks
+    peak, masks = 0.0, 0.0
     if recompute == "full":
         peak = layers / (spec.n_layers * layer_share)  # the mean layer, rebuilt one at a time
-        layers = layer_input_bytes(spec, tokens, act_dtype) * spec.n_layers * layer_share
-    masks = dropout_saved(spec, tokens) * layer_share if dropout else 0.0
-    return ActivationMemory(layers, head, loss_saved(spec, tokens, z_loss), masks, peak)
+        layers = layer_input_bytes(spec, tokens, act_dtype) * spec.n_layers * layer_share * replicated
+    elif dropout:
+        masks = dropout_saved(spec, tokens) * layer_share * replicated
+    loss = loss_saved(spec, tokens, z_loss) / tp  # vocab-parallel: each rank keeps V/t of the logits
+    return ActivationMemory(layers, head, loss, masks, peak)
