@@ -106,9 +106,11 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         # Q, K and V as one fused projection: D -> (H + 2K)·d_k; biases where listed.
         widths = {"q": H * dk, "k": K * dk, "v": K * dv}
         bias = sum(w for p, w in widths.items() if p in a.bias)
-        out.append(ops.matmul("layers.attn.qkv", "attention", wl, D, sum(widths.values()), bias_width=bias, count=L,
-                              tp="qkv", fused_qkv=(widths["q"], widths["k"] + widths["v"], K),
-                              parts=tuple(widths.values())))
+        qkv = ops.matmul("layers.attn.qkv", "attention", wl, D, sum(widths.values()), bias_width=bias, count=L,
+                         tp="qkv", fused_qkv=(widths["q"], widths["k"] + widths["v"], K), parts=tuple(widths.values()))
+        # Three [out, D] weights and a bias on the parts that have one.
+        out.append(replace(qkv, shapes=tuple((w, D) for w in widths.values())
+                           + tuple((w,) for p, w in widths.items() if p in a.bias)))
         if a.qk_norm == "head":  # one norm of d_k shared by all heads: rows are (token, head)
             out += _norm(spec, wl, "layers.attn.q_norm", dk, count=L, tokens=wl.tokens * H)
             out += _norm(spec, wl, "layers.attn.k_norm", dk, count=L, tokens=wl.tokens * K)

@@ -30,13 +30,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from archcalc.ops.dtypes import nbytes
-from archcalc.ops.op import AttentionDims, Op
+from archcalc.ops.op import AttentionDims, MatmulDims, Op
 from archcalc.spec.model import GATED_ACTIVATIONS, ModelSpec
 
 AttentionKernel = Literal["flash", "eager"]
+# Residual schemes whose own saved tensors (n streams, mixing coefficients, depth sources) are not
+# modelled yet: their layers' other ops are, and the plan says the rest is missing.
+RESIDUALS_UNCOUNTED = ("hyper", "mhc", "attnres")
 Recompute = Literal["none", "selective", "full"]
 STATS_BYTES = 4  # norm statistics and the log-sum-exp are fp32 whatever the activation dtype
 MASK_BYTES = 1  # a dropout mask is a bool tensor
+INDEX_BYTES = 8  # routing indices are int64 (torch.topk, torch.where)
 LOSS_BYTES = 4  # the loss takes fp32 logits: log_softmax keeps its [m, V] fp32 output
 
 # Values per element an FFN activation op keeps, by activation (its matmul neighbours keep the rest:
@@ -74,10 +78,10 @@ def attention_saved(op: Op, spec: ModelSpec, act_dtype: str, kernel: AttentionKe
         return kept
     if kernel == "flash":
         return kept + nbytes(m * H * d.v_dim, act_dtype) + m * H * STATS_BYTES  # output, log-sum-exp
-    scores = pairs * (2 if spec.attention.softcap is not None else 1)  # tanh keeps its output too
+    square = d.batch * H * d.new_tokens * d.context  # one [B, H, T, S] tensor
+    scores = pairs + (square if spec.attention.softcap is not None else 0)  # tanh keeps its output (before sinks)
     if dropout:  # the mask and the dropped probabilities (which the PV matmul keeps)
-        scores += d.batch * H * d.new_tokens * d.context
-        return kept + nbytes(scores, act_dtype) + d.batch * H * d.new_tokens * d.context * MASK_BYTES
+        return kept + nbytes(scores + square, act_dtype) + square * MASK_BYTES
     return kept + nbytes(scores, act_dtype)
 
 
@@ -93,6 +97,12 @@ def op_saved(op: Op, spec: ModelSpec, act_dtype: str, *, kernel: AttentionKernel
             return stats
         width = d.width + spec.attention.qk_rope_head_dim if name == "layers.attn.kv_a_norm" else d.width
         return nbytes(d.m * width, act_dtype) + stats  # kv_a_norm reads a view of [latent | rope key]
+    if name.startswith("layers.moe."):
+        moe = _moe_saved(op, spec, act_dtype)
+        if moe is not None:
+            return moe
+    if op.kind == "matmul" and not isinstance(d, MatmulDims):
+        return 0.0  # a residual-stream contraction (hyper-connections, AttnRes): not modelled (RESIDUALS_UNCOUNTED)
     if op.kind == "matmul":
         if _input_kept_elsewhere(op, spec):
             return 0.0
@@ -107,14 +117,33 @@ def op_saved(op: Op, spec: ModelSpec, act_dtype: str, *, kernel: AttentionKernel
     return 0.0
 
 
+def _moe_saved(op: Op, spec: ModelSpec, act_dtype: str) -> float | None:
+    """Routing's own tensors (None: the op is an ordinary matmul or activation).
+    router: its input, the softmax over E [m, E], the top-k indices and the
+    renormalised top-k weights [m, k] with their sum [m]; combine: each routed
+    row's expert output [D] and weight (their product's factors), the weighted
+    row (index_add keeps its source), and the row's token and slot indices;
+    shared gate: sigmoid(g) [m] and the shared expert's output [m, D] it scales."""
+    k, d = spec.ffn.moe.top_k, op.dims
+    if op.name == "layers.moe.router":
+        m, width = d.m, 0 if _input_kept_elsewhere(op, spec) else d.k
+        return nbytes(m * (width + d.n + k + 1), act_dtype) + m * k * INDEX_BYTES
+    if op.name == "layers.moe.combine":
+        rows = d.m * k
+        return nbytes(rows * (2 * d.width + 1), act_dtype) + 2 * rows * INDEX_BYTES
+    if op.name == "layers.moe.shared_gate":
+        return nbytes(d.m * (1 + spec.d_model), act_dtype)
+    return None
+
+
 def _input_kept_elsewhere(op: Op, spec: ModelSpec) -> bool:
     """The op reads a tensor an earlier op of the same layer already keeps."""
     parallel = spec.residual.kind == "parallel"
-    if op.name == "layers.ffn.up" and parallel and (spec.residual.parallel_norms == 1 or spec.norm.kind == "none"):
+    if op.name in ("layers.ffn.up", "layers.moe.router") and parallel and (spec.residual.parallel_norms == 1 or spec.norm.kind == "none"):
         return True  # one N(x) (or x itself) feeds QKV and the FFN
     if op.name == "layers.ffn.norm" and parallel:
         return True  # both norms read the same x
-    if op.name in ("layers.moe.shared.up", "layers.moe.shared_gate"):
+    if op.name == "layers.moe.shared.up":
         return True  # the router keeps the FFN's input
     return op.name == "layers.attn.kv_a"  # MLA: q (or q_a) keeps x
 

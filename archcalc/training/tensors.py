@@ -5,7 +5,8 @@ matrix's second moment into a row and a column vector, Muon takes only
 matrices, FSDP pads each tensor's first dim to a multiple of the ranks.  An
 op's tensors follow from its dims (a matmul: one [out, in] weight per fused
 part, as nn.Linear stores it, and its biases; a norm: weight and bias; a
-gather: its table), or from Op.shapes where the dims cannot say them.
+gather: its table), or from Op.shapes where the dims cannot say them (QKV,
+whose parts may be biased one by one; residual-stream mixing).
 
 State bytes, as torch.optim keeps them after the first step, in the dtype of
 the parameters it steps (fp32 master weights under mixed precision):
@@ -13,16 +14,16 @@ the parameters it steps (fp32 master weights under mixed precision):
   sgd: the momentum buffer, 1 (momentum > 0, as every LLM recipe sets);
   adafactor: torch.optim.Adafactor (no first moment): a [..., r, c] tensor keeps
       row_var [..., r, 1] and col_var [..., 1, c]; a vector keeps its variance;
-  muon: torch.optim.Muon on the 2-D weights of the layers (its momentum, 1),
-      AdamW on everything else (embeddings, lm_head, norms, biases), as Keller
-      Jordan's recipe prescribes ("hidden weight layers" only).
+  muon: torch.optim.Muon on the 2-D weights of the layers' projections (its
+      momentum, 1), AdamW on everything else (embeddings, lm_head, norms,
+      biases, residual-stream mixing), as Keller Jordan's recipe prescribes
+      ("hidden weight layers" only).
 Not counted: Adam/Adafactor's `step`, a 0-d fp32 counter per tensor that torch
 keeps on the CPU unless fused or capturable.
 """
 
 from __future__ import annotations
 
-from itertools import combinations
 from math import prod
 from typing import Literal
 
@@ -43,9 +44,8 @@ def op_tensors(op: Op) -> list[Shape]:
     if op.kind == "matmul" and isinstance(d, MatmulDims):
         parts = d.parts or (d.n,)
         experts = d.experts or 1
-        per_expert_bias = op.bias_params // experts
-        biased = next(c for r in range(len(parts) + 1) for c in combinations(parts, r) if sum(c) == per_expert_bias)
-        return [(p, d.k) for p in parts] * experts + [(b,) for b in biased] * experts
+        biases = [(p,) for p in parts] if op.bias_params else []  # all parts or none (QKV says its own)
+        return ([(p, d.k) for p in parts] + biases) * experts
     if op.kind == "norm":
         return [(d.width,)] * (2 if op.bias_params else 1)
     if op.kind == "gather":
@@ -54,8 +54,9 @@ def op_tensors(op: Op) -> list[Shape]:
 
 
 def is_hidden_matrix(op: Op, shape: Shape) -> bool:
-    """What Muon steps: a 2-D weight inside the layers (not the embedding or the head)."""
-    return len(shape) == 2 and op.name.startswith("layers.")
+    """What Muon steps: the 2-D weight of a projection inside the layers (attention, FFN, experts,
+    router); not the embedding, the head, or residual-stream mixing (hyper-connections, mHC)."""
+    return len(shape) == 2 and op.name.startswith("layers.") and op.component != "residual"
 
 
 def state_values(op: Op, shape: Shape, optimizer: Optimizer) -> int:

@@ -1,0 +1,112 @@
+"""Bytes kept for backward (training/activations.py) against what torch keeps:
+the reference model's forward under a tracker of live storages
+(torch_probe.py), per extra sequence, must equal the prediction exactly."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import BUNDLED, debug_spec, spec_of
+from specgen import random_spec, shrink
+from torch_probe import per_sequence_bytes
+
+from archcalc.measure.reference import build_reference_model
+from archcalc.ops.layers import model_ops
+from archcalc.ops.workload import Workload
+from archcalc.spec.model import ModelSpec
+from archcalc.training.activations import RESIDUALS_UNCOUNTED, activation_memory
+
+TOKENS = 8
+DTYPES = {torch.float32: "fp32", torch.bfloat16: "bf16"}
+
+
+def predicted(spec: ModelSpec, batch: int, dtype: str, **kw) -> float:
+    wl = Workload.forward(TOKENS, batch, weight_dtype=dtype, act_dtype=dtype)
+    return activation_memory(spec, model_ops(spec, wl), batch * TOKENS, dtype, **kw).stored
+
+
+def check(spec: ModelSpec, *, kernel="flash", recompute="none", dropout=0.0, z_loss=False, dtype=torch.float32):
+    model = build_reference_model(spec, "cpu", dtype, attention="sdpa" if kernel == "flash" else "explicit",
+                                  fused_norms=True, recompute=recompute, dropout=dropout)
+    kw = dict(kernel=kernel, recompute=recompute, dropout=dropout > 0, z_loss=z_loss)
+    ours = predicted(spec, 2, DTYPES[dtype], **kw) - predicted(spec, 1, DTYPES[dtype], **kw)
+    assert ours == per_sequence_bytes(model, TOKENS, z_loss=z_loss), (spec.name, kw)
+
+
+def flash_runs(spec: ModelSpec) -> bool:
+    """torch's CPU flash kernel: causal, whole context, q/k head dim = v head dim; anything else
+    falls back to the math path, which keeps the probabilities (not FlashAttention's rule)."""
+    a = spec.attention
+    return (a.sliding_window is None and a.softcap is None and not a.sinks and spec.position.kind != "alibi"
+            and spec.qk_head_dim == spec.v_head_dim)
+
+
+def counted(spec: ModelSpec) -> bool:
+    return spec.residual.kind not in RESIDUALS_UNCOUNTED
+
+
+SHRUNK = {name: shrink(spec_of(name)) for name in BUNDLED}
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_bundled_specs_shrunk_keep_what_torch_keeps(name):
+    spec = SHRUNK[name]
+    check(spec, kernel="eager")
+    check(spec, kernel="eager", recompute="selective")
+    if flash_runs(spec):
+        check(spec)
+        check(spec, recompute="full")
+
+
+def test_most_bundled_specs_run_the_flash_kernel():
+    """The flash rule is pinned on most bundled layouts, not on a handful."""
+    assert sum(flash_runs(s) for s in SHRUNK.values()) >= 20
+
+
+RANDOM = [s for s in (random_spec(seed) for seed in range(90)) if counted(s)]
+
+
+@pytest.mark.parametrize("spec", RANDOM, ids=lambda s: s.name)
+def test_random_specs_keep_what_torch_keeps(spec):
+    check(spec, kernel="eager")
+    if flash_runs(spec):
+        check(spec)
+        check(spec, recompute="selective")
+    if spec.residual.kind in ("standard", "parallel"):
+        check(spec, kernel="eager", recompute="full")
+
+
+def test_random_specs_cover_the_options():
+    assert len(RANDOM) >= 25
+    assert sum(flash_runs(s) for s in RANDOM) >= 8
+    assert any(s.ffn.moe for s in RANDOM) and any(s.attention.kind == "mla" for s in RANDOM)
+
+
+@pytest.mark.parametrize("kernel", ["flash", "eager"])
+@pytest.mark.parametrize("recompute", ["none", "selective"])
+def test_dropout_masks(kernel, recompute):
+    """Megatron's hidden dropout (embedding, each unit's output) and, in the eager core, the attention
+    probabilities' mask and dropped copy: torch's fused dropout keeps a bool mask."""
+    check(debug_spec(), kernel=kernel, recompute=recompute, dropout=0.1)
+
+
+@pytest.mark.parametrize("kernel", ["flash", "eager"])
+def test_z_loss_keeps_the_fp32_logits(kernel):
+    check(debug_spec(), kernel=kernel, z_loss=True)
+
+
+@pytest.mark.parametrize("overrides", [{}, {"attention": {"qk_norm": "head"}}, {"ffn": {"activation": "geglu"}},
+                                       {"final_softcap": 30.0}])
+def test_bf16_activations(overrides):
+    """bf16 activations: bf16 tensors, fp32 norm statistics and log-sum-exp, fp32 log-probabilities."""
+    check(debug_spec(**overrides), dtype=torch.bfloat16)
+
+
+def test_full_recompute_keeps_each_layer_input_only():
+    """Full recomputation: each layer keeps its [B·T, D] input; the head and loss keep theirs."""
+    spec = debug_spec()
+    none = predicted(spec, 1, "fp32")
+    full = activation_memory(spec, model_ops(spec, Workload.forward(TOKENS, 1, act_dtype="fp32")), TOKENS, "fp32",
+                             recompute="full")
+    assert full.layers == spec.n_layers * TOKENS * spec.d_model * 4
+    assert full.stored < none and full.recompute_peak > 0
