@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from archcalc.linter import LintResult
     from archcalc.serving.planner import FitAllResult, FitResult
     from archcalc.spec.model import ModelSpec
+    from archcalc.training.plan import TrainPlan
 
 Model = Union[str, "PathLike[str]", "ModelSpec"]
 Gpu = Union[str, "PathLike[str]", "HardwareProfile"]
@@ -236,12 +237,35 @@ def fit_all_gpus(model: Model, *, gpus: int = 1, tp: int | None = None, context:
     return FitAllResult(rows, tuple(warnings + fit_warnings(spec, dep, context)))
 
 
+def train(model: Model, gpu: Gpu, **options) -> TrainPlan:
+    """Training MODEL on `gpu`: memory per rank, step time per rate set, the run's
+    totals; the layout given (tp, pp, dp, ep, cp, zero / fsdp, recompute,
+    micro_batch, grad_accum) or, with none of those, the fastest layout on `gpus`
+    (or the fewest GPUs that fit, without `gpus`).  Options as `archcalc train`'s
+    (training/plan.py: TrainOptions): seq, global_batch_tokens, optimizer,
+    precision, grad_dtype, attention, tokens, price_per_gpu_hour, reserve, solve, top."""
+    from archcalc.serving.deployment import parse_bytes
+    from archcalc.training.plan import TrainOptions, plan
+
+    spec, warnings = load(model)
+    reserve = options.get("reserve")
+    if isinstance(reserve, str):
+        options["reserve"] = parse_bytes(reserve)
+    unknown = set(options) - set(TrainOptions.__dataclass_fields__)
+    if unknown:
+        raise InputError(None, sorted(unknown)[0], f"not an option of train; valid: "
+                                                   f"{', '.join(sorted(TrainOptions.__dataclass_fields__))}")
+    result = plan(spec, load_gpu(gpu), TrainOptions(**options))
+    return replace(result, warnings=tuple(warnings) + result.warnings)
+
+
 def compare(models: list[Model], *, context: int = 8192, batch: int = 1, dtype: str = "bf16", kv_dtype: str = "bf16",
             gpu: Gpu | None = None, prompt: int = 2048, gen: int = 256, tp: int = 1, measure: bool = False,
-            device: str = "auto") -> Comparison:
+            device: str = "auto", train_gpus: int | None = None) -> Comparison:
     """MODELS side by side, the first the baseline; with `gpu`, speed (per rate set, for
     one of `tp` ranks) and fit rows too; with `measure`, the prefill and decode step
-    measured on the local `device` (roofline --measure)."""
+    measured on the local `device` (roofline --measure); with `train_gpus`, each
+    model's fastest training layout on that many GPUs (train's solver) and its step."""
     from archcalc.cost.compare import compare as run_compare
     from archcalc.ops.dtypes import KV_DTYPES, WEIGHT_DTYPES
     from archcalc.serving.deployment import Deployment
@@ -261,6 +285,14 @@ def compare(models: list[Model], *, context: int = 8192, batch: int = 1, dtype: 
     warnings = [w for spec, ws in loaded for w in ws + context_warnings(spec, context)]
     hw = load_gpu(gpu) if gpu is not None else None
     rows = compare_rows(hw, context, batch, Deployment(weight_dtype=dtype, kv_dtype=kv_dtype)) if hw else None
+    if train_gpus is not None:
+        from archcalc.training.plan import compare_rows as train_rows
+
+        if hw is None:
+            raise InputError(None, "--train-gpus", "training rows need a device: add --gpu NAME")
+        _counts(("--train-gpus", train_gpus, lim.MAX_GPUS))
+        serving, training = rows, train_rows(hw, train_gpus)
+        rows = lambda spec: {**serving(spec), **training(spec)}  # noqa: E731
     if tp > 1:
         from archcalc.serving.planner import check_deployment
 

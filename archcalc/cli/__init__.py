@@ -64,6 +64,7 @@ COMMANDS = {
     "calibrate": "archcalc.cli.calibrate:calibrate",
     "lint": "archcalc.cli.lint:lint",
     "sweep": "archcalc.cli.sweep:sweep",
+    "train": "archcalc.cli.train:train",
 }
 
 

@@ -34,12 +34,14 @@ from archcalc.cli.common import (
 @click.option("--measure", is_flag=True, help="Also measure prefill and decode on the local device (needs torch).")
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda", "mps"]), default="auto", show_default=True,
               help="Where --measure runs.")
+@click.option("--train-gpus", type=click.IntRange(1, MAX_GPUS),
+              help="With --gpu: add training rows, each model's fastest layout on this many GPUs (see train).")
 @click.option("--format", "fmt", type=click.Choice(["table", "markdown", "csv"]), default="table", show_default=True)
 @json_option
-def compare(models, context, batch, dtype, kv_dtype, gpu, prompt, gen, tp, measure, device, fmt, as_json):
+def compare(models, context, batch, dtype, kv_dtype, gpu, prompt, gen, tp, measure, device, train_gpus, fmt, as_json):
     """MODELS side by side; the first is the baseline the others are compared with."""
     result = api.compare(list(models), context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, gpu=gpu,
-                         prompt=prompt, gen=gen, tp=tp, measure=measure, device=device)
+                         prompt=prompt, gen=gen, tp=tp, measure=measure, device=device, train_gpus=train_gpus)
     warn(result.warnings)
     if as_json:
         return echo_json(result.to_dict())

@@ -85,6 +85,6 @@ def compare(specs: list[ModelSpec], *, context: int, batch: int, dtype: str, kv_
     if fit_metrics is not None:
         extra = [fit_metrics(s) for s in specs]
         for key, (label, unit, _) in extra[0].items():
-            rows.append((key, label, unit, [e[key][2] for e in extra], unit not in ("tokens", "text")))
+            rows.append((key, label, unit, [e[key][2] for e in extra], unit not in ("tokens", "text", "per_s")))
     return Comparison([s.name for s in specs], context, batch, hw.name if hw else None,
                       [Metric(k, label, unit, values, better) for k, label, unit, values, better in rows])
