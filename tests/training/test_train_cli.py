@@ -154,3 +154,29 @@ def test_compare_gains_training_rows():
     assert r.exit_code == 0, r.output
     keys = {m["key"] for m in json.loads(r.stdout)["metrics"]}
     assert {"train_layout", "train_memory", "train_step_s", "train_tokens_per_s", "train_gpu_hours"} <= keys
+
+
+def _tp_counts(**layout) -> dict:
+    r = api.train("llama-3.1-8b", "h100", seq=4096, global_batch_tokens=4096 * 4, **layout).result
+    out: dict = {}
+    for c in r.steps[0].comms:
+        if c.comm.group == "tp":
+            key = (c.comm.phase, c.comm.op.dims.pattern)
+            out[key] = out.get(key, 0) + c.comm.op.count
+    return out
+
+
+def test_tp_collectives_per_step_by_hand():
+    """Llama 3.1 8B, tp 2 without sequence parallelism, 4 micro-batches of 1: forward, an all-reduce after
+    o and down in each of 32 layers plus the embedding's (65), and the loss's (1); backward, one per
+    column-parallel input (QKV, up: 64; lm_head: 1).  Full recomputation reruns the forward's; pp 2
+    halves each stage's layers."""
+    base = dict(gpus=2, tp=2, zero=0, micro_batch=1, sequence_parallel=False)
+    none = _tp_counts(**base)
+    assert none == {("forward", "all_reduce"): 4 * (65 + 1), ("backward", "all_reduce"): 4 * 65}
+    full = _tp_counts(**base, recompute="full")
+    assert full[("forward", "all_reduce")] == 4 * (2 * 65 + 1) and full[("backward", "all_reduce")] == 4 * 65
+    staged = _tp_counts(**{**base, "gpus": 4, "pp": 2})
+    assert staged == {("forward", "all_reduce"): 4 * (33 + 1), ("backward", "all_reduce"): 4 * 33}
+    sp = _tp_counts(**{**base, "sequence_parallel": True})
+    assert sp[("forward", "reduce_scatter")] == sp[("forward", "all_gather")] == 4 * 65
