@@ -38,7 +38,7 @@ SOURCES = {
                   "FlashAttention backend takes head sizes 32, 64, 96, ..., 256",
     "gqa": "Ainslie et al. 2023, GQA: Training Generalized Multi-Query Transformer Models, arXiv:2305.13245",
     "vllm-tp": "vLLM QKVParallelLinear: TP divides the query heads; KV heads split evenly or are replicated "
-               "whole (archcalc.serving.planner.tp_shards_heads)",
+               "whole (archcalc.parallel.tensor.tp_shards_heads)",
     "nvidia-gemm": "NVIDIA Matrix Multiplication Background User's Guide: Tensor Cores want dimensions that are "
                    "multiples of 8 in fp16/bf16; tile and wave quantization favour multiples of 64 or 128",
     "nanogpt": "karpathy/nanoGPT model.py: vocab_size 50304, \"GPT-2 vocab_size of 50257, padded up to nearest "

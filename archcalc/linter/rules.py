@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from archcalc.linter.core import Facts, Verdict, and_list, rule, short_count
 from archcalc.report.units import si
-from archcalc.serving.planner import tp_shards_heads
+from archcalc.parallel.tensor import tp_shards_heads
 from archcalc.spec.model import GATED_FF_RATIO, PLAIN_FF_RATIO
 
 # ---- FFN ---------------------------------------------------------------------------------------

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from archcalc.ops.arrays import ceil_div, greater
+from archcalc.ops.arrays import ceil_div, greater, select
 from archcalc.ops.op import AttentionDims, Dims, FusedQKVDims, GatherDims, MatmulDims, Op, RowDims
+from archcalc.spec.model import ModelSpec
 
 
 def weight_share(op: Op, tp: int) -> float:
@@ -110,3 +111,10 @@ def rank_op(op: Op, tp: int) -> Op:
         act_bytes=act_bytes_per_rank(op, tp),
         kv_bytes=op.kv_bytes * kv_share(op, tp) if isinstance(op.dims, AttentionDims) else op.kv_bytes,
     )
+
+
+def tp_shards_heads(spec: ModelSpec, tp: int) -> bool:
+    """vLLM's rule (QKVParallelLinear): TP divides the query heads, and the KV
+    heads split evenly (K % t == 0) or are replicated whole (t % K == 0)."""
+    kv = spec.n_kv_heads  # may be arrays (a sweep): then so is the answer
+    return (spec.attention.n_heads % tp == 0) & select(tp < kv, kv % tp == 0, tp % kv == 0)

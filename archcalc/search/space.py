@@ -344,7 +344,7 @@ def validity(spec: ModelSpec, n: int, tp: int = 1) -> tuple[np.ndarray, dict[str
         for rule in owner.NUMERIC_RULES:
             apply(rule.ok(node), rule.what)
     if tp > 1 and ok.any():
-        from archcalc.serving.planner import tp_shards_heads
+        from archcalc.parallel.tensor import tp_shards_heads
 
         apply(tp_shards_heads(spec, tp), f"heads split over TP {tp} (vLLM's rule)")
     return ok, dropped

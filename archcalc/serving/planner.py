@@ -31,14 +31,13 @@ from archcalc.errors import InputError
 from archcalc.limits import MAX_CONTEXT
 from archcalc.hardware.profile import HardwareProfile, all_hardware
 from archcalc.ops import op as opsmod
-from archcalc.ops.arrays import select
 from archcalc.ops.dtypes import WEIGHT_DTYPES
 from archcalc.ops.layers import model_ops
 from archcalc.ops.checkpoints import WEIGHT_FORMATS, checkpoint_size
 from archcalc.ops.vision import vision_ops
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
-from archcalc.parallel.tensor import act_bytes_per_rank
+from archcalc.parallel.tensor import act_bytes_per_rank, tp_shards_heads
 from archcalc.serving.deployment import Deployment
 from archcalc.serving.engines import AttnKind, Chunk, Engine, LayerKV, engine_named
 from archcalc.serving.engines.base import LOGIT_BYTES, StartupCheck
@@ -145,13 +144,6 @@ class Solution:
     method: str  # "closed form" | "binary search" | "search over TP"
     capped: bool = False  # max context reached the model's maximum
     detail: dict = field(default_factory=dict)
-
-
-def tp_shards_heads(spec: ModelSpec, tp: int) -> bool:
-    """vLLM's rule (QKVParallelLinear): TP divides the query heads, and the KV
-    heads split evenly (K % t == 0) or are replicated whole (t % K == 0)."""
-    kv = spec.n_kv_heads  # may be arrays (a sweep): then so is the answer
-    return (spec.attention.n_heads % tp == 0) & select(tp < kv, kv % tp == 0, tp % kv == 0)
 
 
 def check_deployment(spec: ModelSpec, dep: Deployment) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from archcalc.errors import InputError
-from archcalc.serving.planner import tp_shards_heads
+from archcalc.parallel.tensor import tp_shards_heads
 from archcalc.spec.model import ModelSpec
 from archcalc.training.activations import AttentionKernel, Recompute
 from archcalc.training.tensors import OPTIMIZERS, Optimizer

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from archcalc.errors import InputError
 from archcalc.hardware.profile import HardwareProfile
-from archcalc.serving.planner import tp_shards_heads
+from archcalc.parallel.tensor import tp_shards_heads
 from archcalc.spec.model import ModelSpec
 from archcalc.training.layout import RECOMPUTES, Layout, Recipe, check
 from archcalc.training.step import NODE_GPUS, TrainResult, train
