@@ -36,7 +36,7 @@ from archcalc.spec.model import GATED_ACTIVATIONS, ModelSpec
 AttentionKernel = Literal["flash", "eager"]
 # Residual schemes whose own saved tensors (n streams, mixing coefficients, depth sources) are not
 # modelled yet: their layers' other ops are, and the plan says the rest is missing.
-RESIDUALS_UNCOUNTED = ("hyper", "mhc", "attnres")
+RESIDUALS_UNCOUNTED = ("mhc", "attnres")
 Recompute = Literal["none", "selective", "full"]
 STATS_BYTES = 4  # norm statistics and the log-sum-exp are fp32 whatever the activation dtype
 MASK_BYTES = 1  # a dropout mask is a bool tensor
@@ -97,6 +97,8 @@ def op_saved(op: Op, spec: ModelSpec, act_dtype: str, *, kernel: AttentionKernel
             return stats
         width = d.width + spec.attention.qk_rope_head_dim if name == "layers.attn.kv_a_norm" else d.width
         return nbytes(d.m * width, act_dtype) + stats  # kv_a_norm reads a view of [latent | rope key]
+    if spec.residual.kind == "hyper" and "hc." in name and name not in ("layers.hc.norm", "layers.hc.proj"):
+        return _hyper_saved(op, spec, act_dtype)
     if name.startswith("layers.moe."):
         moe = _moe_saved(op, spec, act_dtype)
         if moe is not None:
@@ -136,6 +138,24 @@ def _moe_saved(op: Op, spec: ModelSpec, act_dtype: str) -> float | None:
     return None
 
 
+def _hyper_saved(op: Op, spec: ModelSpec, act_dtype: str) -> float:
+    """Hyper-connections (their ops are named hc.*), per unit: the n streams H [m, n·D] that the read
+    and mix contractions keep (a dynamic connection's RMSNorm keeps them already), and the unit's
+    output [m, D] that Bᵀ·F(h0) keeps; a dynamic connection also keeps its coefficients B [m, n],
+    A_m [m, n], A_r [m, n, n] and the tanh outputs they are built from.  The first unit's streams
+    are views of the embedding output (a [m, D] tensor, not [m, n·D]): hc.expand takes the
+    difference back.  The norm and the projection of a dynamic connection follow the usual rules."""
+    n, D, r = spec.residual.streams, spec.d_model, spec.residual
+    if op.name == "layers.hc.read":
+        return 0.0 if r.dynamic else nbytes(op.dims.m * n * D, act_dtype)
+    if op.name == "layers.hc.write":
+        coefficients = 2 * (2 * n + n * n) if r.dynamic else 0
+        return nbytes(op.dims.m * (D + coefficients), act_dtype)
+    if op.name == "hc.expand":
+        return -nbytes(op.dims.m * (n - 1) * D, act_dtype)
+    return 0.0  # mixing and merging keep nothing of their own
+
+
 def _input_kept_elsewhere(op: Op, spec: ModelSpec) -> bool:
     """The op reads a tensor an earlier op of the same layer already keeps."""
     parallel = spec.residual.kind == "parallel"
@@ -162,8 +182,10 @@ def loss_saved(spec: ModelSpec, tokens: int, z_loss: bool) -> float:
 
 
 def layer_input_bytes(spec: ModelSpec, tokens: int, act_dtype: str) -> float:
-    """What full recomputation keeps of one layer: its input, the residual stream."""
-    return nbytes(tokens * spec.d_model, act_dtype)
+    """What full recomputation keeps of one layer: its input, the residual stream (n streams
+    under hyper-connections and mHC)."""
+    streams = spec.residual.streams if spec.residual.kind in ("hyper", "mhc") else 1
+    return nbytes(tokens * spec.d_model * streams, act_dtype)
 
 
 LAYER_PREFIX = "layers."

@@ -80,6 +80,8 @@ def test_random_specs_cover_the_options():
     assert len(RANDOM) >= 25
     assert sum(flash_runs(s) for s in RANDOM) >= 8
     assert any(s.ffn.moe for s in RANDOM) and any(s.attention.kind == "mla" for s in RANDOM)
+    assert any(s.residual.kind == "hyper" and s.residual.dynamic for s in RANDOM)
+    assert any(s.residual.kind == "hyper" and not s.residual.dynamic for s in RANDOM)
 
 
 @pytest.mark.parametrize("kernel", ["flash", "eager"])
