@@ -12,7 +12,9 @@ al. 2022) the scores' softmax [B, H, T, S] as well, and K and V repeated to
 every query head.  A tensor two ops keep is counted once, at the op named
 first (the FFN up projection of a parallel residual reads the same normed x
 that QKV keeps).  Adds, RoPE (its cos/sin tables) and gathers keep nothing
-that grows with the batch.
+that grows with the batch.  MoE routing, hyper-connections, mHC and attention
+residuals keep tensors of their own (_moe_saved, _hyper_saved, _mhc_saved,
+the attnres rule).
 
 Tests pin every rule to torch: the reference model's forward under a
 tracker of live storages equals the prediction exactly (tests/training/).
@@ -34,9 +36,6 @@ from archcalc.ops.op import AttentionDims, MatmulDims, Op
 from archcalc.spec.model import GATED_ACTIVATIONS, ModelSpec
 
 AttentionKernel = Literal["flash", "eager"]
-# Residual schemes whose own saved tensors (n streams, mixing coefficients, depth sources) are not
-# modelled yet: their layers' other ops are, and the plan says the rest is missing.
-RESIDUALS_UNCOUNTED = ("mhc", "attnres")
 Recompute = Literal["none", "selective", "full"]
 STATS_BYTES = 4  # norm statistics and the log-sum-exp are fp32 whatever the activation dtype
 MASK_BYTES = 1  # a dropout mask is a bool tensor
@@ -99,12 +98,22 @@ def op_saved(op: Op, spec: ModelSpec, act_dtype: str, *, kernel: AttentionKernel
         return nbytes(d.m * width, act_dtype) + stats  # kv_a_norm reads a view of [latent | rope key]
     if spec.residual.kind == "hyper" and "hc." in name and name not in ("layers.hc.norm", "layers.hc.proj"):
         return _hyper_saved(op, spec, act_dtype)
+    if spec.residual.kind == "mhc" and ("hc." in name or "mhc." in name):
+        return _mhc_saved(op, spec, act_dtype)
+    if "attnres." in name:
+        # Each depth attention stacks its s sources [m, s, D] (kept by its key RMSNorm, with fp32 rstd
+        # [m, s], and by the weighted sum), keeps the normed keys [m, s, D] for the logits and the
+        # softmax [m, s]; over all units and the output the sources add up to the softmax op's width.
+        if name != "attnres.softmax":
+            return 0.0
+        sources = d.m * d.width
+        return nbytes(sources * (2 * spec.d_model + 1), act_dtype) + sources * STATS_BYTES
     if name.startswith("layers.moe."):
         moe = _moe_saved(op, spec, act_dtype)
         if moe is not None:
             return moe
     if op.kind == "matmul" and not isinstance(d, MatmulDims):
-        return 0.0  # a residual-stream contraction (hyper-connections, AttnRes): not modelled (RESIDUALS_UNCOUNTED)
+        return 0.0  # a residual-stream contraction: its inputs are counted where they are made
     if op.kind == "matmul":
         if _input_kept_elsewhere(op, spec):
             return 0.0
@@ -153,6 +162,32 @@ def _hyper_saved(op: Op, spec: ModelSpec, act_dtype: str) -> float:
         return nbytes(op.dims.m * (D + coefficients), act_dtype)
     if op.name == "hc.expand":
         return -nbytes(op.dims.m * (n - 1) * D, act_dtype)
+    return 0.0  # mixing and merging keep nothing of their own
+
+
+def _mhc_saved(op: Op, spec: ModelSpec, act_dtype: str) -> float:
+    """mHC, per unit: the n streams H [m, n·D] (kept by the contractions and by the RMS norm, whose
+    fp32 statistics [m] it adds; below fp32 torch's composite rms_norm keeps an fp32 copy as well),
+    the normed state phi reads, the coefficient logits [m, n² + 2n], the sigmoid and Sinkhorn-Knopp
+    intermediates (sigmoid(pre), sigmoid(post), 2·sigmoid(post) [m, n] each; the shifted logits
+    [m, n²] and their max [m]; exp [m, n²]; per iteration the column and row sums [m, n] and the
+    two normalised matrices [m, n²]), and the unit's output [m, D].  The first unit's n > 1 streams
+    are a view of the embedding output, which its contraction keeps beside the copy its flatten
+    makes: hc.expand adds the embedding output."""
+    n, D, iters, m = spec.residual.streams, spec.d_model, spec.residual.sinkhorn_iters, op.dims.m
+    if op.name == "layers.hc.read":
+        return nbytes(m * n * D, act_dtype)
+    if op.name == "layers.mhc.rms":
+        upcast = m * n * D * STATS_BYTES if act_dtype != "fp32" else 0
+        return m * STATS_BYTES + upcast
+    if op.name == "layers.mhc.coeffs":
+        return nbytes(m * (op.dims.k + op.dims.n), act_dtype)  # its input and its output logits
+    if op.name == "layers.mhc.sinkhorn":
+        return nbytes(m * (3 * n + 2 * n * n + 1 + iters * (2 * n + 2 * n * n)), act_dtype)
+    if op.name == "layers.hc.write":
+        return nbytes(m * D, act_dtype)
+    if op.name == "hc.expand":  # one stream is x itself; n > 1 streams are a view of x that flatten copies
+        return nbytes(m * D, act_dtype) if n > 1 else 0.0
     return 0.0  # mixing and merging keep nothing of their own
 
 

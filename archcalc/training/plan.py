@@ -14,7 +14,6 @@ from archcalc.errors import InputError
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.limits import MAX_CONTEXT
 from archcalc.spec.model import ModelSpec
-from archcalc.training.activations import RESIDUALS_UNCOUNTED
 from archcalc.training.layout import DEFAULT_SEQ, Layout, Recipe, check, derive_dp
 from archcalc.training.solver import Solved, fastest, fewest_gpus
 from archcalc.training.step import TrainResult, train
@@ -106,9 +105,10 @@ def layout_of(o: TrainOptions) -> Layout:
 
 def warnings_of(spec: ModelSpec, hw: HardwareProfile, recipe: Recipe, layout: Layout) -> list[str]:
     out = []
-    if spec.residual.kind in RESIDUALS_UNCOUNTED:
-        out.append(f"residual {spec.residual.kind}: its own saved tensors (n streams, mixing) are not in the "
-                   "activation memory yet; the rest of each layer is")
+    if spec.residual.kind in ("hyper", "mhc", "attnres") and layout.recompute == "full":
+        out.append(f"full recomputation under residual {spec.residual.kind}: each layer keeps its residual "
+                   "state (n streams; AttnRes also its block sums, not counted), by analogy with a standard "
+                   "residual; the reference model does not checkpoint this scheme")
     if recipe.seq > spec.max_context:
         out.append(f"sequence {recipe.seq:,} is beyond {spec.name}'s max context {spec.max_context:,}")
     if layout.gpus > 1 and hw.interconnect is None:

@@ -14,7 +14,7 @@ from archcalc.measure.reference import build_reference_model
 from archcalc.ops.layers import model_ops
 from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
-from archcalc.training.activations import RESIDUALS_UNCOUNTED, activation_memory
+from archcalc.training.activations import activation_memory
 
 TOKENS = 8
 DTYPES = {torch.float32: "fp32", torch.bfloat16: "bf16"}
@@ -41,10 +41,6 @@ def flash_runs(spec: ModelSpec) -> bool:
             and spec.qk_head_dim == spec.v_head_dim)
 
 
-def counted(spec: ModelSpec) -> bool:
-    return spec.residual.kind not in RESIDUALS_UNCOUNTED
-
-
 SHRUNK = {name: shrink(spec_of(name)) for name in BUNDLED}
 
 
@@ -63,7 +59,7 @@ def test_most_bundled_specs_run_the_flash_kernel():
     assert sum(flash_runs(s) for s in SHRUNK.values()) >= 20
 
 
-RANDOM = [s for s in (random_spec(seed) for seed in range(90)) if counted(s)]
+RANDOM = [random_spec(seed) for seed in range(90)]
 
 
 @pytest.mark.parametrize("spec", RANDOM, ids=lambda s: s.name)
@@ -77,11 +73,12 @@ def test_random_specs_keep_what_torch_keeps(spec):
 
 
 def test_random_specs_cover_the_options():
-    assert len(RANDOM) >= 25
+    assert len(RANDOM) == 90
     assert sum(flash_runs(s) for s in RANDOM) >= 8
     assert any(s.ffn.moe for s in RANDOM) and any(s.attention.kind == "mla" for s in RANDOM)
     assert any(s.residual.kind == "hyper" and s.residual.dynamic for s in RANDOM)
     assert any(s.residual.kind == "hyper" and not s.residual.dynamic for s in RANDOM)
+    assert {"mhc", "attnres", "parallel", "standard"} <= {s.residual.kind for s in RANDOM}
 
 
 @pytest.mark.parametrize("kernel", ["flash", "eager"])
