@@ -180,3 +180,31 @@ def test_tp_collectives_per_step_by_hand():
     assert staged == {("forward", "all_reduce"): 4 * (33 + 1), ("backward", "all_reduce"): 4 * 33}
     sp = _tp_counts(**{**base, "sequence_parallel": True})
     assert sp[("forward", "reduce_scatter")] == sp[("forward", "all_gather")] == 4 * 65
+
+
+def test_1f1b_keeps_pp_micro_batches_on_the_first_stage():
+    """Narayanan et al. 2021: under 1F1B, stage s of p keeps p − s micro-batches' activations; the first
+    stage p of them (fewer when the step has fewer micro-batches), the last one."""
+    r = api.train("llama-3.1-8b", "h100", gpus=4, pp=4, zero=0, micro_batch=1, seq=4096,
+                  global_batch_tokens=4096 * 16).result
+    first, last = r.memory.stages
+    assert (first.stage, first.in_flight, last.stage, last.in_flight) == ("first", 4, "last", 1)
+    per_mb = first.activations.layers  # one micro-batch of the stage's 8 layers
+    assert first.terms["activations"] == pytest.approx(4 * per_mb)
+    few = api.train("llama-3.1-8b", "h100", gpus=4, pp=4, zero=0, micro_batch=1, seq=4096,
+                    global_batch_tokens=4096 * 2).result
+    assert few.memory.stages[0].in_flight == 2
+
+
+@pytest.mark.parametrize("attention, factor", [("flash", 2.5), ("eager", 2.0)])
+def test_backward_costs_twice_the_forward_and_flash_attention_two_and_a_half(attention, factor):
+    """Each matmul has two backward matmuls of its size; FlashAttention-2's backward runs five to the
+    forward's two (it recomputes the scores); eager attention's four."""
+    from archcalc.cost.roofline import step_ops, time_op
+    from archcalc.training.memory import training_workload
+
+    r = api.train("llama-3.1-8b", "h100", gpus=8, zero=1, seq=4096, attention=attention).result
+    s = r.steps[0]
+    wl = training_workload(r.layout, r.recipe)
+    core = sum(time_op(op, s.rates).time for op in step_ops(r.spec, wl, "causal") if op.kind == "attention")
+    assert s.backward == pytest.approx(2 * s.forward + (factor - 2) * core)
