@@ -54,6 +54,10 @@ def test_bundled_specs_shrunk_keep_what_torch_keeps(name):
         check(spec, recompute="full")
 
 
+def test_most_bundled_specs_are_pinned_at_full_width():
+    assert len(DENSE_FIRST) >= 25
+
+
 def test_most_bundled_specs_run_the_flash_kernel():
     """The flash rule is pinned on most bundled layouts, not on a handful."""
     assert sum(flash_runs(s) for s in SHRUNK.values()) >= 20
@@ -109,3 +113,36 @@ def test_full_recompute_keeps_each_layer_input_only():
                              recompute="full")
     assert full.layers == spec.n_layers * TOKENS * spec.d_model * 4
     assert full.stored < none and full.recompute_peak > 0
+
+
+FULL_TOKENS = 2048
+
+
+def first_layers(spec: ModelSpec, n: int = 2) -> ModelSpec:
+    """The spec's first n layers (its per-layer pattern cut to match)."""
+    return spec.model_validate({**spec.model_dump(exclude_defaults=True), "n_layers": min(spec.n_layers, n),
+                                **({"attention": {**spec.attention.model_dump(exclude_defaults=True),
+                                                  "layer_types": spec.attention.layer_types[:n]}}
+                                   if isinstance(spec.attention.layer_types, list) else {})})
+
+
+# Routing picks rows by value (torch.where), which fake tensors cannot do: MoE layers are pinned at
+# CPU size above, and the full-width test takes every bundled model whose first two layers are dense.
+DENSE_FIRST = [name for name in BUNDLED if "moe" not in first_layers(spec_of(name)).layer_ffn]
+
+
+@pytest.mark.parametrize("name", DENSE_FIRST)
+def test_bundled_specs_at_full_width_under_fake_tensors(name):
+    """The real widths (two layers of each bundled model, 2,048 tokens): torch's FakeTensorMode runs the
+    CPU kernels' shapes without allocating, and what the forward keeps equals the prediction exactly."""
+    spec = first_layers(spec_of(name))
+    kernel = "flash" if flash_runs(spec) else "eager"
+    dtype = torch.float32 if spec.norm.kind == "layernorm" else torch.bfloat16  # CPU LayerNorm stats: input dtype
+    from torch_probe import fake_per_sequence_bytes
+
+    torch_bytes = fake_per_sequence_bytes(spec, FULL_TOKENS, dtype, attention="sdpa" if kernel == "flash" else
+                                          "explicit", fused_norms=True)
+    wl = lambda b: Workload.forward(FULL_TOKENS, b, weight_dtype=DTYPES[dtype], act_dtype=DTYPES[dtype])  # noqa: E731
+    ours = [activation_memory(spec, model_ops(spec, wl(b)), b * FULL_TOKENS, DTYPES[dtype], kernel=kernel).stored
+            for b in (1, 2)]
+    assert ours[1] - ours[0] == torch_bytes

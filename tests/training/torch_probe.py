@@ -58,3 +58,27 @@ def per_sequence_bytes(model: torch.nn.Module, tokens: int, **kw) -> int:
     """live_bytes(2 sequences) − live_bytes(1): what one more sequence adds.
     Tables the batch shares (RoPE cos/sin, masks, position ids) cancel."""
     return live_bytes(model, 2, tokens, **kw) - live_bytes(model, 1, tokens, **kw)
+
+
+def fake_per_sequence_bytes(spec, tokens: int, dtype, **build) -> int:
+    """per_sequence_bytes at full size: the reference model and its inputs under torch's
+    FakeTensorMode (CPU kernels chosen, nothing allocated), so the widths are the real ones."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from archcalc.measure.reference import build_reference_model
+
+    fake = FakeTensorMode()
+    with fake:
+        model = build_reference_model(spec, "cpu", dtype, **build)
+
+    def kept(batch: int) -> int:
+        with fake:
+            ids = torch.randint(0, spec.vocab_size, (batch, tokens))
+            targets = torch.randint(0, spec.vocab_size, (batch * tokens,))
+        own = {t.untyped_storage()._cdata for t in [*model.parameters(), *model.buffers()]}
+        mode = LiveStorages()
+        with fake, mode:
+            loss = F.cross_entropy(model(ids).reshape(batch * tokens, -1).float(), targets)
+            return mode.alive(own | {loss.untyped_storage()._cdata})
+
+    return kept(2) - kept(1)
