@@ -173,7 +173,7 @@ def _solve_table(plan) -> Table:
 def train_tables(plan) -> Group:
     r: TrainResult = plan.result
     lay, rec, mem = r.layout, r.recipe, r.memory
-    how = "given" if plan.layout_given else f"the solver's fastest ({plan.solved.goal})"
+    how = "as given" if plan.layout_given else f"found by the solver: {plan.solved.goal}"
     title = Text.assemble((r.spec.name, "bold"), f" on {lay.gpus:,} × {r.hardware.name} ({binary(mem.capacity)} "
                           f"each): {lay.describe()} ({how}); {rec.global_batch:,} sequences × {rec.seq:,} tokens = "
                           f"{rec.global_batch * rec.seq:,} tokens per step ({grad_accum(lay, rec)} accumulation "
