@@ -173,7 +173,8 @@ def _mhc_saved(op: Op, spec: ModelSpec, act_dtype: str) -> float:
     [m, n²] and their max [m]; exp [m, n²]; per iteration the column and row sums [m, n] and the
     two normalised matrices [m, n²]), and the unit's output [m, D].  The first unit's n > 1 streams
     are a view of the embedding output, which its contraction keeps beside the copy its flatten
-    makes: hc.expand adds the embedding output."""
+    makes: hc.expand adds the embedding output (and, below fp32, takes back the copy, which only
+    its fp32 upcast outlives)."""
     n, D, iters, m = spec.residual.streams, spec.d_model, spec.residual.sinkhorn_iters, op.dims.m
     if op.name == "layers.hc.read":
         return nbytes(m * n * D, act_dtype)
@@ -186,8 +187,12 @@ def _mhc_saved(op: Op, spec: ModelSpec, act_dtype: str) -> float:
         return nbytes(m * (3 * n + 2 * n * n + 1 + iters * (2 * n + 2 * n * n)), act_dtype)
     if op.name == "layers.hc.write":
         return nbytes(m * D, act_dtype)
-    if op.name == "hc.expand":  # one stream is x itself; n > 1 streams are a view of x that flatten copies
-        return nbytes(m * D, act_dtype) if n > 1 else 0.0
+    if op.name == "hc.expand":
+        # One stream is x itself.  n > 1 streams are a view of x (which the first contraction keeps) that
+        # flatten copies for the RMS norm; below fp32 the norm keeps its fp32 upcast instead of that copy.
+        if n == 1:
+            return 0.0
+        return nbytes(m * D, act_dtype) - (nbytes(m * n * D, act_dtype) if act_dtype != "fp32" else 0.0)
     return 0.0  # mixing and merging keep nothing of their own
 
 

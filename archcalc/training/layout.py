@@ -93,10 +93,8 @@ def grad_accum(layout: Layout, recipe: Recipe) -> int:
     return recipe.global_batch // (layout.micro_batch * layout.dp)
 
 
-def check(spec: ModelSpec, layout: Layout, recipe: Recipe, gpus: int | None = None) -> None:
-    """Every impossible layout as one InputError naming the option and what is valid."""
-    a, L = spec.attention, spec.n_layers
-    moe = spec.ffn.moe
+def check_choices(layout: Layout, recipe: Recipe) -> None:
+    """Options that must be one of a list."""
     if recipe.optimizer not in OPTIMIZERS:
         raise InputError(None, "--optimizer", f"{recipe.optimizer!r}; valid: {', '.join(OPTIMIZERS)}")
     if recipe.precision not in PRECISIONS:
@@ -105,6 +103,13 @@ def check(spec: ModelSpec, layout: Layout, recipe: Recipe, gpus: int | None = No
         raise InputError(None, "--recompute", f"{layout.recompute!r}; valid: {', '.join(RECOMPUTES)}")
     if layout.zero not in ZERO_STAGES:
         raise InputError(None, "--zero", f"{layout.zero!r}; valid: 0, 1, 2, 3")
+
+
+def check_split(spec: ModelSpec, layout: Layout, recipe: Recipe) -> None:
+    """How the model itself splits: tp over its heads, pp over its layers, ep over its experts,
+    cp over the sequence (whatever the data-parallel size)."""
+    a, L = spec.attention, spec.n_layers
+    moe = spec.ffn.moe
     if not tp_shards_heads(spec, layout.tp):
         valid = ", ".join(str(t) for t in range(1, a.n_heads + 1) if tp_shards_heads(spec, t))
         raise InputError(None, "--tp", f"{layout.tp} does not split {spec.name}'s {a.n_heads} attention heads and "
@@ -117,11 +122,17 @@ def check(spec: ModelSpec, layout: Layout, recipe: Recipe, gpus: int | None = No
             raise InputError(None, "--ep", f"{spec.name} has no experts to split; use --ep 1")
         if moe.n_experts % layout.ep:
             raise InputError(None, "--ep", f"{layout.ep} does not divide {spec.name}'s {moe.n_experts} experts")
-        if layout.dp % layout.ep:
-            raise InputError(None, "--ep", f"{layout.ep} does not divide the data-parallel size {layout.dp} "
-                                           "(expert-parallel groups are carved out of the data-parallel ranks)")
     if recipe.seq % layout.cp:
         raise InputError(None, "--cp", f"{layout.cp} does not divide the sequence length {recipe.seq:,}")
+
+
+def check(spec: ModelSpec, layout: Layout, recipe: Recipe, gpus: int | None = None) -> None:
+    """Every impossible layout as one InputError naming the option and what is valid."""
+    check_choices(layout, recipe)
+    check_split(spec, layout, recipe)
+    if layout.ep > 1 and layout.dp % layout.ep:
+        raise InputError(None, "--ep", f"{layout.ep} does not divide the data-parallel size {layout.dp} "
+                                       "(expert-parallel groups are carved out of the data-parallel ranks)")
     if layout.zero == 3 and layout.shard_ranks == 1:
         raise InputError(None, "--zero", "stage 3 (FSDP) shards the weights over data-parallel ranks, and there is "
                                          "only one; use --dp 2 or more, or --zero 0")

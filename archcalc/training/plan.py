@@ -14,7 +14,7 @@ from archcalc.errors import InputError
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.limits import MAX_CONTEXT
 from archcalc.spec.model import ModelSpec
-from archcalc.training.layout import DEFAULT_SEQ, Layout, Recipe, check, derive_dp
+from archcalc.training.layout import DEFAULT_SEQ, Layout, Recipe, check, check_choices, check_split, derive_dp
 from archcalc.training.solver import Solved, fastest, fewest_gpus
 from archcalc.training.step import TrainResult, train
 
@@ -89,13 +89,15 @@ def recipe_of(spec: ModelSpec, o: TrainOptions) -> Recipe:
                   price_per_gpu_hour=o.price_per_gpu_hour, **kw)
 
 
-def layout_of(o: TrainOptions) -> Layout:
+def layout_of(spec: ModelSpec, o: TrainOptions, recipe: Recipe) -> Layout:
     zero = 3 if o.fsdp else o.zero
     if o.fsdp and o.zero not in (None, 3):
         raise InputError(None, "--fsdp", f"FSDP is ZeRO stage 3; drop --zero {o.zero} or --fsdp")
     base = Layout(tp=o.tp or 1, pp=o.pp or 1, dp=o.dp or 1, cp=o.cp, ep=o.ep or 1,
                   zero=1 if zero is None else zero, micro_batch=o.micro_batch or 1,
                   recompute=o.recompute or "none", sequence_parallel=o.sequence_parallel)
+    check_choices(base, recipe)
+    check_split(spec, base, recipe)  # before dp is derived: a tp that cannot split the heads says so first
     if o.dp is None and o.gpus is not None:
         base = derive_dp(base, o.gpus)
     if zero is None and base.shard_ranks == 1:
@@ -127,7 +129,7 @@ def plan(spec: ModelSpec, hw: HardwareProfile, o: TrainOptions) -> TrainPlan:
     if o.seq is not None and not 1 <= o.seq <= MAX_CONTEXT:
         raise InputError(None, "--seq", f"{o.seq}; give 1 to {MAX_CONTEXT:,}")
     recipe = recipe_of(spec, o)
-    base = layout_of(o)
+    base = layout_of(spec, o, recipe)
     goal = o.solve
     if goal == "auto":
         goal = "none" if o.layout_given else ("layout" if o.gpus else "gpus")

@@ -16,7 +16,7 @@ from archcalc.errors import InputError
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.parallel.tensor import tp_shards_heads
 from archcalc.spec.model import ModelSpec
-from archcalc.training.layout import RECOMPUTES, Layout, Recipe, check
+from archcalc.training.layout import RECOMPUTES, Layout, Recipe
 from archcalc.training.step import NODE_GPUS, TrainResult, train
 
 MAX_MICRO_BATCH = 64  # sequences per micro-batch the search tries (powers of two up to this)
@@ -116,8 +116,3 @@ def fewest_gpus(spec: ModelSpec, hw: HardwareProfile, recipe: Recipe, base: Layo
             return replace(solved, tried=tried, goal="fewest GPUs")
     raise InputError(None, "--gpus", f"no layout of up to {MAX_SOLVER_GPUS:,} {hw.name} GPUs fits {spec.name} at "
                                      f"{recipe.seq:,} tokens and a batch of {recipe.global_batch:,} sequences")
-
-
-def check_base(spec: ModelSpec, base: Layout, recipe: Recipe) -> None:
-    """The options a search keeps fixed must be valid on their own."""
-    check(spec, replace(base, tp=1, pp=1, dp=1 if base.cp == 1 else 1, ep=1, zero=0), recipe)

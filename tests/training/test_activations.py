@@ -99,7 +99,9 @@ def test_z_loss_keeps_the_fp32_logits(kernel):
 
 
 @pytest.mark.parametrize("overrides", [{}, {"attention": {"qk_norm": "head"}}, {"ffn": {"activation": "geglu"}},
-                                       {"final_softcap": 30.0}])
+                                       {"final_softcap": 30.0}, {"residual": {"kind": "hyper", "streams": 3}},
+                                       {"residual": {"kind": "mhc", "streams": 2}},
+                                       {"residual": {"kind": "attnres", "blocks": 2}}])
 def test_bf16_activations(overrides):
     """bf16 activations: bf16 tensors, fp32 norm statistics and log-sum-exp, fp32 log-probabilities."""
     check(debug_spec(**overrides), dtype=torch.bfloat16)
@@ -146,3 +148,11 @@ def test_bundled_specs_at_full_width_under_fake_tensors(name):
     ours = [activation_memory(spec, model_ops(spec, wl(b)), b * FULL_TOKENS, DTYPES[dtype], kernel=kernel).stored
             for b in (1, 2)]
     assert ours[1] - ours[0] == torch_bytes
+
+
+@pytest.mark.parametrize("spec", RANDOM[:40], ids=lambda s: s.name)
+def test_everything_counted_grows_with_the_batch(spec):
+    """What the prediction counts is per sequence (batch-shared tables are not counted), so two sequences
+    keep exactly twice one sequence's bytes: no op may add a constant the per-sequence pins cannot see."""
+    for kernel in ("flash", "eager"):
+        assert predicted(spec, 2, "fp32", kernel=kernel) == 2 * predicted(spec, 1, "fp32", kernel=kernel)

@@ -208,3 +208,35 @@ def test_backward_costs_twice_the_forward_and_flash_attention_two_and_a_half(att
     wl = training_workload(r.layout, r.recipe)
     core = sum(time_op(op, s.rates).time for op in step_ops(r.spec, wl, "causal") if op.kind == "attention")
     assert s.backward == pytest.approx(2 * s.forward + (factor - 2) * core)
+
+
+def test_layouts_describe_themselves():
+    from archcalc.training.layout import Layout
+
+    assert Layout().describe() == "tp 1, pp 1, dp 1, zero 1, micro-batch 1, recompute none"
+    assert Layout(tp=2, pp=4, dp=8, cp=2, ep=4, zero=3, micro_batch=2, recompute="full").describe() == \
+        "tp 2, pp 4, dp 8, cp 2, ep 4, zero 3, micro-batch 2, recompute full"
+
+
+@pytest.mark.parametrize("options, line", [
+    ({"optimizer": "adam"}, "--optimizer: 'adam'; valid: adamw, sgd, adafactor, muon"),
+    ({"precision": "fp16"}, "--precision: 'fp16'; valid: bf16-mixed, fp32, fp8"),
+    ({"recompute": "some"}, "--recompute: 'some'; valid: none, selective, full"),
+    ({"zero": 5}, "--zero: 5; valid: 0, 1, 2, 3"),
+    ({"tp": 3}, "--tp: 3 does not split llama-3.1-8b's 32 attention heads and 8 KV heads evenly; "
+                "valid: 1, 2, 4, 8, 16, 32"),
+    ({"pp": 5}, "--pp: 5 does not divide llama-3.1-8b's 32 layers; valid: 1, 2, 4, 8, 16, 32"),
+    ({"solve": "best"}, "--solve: 'best'; valid: auto, layout, gpus, none"),
+    ({"adam_beta": 0.9}, "adam_beta: not an option of train"),
+])
+def test_api_errors_name_the_option_and_what_is_valid(options, line):
+    from archcalc.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        api.train("llama-3.1-8b", "h100", gpus=8, **options)
+    assert str(e.value).startswith(line), str(e.value)
+
+
+def test_derived_data_parallel_is_a_whole_number():
+    d = doc("llama-3.1-8b", "--gpu", "h100", "--gpus", "16", "--tp", "2", "--pp", "2")
+    assert d["layout"]["dp"] == 4 and type(d["layout"]["dp"]) is int
