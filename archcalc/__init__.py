@@ -15,6 +15,7 @@ from importlib import import_module
 _EXPORTS = {
     "size": "archcalc.api", "roofline": "archcalc.api", "fit": "archcalc.api", "fit_all_gpus": "archcalc.api",
     "compare": "archcalc.api", "calibrate": "archcalc.api", "sweep": "archcalc.api", "lint": "archcalc.api",
+    "train": "archcalc.api",
     "load": "archcalc.api", "load_gpu": "archcalc.api",
     "InputError": "archcalc.errors",
     "ModelSpec": "archcalc.spec.model",

@@ -73,6 +73,16 @@ def test_lint_and_sweep_match_their_commands():
     assert mine == doc and doc["counts"]["shown"] == doc["counts"]["feasible"] > 1
 
 
+def test_train_matches_its_command():
+    given = archcalc.train("llama-3.1-8b", "h100", gpus=8, zero=3, recompute="selective")
+    assert as_json(given.to_dict()) == cli_json("train", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--zero", "3",
+                                                "--recompute", "selective")
+    solved = archcalc.train("debug", "h100", gpus=4)
+    assert as_json(solved.to_dict()) == cli_json("train", "debug", "--gpu", "h100", "--gpus", "4")
+    __import__("archcalc.training.step")  # loading the package must not shadow the function
+    assert callable(archcalc.train) and archcalc.train.__module__ == "archcalc.api"
+
+
 def test_a_spec_object_and_a_path_work_like_a_name(tmp_path):
     spec = archcalc.load("gpt2")[0]
     assert archcalc.size(spec).params.total == archcalc.size("gpt2").params.total == 124_439_808
