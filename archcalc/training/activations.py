@@ -33,7 +33,7 @@ from typing import Literal
 
 from archcalc.ops.dtypes import nbytes
 from archcalc.ops.op import AttentionDims, MatmulDims, Op
-from archcalc.spec.model import GATED_ACTIVATIONS, ModelSpec
+from archcalc.spec.model import ModelSpec
 
 AttentionKernel = Literal["flash", "eager"]
 Recompute = Literal["none", "selective", "full"]

@@ -148,7 +148,6 @@ def _dp_comms(spec: ModelSpec, ops: list[Op], layout: Layout, recipe: Recipe, ac
     ranks = layout.shard_ranks
     if ranks == 1:
         return []
-    wl = Workload(batch=1, new_tokens=1, context=1)
     wdt, gdt = recipe.weight_dtype, recipe.grad_dtype
     layers, layer_experts = _rank_tensors(ops, layout, "layers")
     rest, _ = _rank_tensors(ops, layout, "rest")
@@ -186,10 +185,14 @@ def _dp_comms(spec: ModelSpec, ops: list[Op], layout: Layout, recipe: Recipe, ac
     return out
 
 
+_ONE = Workload(batch=1, new_tokens=1, context=1)  # a flat buffer is one row of `values` elements
+
+
 def _flat(name: str, values: float, dtype: str, ranks: int, pattern: str, count: int) -> Op:
-    """A collective over one flat buffer of `values` elements (gradients, weights)."""
-    return collective(name, "embedding" if "root" in name else "ffn", Workload(batch=1, new_tokens=1, context=1),
-                      values, ranks, pattern, count=count, tokens=1, dtype=dtype)
+    """A collective over one flat buffer of `values` elements (gradients, weights).  Its component
+    names where most of those parameters live: the FFN in a layer, the embedding in FSDP's root."""
+    return collective(name, "embedding" if name.startswith("fsdp.root") else "ffn", _ONE, values, ranks, pattern,
+                      count=count, tokens=1, dtype=dtype)
 
 
 def _ep_comms(spec: ModelSpec, wl: Workload, ops: list[Op], layout: Layout, accum: int) -> list[Comm]:
