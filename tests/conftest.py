@@ -4,6 +4,7 @@ no test may skip (only tests marked `gpu` may, on a machine without one)."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -25,6 +26,16 @@ def pytest_configure(config):
 def _own_calibration_dir(tmp_path_factory, monkeypatch):
     """No test sees the user's calibrations (hardware/calibration.py: ARCHCALC_CALIBRATION_DIR)."""
     monkeypatch.setenv("ARCHCALC_CALIBRATION_DIR", str(tmp_path_factory.mktemp("calibrations")))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    """Each test computes its own numbers: the op-list and training caches start empty (a cached
+    value computed by another test, or by mutmut's parent process, would hide a mutant)."""
+    for module, name in (("archcalc.cost.roofline", "_OPS_CACHE"), ("archcalc.training.memo", "_CACHE")):
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            getattr(loaded, name).clear()
 
 
 @pytest.hookimpl(trylast=True)
