@@ -128,11 +128,6 @@ class TrainResult:
     params: int
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
-        from archcalc.report.train import train_json
-
-        return train_json(self)
-
 
 def _group_spans_nodes(group: str, layout: Layout) -> bool:
     """Ranks go tp (innermost), cp, dp, pp (Megatron-LM's order); a group whose
