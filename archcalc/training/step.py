@@ -215,9 +215,10 @@ def train(spec: ModelSpec, hw: HardwareProfile, layout: Layout, recipe: Recipe) 
     memory = memory_plan(spec, hw, layout, recipe, whole)
     share = param_share(spec, whole, layout, recipe, "all" if layout.pp == 1 else "last")
     params = sum(op.params * op.count for op in whole)
-    # Model FLOPs of the step: 3 × the forward over every sequence (each rank's micro-batch has seq/cp tokens).
-    forward_per_mb = sum(op.flops * op.count for op in whole)
-    flops = 3 * forward_per_mb * layout.cp * recipe.global_batch / layout.micro_batch
+    # Model FLOPs of the step: 3 × the forward of each whole sequence (causal attention over all seq
+    # tokens, whatever cp splits), the same for every layout of the run.
+    sequence = step_ops(spec, replace(wl, batch=1, new_tokens=recipe.seq, context=recipe.seq), "causal")
+    flops = 3 * sum(op.flops * op.count for op in sequence) * recipe.global_batch
     steps = [step_time(spec, hw, layout, recipe, rates, comms, rank_ops, flops, share) for rates in _rate_sets(hw, wl)]
     budget = recipe.tokens if recipe.tokens is not None else CHINCHILLA_TOKENS_PER_PARAM * params
     runs = [run_totals(s, hw, budget, recipe) for s in steps]
