@@ -93,3 +93,41 @@ def test_layout_errors_in_full(name, options, line):
     with pytest.raises(InputError) as e:
         api.train(name, "h100", seq=4096, **options)
     assert str(e.value) == line
+
+
+def test_every_term_of_a_stage_by_its_rule():
+    """Llama 3.1 8B, tp 2 × dp 2, ZeRO 1: the terms, named as the JSON names them, each by its rule."""
+    from archcalc.ops.layers import model_ops
+    from archcalc.training.activations import activation_memory
+    from archcalc.training.layout import DDP_BUCKET_BYTES, TRAIN_RESERVE_BYTES
+    from archcalc.training.memory import training_workload
+
+    plan = api.train("llama-3.1-8b", "h100", seq=4096, gpus=4, tp=2, zero=1, micro_batch=1)
+    r = plan.result
+    (stage,) = r.memory.stages
+    assert list(stage.terms) == ["weights", "master weights", "gradients", "optimizer states", "activations",
+                                 "logits and loss", "communication buffers", "runtime reserve"]
+    wl = training_workload(r.layout, r.recipe)
+    act = activation_memory(r.spec, model_ops(r.spec, wl), 4096, "bf16", tp=2)
+    assert stage.activations == act
+    assert stage.terms["activations"] == act.layers  # one stage, one micro-batch in flight, no dropout
+    assert stage.terms["logits and loss"] == act.head + act.loss + 4096 * V * 4 / 2  # + the fp32 logit gradient
+    assert stage.terms["communication buffers"] == 2 * DDP_BUCKET_BYTES
+    assert stage.terms["runtime reserve"] == TRAIN_RESERVE_BYTES
+    no_sp = api.train("llama-3.1-8b", "h100", seq=4096, gpus=4, tp=2, zero=1, micro_batch=1,
+                      sequence_parallel=False).result.memory.stages[0]
+    assert no_sp.terms["activations"] > stage.terms["activations"]  # norms and column inputs stay whole
+    alone = api.train("llama-3.1-8b", "h100", seq=4096, gpus=1, zero=0).result.memory.stages[0]
+    assert "communication buffers" not in alone.terms  # one rank: nothing to reduce
+
+
+def test_the_spec_training_section_brings_dropout_and_z_loss():
+    from conftest import debug_spec
+
+    from archcalc.training.activations import dropout_saved, loss_saved
+
+    spec = debug_spec(training={"dropout": 0.1, "z_loss": 1e-4})
+    (stage,) = api.train(spec, "h100", seq=128, gpus=1, zero=0, micro_batch=2,
+                         global_batch_tokens=256).result.memory.stages
+    assert stage.activations.dropout == dropout_saved(spec, 256)
+    assert stage.activations.loss == loss_saved(spec, 256, z_loss=True)

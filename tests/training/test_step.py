@@ -66,7 +66,10 @@ def test_recomputation_reruns_the_attention_cores_or_the_layers(recompute, rebui
     (Layout(tp=8, pp=2), {"tp": False, "pp": True}),
     (Layout(tp=2, dp=8, ep=8), {"ep": True, "dp": True}),
     (Layout(tp=2, dp=4, ep=4), {"ep": False, "dp": False}),
-    (Layout(tp=16), {"tp": True}),
+    (Layout(tp=16), {"tp": True, "dp": False}),  # a group of one rank crosses nothing
+    (Layout(tp=2, dp=2, pp=4), {"dp": False, "pp": True}),  # pp ranks 4 apart
+    (Layout(tp=4, cp=2, dp=2), {"cp": False, "dp": True}),  # dp ranks 8 apart
+    (Layout(tp=4, cp=2, dp=4, ep=2), {"ep": True}),
     (Layout(dp=1, pp=1), {"dp": False, "pp": False}),
 ])
 def test_groups_cross_nodes_when_their_ranks_span_more_than_8_gpus(layout, crosses):
@@ -94,7 +97,7 @@ def test_gradient_reduction_hides_behind_the_backward():
 
 
 def test_fsdp_traffic_hides_behind_the_whole_compute():
-    s = plan(gpus=16, zero=3, micro_batch=1, global_batch_tokens=4096 * 64).steps[0]
+    s = plan(gpus=16, zero=3, micro_batch=1, recompute="full", global_batch_tokens=4096 * 64).steps[0]
     fsdp = sum(c.seconds for c in s.comms if c.comm.group == "dp")
     window = (s.forward + s.backward + s.recompute) * s.micro_batches
     assert s.exposed("dp") == pytest.approx(max(0.0, fsdp - window))
