@@ -38,13 +38,14 @@ from dataclasses import dataclass
 from math import ceil, prod
 from typing import Literal
 
+from archcalc.cost.roofline import step_ops
 from archcalc.ops.dtypes import nbytes
 from archcalc.ops.op import AttentionDims, MatmulDims, Op, collective
 from archcalc.ops.workload import Workload
-from archcalc.cost.roofline import step_ops
 from archcalc.spec.model import ModelSpec
 from archcalc.training.activations import LAYER_PREFIX
 from archcalc.training.layout import DDP_BUCKET_BYTES, Layout, Recipe, grad_accum
+from archcalc.training.memory import param_share
 from archcalc.training.tensors import Shape, op_tensors
 
 Group = Literal["tp", "dp", "ep", "cp", "pp"]
@@ -118,29 +119,14 @@ def padded(shape: Shape, ranks: int) -> int:
     return ceil(shape[0] / ranks) * prod(shape[1:])
 
 
-def _rank_tensors(ops: list[Op], layout: Layout, where: str) -> tuple[float, float]:
-    """(parameter values, of which experts) of the layers (where="layers") or the
-    rest, on one TP/EP/PP rank, before ZeRO sharding."""
-    from archcalc.parallel.tensor import weight_share
-
-    total = experts = 0.0
-    for op in ops:
-        if op.params and op.name.startswith(LAYER_PREFIX) == (where == "layers"):
-            share = weight_share(op, layout.tp) / (layout.ep if op.component == "experts" else 1)
-            n = op.params * op.count * share / (layout.pp if where == "layers" else 1)
-            total += n
-            experts += n if op.component == "experts" else 0
-    return total, experts
-
-
-def _fsdp_values(ops: list[Op], layout: Layout, where: str) -> float:
-    """FSDP2's gathered values: Σ over tensors of ranks × padded shard (tp = ep = pp = 1:
-    exact; otherwise the TP/EP/PP share of the same)."""
+def _fsdp_values(ops: list[Op], layout: Layout, where: str, rank_values: float) -> float:
+    """FSDP2's gathered values of the layers (where="layers") or the rest: Σ over tensors of
+    ranks × padded shard, scaled to the `rank_values` one TP/EP/PP rank holds (exact at
+    tp = ep = pp = 1)."""
     ranks = layout.shard_ranks
-    exact = sum(op.count * sum(padded(shape, ranks) for shape in op_tensors(op)) * ranks
-                for op in ops if op.params and op.name.startswith(LAYER_PREFIX) == (where == "layers"))
-    whole = sum(op.params * op.count for op in ops if op.name.startswith(LAYER_PREFIX) == (where == "layers"))
-    rank_values, _ = _rank_tensors(ops, layout, where)
+    mine = [op for op in ops if op.params and op.name.startswith(LAYER_PREFIX) == (where == "layers")]
+    exact = sum(op.count * sum(padded(shape, ranks) for shape in op_tensors(op)) * ranks for op in mine)
+    whole = sum(op.params * op.count for op in mine)
     return exact * (rank_values / whole if whole else 0.0)
 
 
@@ -149,11 +135,13 @@ def _dp_comms(spec: ModelSpec, ops: list[Op], layout: Layout, recipe: Recipe, ac
     if ranks == 1:
         return []
     wdt, gdt = recipe.weight_dtype, recipe.grad_dtype
-    layers, layer_experts = _rank_tensors(ops, layout, "layers")
-    rest, _ = _rank_tensors(ops, layout, "rest")
+    # The parameters of the rank memory.py plans (the last stage's under pp: its layers, final norm, head).
+    share = param_share(spec, ops, layout, recipe, "all" if layout.pp == 1 else "last")
+    layers = share.layer_params * spec.n_layers / layout.pp
+    experts = share.params - share.dense_shard
     if layout.zero == 3:
-        per_layer = _fsdp_values(ops, layout, "layers") / (spec.n_layers / layout.pp)
-        root = _fsdp_values(ops, layout, "rest")
+        per_layer = _fsdp_values(ops, layout, "layers", layers) / (spec.n_layers / layout.pp)
+        root = _fsdp_values(ops, layout, "rest", share.params - layers)
         L = spec.n_layers // layout.pp
         return [
             Comm(_flat("fsdp.layers.all_gather", per_layer, wdt, ranks, "all_gather", L * accum), "dp", "forward",
@@ -166,8 +154,8 @@ def _dp_comms(spec: ModelSpec, ops: list[Op], layout: Layout, recipe: Recipe, ac
             Comm(_flat("fsdp.root.reduce_scatter", root, gdt, ranks, "reduce_scatter", accum), "dp", "backward",
                  "compute"),
         ]
-    dense = layers + rest - layer_experts
-    groups = [("dp", dense, ranks)] + ([("expert", layer_experts, max(1, ranks // layout.ep))] if layer_experts else [])
+    groups = [("dp", share.dense_shard, ranks)] + ([("expert", experts, max(1, ranks // layout.ep))] if experts
+                                                    else [])
     out = []
     for label, values, n_ranks in groups:
         if n_ranks == 1 or not values:

@@ -21,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from archcalc.cost.rates import Rates, rate_sets
-from archcalc.cost.roofline import time_op
+from archcalc.cost.roofline import step_ops, time_op
+from archcalc.cost.totals import param_counts
 from archcalc.hardware.profile import HardwareProfile
-from archcalc.cost.roofline import step_ops
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
@@ -214,7 +214,7 @@ def train(spec: ModelSpec, hw: HardwareProfile, layout: Layout, recipe: Recipe) 
     comms = step_comms(spec, wl, whole, layout, recipe)
     memory = memory_plan(spec, hw, layout, recipe, whole)
     share = param_share(spec, whole, layout, recipe, "all" if layout.pp == 1 else "last")
-    params = sum(op.params * op.count for op in whole)
+    params = param_counts(whole).total
     # Model FLOPs of the step: 3 × the forward of each whole sequence (causal attention over all seq
     # tokens, whatever cp splits), the same for every layout of the run.
     sequence = step_ops(spec, replace(wl, batch=1, new_tokens=recipe.seq, context=recipe.seq), "causal")

@@ -134,16 +134,16 @@ def test_the_spec_training_section_brings_dropout_and_z_loss():
 
 
 def test_gradient_reductions_carry_the_rank_s_dense_and_expert_parameters():
-    """Mixtral 8x7B on 16 GPUs, pp 2 × dp 8, ep 4, ZeRO 1: the dense gradients (half the layers' dense
-    weights, plus the embedding, final norm and lm_head, counted whole) reduce-scatter over the 8 dp
-    ranks in fp32; the expert gradients (8 experts / ep 4 of half the layers) over the 8 / 4 = 2 ranks
+    """Mixtral 8x7B on 16 GPUs, pp 2 × dp 8, ep 4, ZeRO 1, on the last stage (the one memory plans):
+    the dense gradients (half the layers' dense weights, the final norm and lm_head) reduce-scatter over
+    the 8 dp ranks in fp32; the expert gradients (8 experts / ep 4 of half the layers) over the 8 / 4 = 2 ranks
     that hold the same experts; the updated bf16 weights all-gather the same way."""
     experts = 32 * 8 * 3 * 4096 * 14336
-    rest = 2 * 32000 * 4096 + 4096
-    dense_layers = 46_702_792_704 - experts - rest
+    head = 32000 * 4096 + 4096  # lm_head and the final norm; the embedding is the first stage's
+    dense_layers = 46_702_792_704 - experts - head - 32000 * 4096
     r = api.train("mixtral-8x7b", "h100", seq=4096, gpus=16, pp=2, ep=4, zero=1).result
     comms = {c.comm.op.name: c.comm.op for c in r.steps[0].comms if c.comm.group == "dp"}
-    dense, expert = dense_layers / 2 + rest, experts / 4 / 2
+    dense, expert = dense_layers / 2 + head, experts / 4 / 2
     assert (comms["dp.grads.reduce_scatter"].dims.width, comms["dp.grads.reduce_scatter"].dims.ranks) == (dense, 8)
     assert (comms["expert.grads.reduce_scatter"].dims.width, comms["expert.grads.reduce_scatter"].dims.ranks) == \
         (expert, 2)
