@@ -61,10 +61,22 @@ def random_spec(seed: int) -> ModelSpec:
         position["rotary_fraction"] = pick([1.0, 0.5])
         if att.get("sliding_window") and rng.random() < 0.5:
             position["local_theta"] = 100.0
-    return ModelSpec.model_validate({
-        "name": f"random-{seed}", "d_model": d_model, "n_layers": n_layers, "vocab_size": pick([31, 64]),
-        "max_context": 16, "tie_embeddings": rng.random() < 0.3, "final_softcap": pick([None, 20.0]),
-        "attention": att, "ffn": ffn, "norm": norm, "position": position, "residual": res})
+    top = {"name": f"random-{seed}", "d_model": d_model, "n_layers": n_layers, "vocab_size": pick([31, 64]),
+           "max_context": 16, "tie_embeddings": rng.random() < 0.3, "final_softcap": pick([None, 20.0])}
+    # Drawn after everything above, so that a seed keeps the spec it had before these options existed.
+    top["lm_head_bias"] = rng.random() < 0.2
+    if rng.random() < 0.2:
+        top["embedding_dim"] = pick([8, 12])
+    if position["kind"] == "learned" and rng.random() < 0.5:
+        position["offset"] = 2
+    if norm["kind"] != "none":
+        norm["embedding"] = rng.random() < 0.2
+        if not norm.get("bias") and rng.random() < 0.15:
+            norm["weight"] = False
+    if position["kind"] == "rope" and rng.random() < 0.3:
+        att["nope_layers"] = sorted(rng.sample(range(n_layers), rng.randint(1, n_layers)))
+    return ModelSpec.model_validate({**top, "attention": att, "ffn": ffn, "norm": norm, "position": position,
+                                     "residual": res})
 
 
 def shrink(spec: ModelSpec) -> ModelSpec:

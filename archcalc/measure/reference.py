@@ -169,9 +169,9 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
 def make_norm(norm: NormSpec, dim: int) -> nn.Module:
     """The spec's norm over the last `dim` features; identity (no params) for kind none."""
     if norm.kind == "rmsnorm":
-        return nn.RMSNorm(dim, eps=1e-6)
+        return nn.RMSNorm(dim, eps=1e-6, elementwise_affine=norm.weight)
     if norm.kind == "layernorm":
-        return nn.LayerNorm(dim, bias=norm.bias)
+        return nn.LayerNorm(dim, elementwise_affine=norm.weight, bias=norm.bias)
     return nn.Identity()
 
 
@@ -315,7 +315,7 @@ class Attention(nn.Module):
             self.q_norm = make_norm(spec.norm, self.qk_norm_widths[0])
             self.k_norm = make_norm(spec.norm, self.qk_norm_widths[1])
         self.rotary = None
-        if pos.kind == "rope" and (local or a.global_rope):
+        if spec.layer_rope[layer]:
             own_theta = local and pos.local_theta is not None  # Gemma 3: local layers unscaled, own base
             self.rotary = Rotary(
                 spec.rope_dim,
@@ -734,17 +734,22 @@ class ReferenceModel(nn.Module):
         super().__init__()
         self.spec = spec
         self.dropout = dropout
-        D, V = spec.d_model, spec.vocab_size
-        self.embed_tokens = nn.Embedding(V, D)
+        D, V, E = spec.d_model, spec.vocab_size, spec.embedding_width
+        self.embed_tokens = nn.Embedding(V, E)
+        # OPT-350m: the embedding and the unembedding are E wide, bias-free projections around the layers.
+        self.project_in = nn.Linear(E, D, bias=False) if spec.embedding_dim is not None else nn.Identity()
+        self.project_out = nn.Linear(D, E, bias=False) if spec.embedding_dim is not None else nn.Identity()
         if spec.position.kind == "learned":
-            self.embed_positions = nn.Embedding(spec.max_context, D)  # GPT-2 wpe
+            # GPT-2's wpe; OPT's table has `offset` more rows, position p reads row p + offset.
+            self.embed_positions = nn.Embedding(spec.max_context + spec.position.offset, D)
+        self.embed_norm = make_norm(spec.norm, D) if spec.norm.embedding else nn.Identity()  # BLOOM
         self.layers = nn.ModuleList(DecoderLayer(spec, i) for i in range(spec.n_layers))
         for layer in self.layers:
             layer.attn.inner.impl = attention
             layer.attn.inner.dropout = layer.attn.dropout = layer.mlp.dropout = dropout
         self.residual = make_residual(spec)
         self.final_norm = make_norm(spec.norm, D) if spec.norm.final else nn.Identity()
-        self.lm_head = nn.Linear(D, V, bias=False)
+        self.lm_head = nn.Linear(E, V, bias=spec.lm_head_bias)
         if spec.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
 
@@ -762,19 +767,19 @@ class ReferenceModel(nn.Module):
         T = tokens.shape[1]
         start = 0 if cache is None else cache.length
         positions = torch.arange(start, start + T, device=tokens.device)
-        x = self.embed_tokens(tokens)
+        x = self.project_in(self.embed_tokens(tokens))
         kind = self.spec.position.kind
         if kind == "learned":
-            x = x + self.embed_positions(positions)
+            x = x + self.embed_positions(positions + self.spec.position.offset)
         elif kind == "sinusoidal":
             x = x + sinusoidal_table(positions, x.shape[-1], self.spec.position.theta).to(x)
-        x = dropout(x, self.dropout, self.training)
+        x = dropout(self.embed_norm(x), self.dropout, self.training)
         x = self.residual(x, self.units(positions, cache))
         if cache is not None:
             cache.length += T
         if logits == "last":
             x = x[:, -1:]
-        out = self.lm_head(self.final_norm(x))
+        out = self.lm_head(self.project_out(self.final_norm(x)))
         cap = self.spec.final_softcap
         return out if cap is None else cap * torch.tanh(out / cap)
 

@@ -36,7 +36,7 @@ def model_ops(spec: ModelSpec, wl: Workload, convention: FlopsConvention | None 
 def _norm(spec: ModelSpec, wl: Workload, name: str, width: int, **kw) -> list[Op]:
     if spec.norm.kind == "none":
         return []
-    return [ops.norm(name, wl, width, spec.norm.kind, spec.norm.bias, **kw)]
+    return [ops.norm(name, wl, width, spec.norm.kind, spec.norm.bias, weight=spec.norm.weight, **kw)]
 
 
 def _sublayer_norms(spec: ModelSpec, wl: Workload, prefix: str, where: str) -> list[Op]:
@@ -59,12 +59,17 @@ def _sublayer_norms(spec: ModelSpec, wl: Workload, prefix: str, where: str) -> l
 
 
 def _embedding_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
-    D = spec.d_model
-    out = [ops.gather("embedding", "embedding", wl, spec.vocab_size, D)]
+    D, E = spec.d_model, spec.embedding_width
+    out = [ops.gather("embedding", "embedding", wl, spec.vocab_size, E)]
+    if spec.embedding_dim is not None:  # OPT-350m's project_in: E -> D, no bias
+        out.append(ops.matmul("embedding.project_in", "embedding", wl, E, D, tp="replicated"))
     if spec.position.kind == "learned":
         # A learned position table is whole on every TP rank (vLLM and Megatron do not split it).
-        out += [ops.gather("position.embedding", "position", wl, spec.max_context, D, tp="replicated"),
+        rows = spec.max_context + spec.position.offset
+        out += [ops.gather("position.embedding", "position", wl, rows, D, tp="replicated"),
                 ops.elementwise("position.add", "position", wl, D, 1, inputs=2)]
+    if spec.norm.embedding:  # BLOOM: a LayerNorm on the embedded tokens, before layer 0
+        out += _norm(spec, wl, "embedding.norm", D)
     return out
 
 
@@ -123,7 +128,7 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
     kinds = spec.attention_layers
     present = [kind for kind in ("global", "local") if nonzero(kinds[kind])]
     if spec.position.kind == "rope":
-        rope_layers = L if a.global_rope else kinds["local"]
+        rope_layers = spec.rope_layers
         if nonzero(rope_layers):
             out.append(ops.elementwise("layers.attn.rope", "position", wl, rotated, ops.ROPE_FLOPS, count=rope_layers,
                                        tp="split", fn="rope"))
@@ -269,11 +274,15 @@ def _attnres_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
 
 
 def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
-    out = _norm(spec, wl, "final_norm", spec.d_model) if spec.norm.final else []
-    head = ops.matmul("lm_head", "lm_head", wl, spec.d_model, spec.vocab_size, tokens=wl.logit_tokens,
-                      quantizable=False)
-    if spec.tie_embeddings:  # the embedding's weight, counted there; still read here
-        head = replace(head, params=0, active_params=0)
+    D, E, V = spec.d_model, spec.embedding_width, spec.vocab_size
+    out = _norm(spec, wl, "final_norm", D) if spec.norm.final else []
+    if spec.embedding_dim is not None:  # OPT-350m's project_out: D -> E, no bias, at the logit positions
+        out.append(ops.matmul("lm_head.project_out", "lm_head", wl, D, E, tokens=wl.logit_tokens, tp="replicated"))
+    head = ops.matmul("lm_head", "lm_head", wl, E, V, bias_width=V if spec.lm_head_bias else 0,
+                      tokens=wl.logit_tokens, quantizable=False)
+    if spec.tie_embeddings:  # the embedding's weight, counted there; still read here (a bias is the head's own)
+        head = replace(head, params=head.bias_params, active_params=head.bias_params,
+                       shapes=((V,),) if spec.lm_head_bias else ())
     out.append(head)
     if spec.final_softcap is not None:
         out.append(ops.elementwise("lm_head.softcap", "lm_head", wl, spec.vocab_size, ops.SOFTCAP_FLOPS,

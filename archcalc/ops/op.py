@@ -296,10 +296,10 @@ def cache_token_bytes(op: Op, bytes_per_value: float, share: float = 1.0) -> flo
 # ---- elementwise, norms, gathers -------------------------------------------------
 
 
-def norm(name: str, wl: Workload, width: int, kind: str, bias: bool, *, count: int = 1,
+def norm(name: str, wl: Workload, width: int, kind: str, bias: bool, *, weight: bool = True, count: int = 1,
          tokens: int | None = None, component: Component = "norms") -> Op:
     m = wl.tokens if tokens is None else tokens
-    params = width * (2 if bias else 1)
+    params = width * (int(weight) + int(bias))
     per_element = RMSNORM_FLOPS if kind == "rmsnorm" else LAYERNORM_FLOPS + (1 if bias else 0)
     return Op(name, "norm", component, RowDims(m, width, norm=kind), count, tp="replicated",
               params=params, active_params=params, bias_params=width if bias else 0,

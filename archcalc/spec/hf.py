@@ -38,7 +38,8 @@ NO_COST_KEYS = {
     "swiglu_limit", "initial_context_length", "router_jitter_noise", "bos_token", "eos_token",
     "tokenizer_class", "use_flash_attn", "use_memory_efficient_attention", "rope_interleaved",
     "apply_residual_connection_post_layernorm", "is_decoder", "do_sample", "gradient_checkpointing",
-    "image_token_index", "boi_token_index", "eoi_token_index",
+    "image_token_index", "boi_token_index", "eoi_token_index", "unk_token_id", "dropout", "activation_dropout",
+    "decoder_start_token_id", "tokenizer_name",
     "mm_tokens_per_image", "initializer_factor", "attn_implementation",
     "use_mrope",  # Qwen2-VL's split of the rotary dims by section: the same rotations
 }
@@ -192,7 +193,7 @@ def _position(r: ConfigReader, *, rotary_fraction: float = 1.0, scaled_limit_is_
 def _window(r: ConfigReader, n_layers: int, *, pattern_key_default: str | None = None) -> dict:
     """sliding_window with layer_types / sliding_window_pattern / use_sliding_window."""
     if r.has("use_sliding_window") and not r.get("use_sliding_window"):
-        for key in ("sliding_window", "max_window_layers"):
+        for key in ("sliding_window", "max_window_layers", "layer_types", "sliding_window_pattern"):
             r.ignore(key, "use_sliding_window is false: every layer attends to the full context")
         return {}
     window = r.get("sliding_window", default=None)
@@ -204,8 +205,7 @@ def _window(r: ConfigReader, n_layers: int, *, pattern_key_default: str | None =
         unknown = set(layer_types) - {"sliding_attention", "full_attention"}
         if unknown:
             raise InputError(r.path, "layer_types", f"{sorted(unknown)} not supported; known: sliding_attention, full_attention")
-        if r.has("sliding_window_pattern"):
-            r.ignore("sliding_window_pattern", "layer_types takes precedence")
+        r.ignore("sliding_window_pattern", "layer_types takes precedence")
         return {"sliding_window": window, "layer_types": kinds} if "local" in kinds else {}
     if window is None:
         r.ignore("sliding_window_pattern", "no sliding_window")
@@ -226,7 +226,7 @@ def _window(r: ConfigReader, n_layers: int, *, pattern_key_default: str | None =
 def _core(r: ConfigReader, *, tie_default: bool) -> dict:
     return {
         "d_model": r.get("hidden_size", "n_embd", "d_model"),
-        "n_layers": r.get("num_hidden_layers", "n_layer", "num_layers"),
+        "n_layers": r.get("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
         "vocab_size": r.get("vocab_size"),
         "tie_embeddings": bool(r.get("tie_word_embeddings", default=tie_default)),
     }
@@ -248,7 +248,7 @@ def _heads(r: ConfigReader, n_heads_key=("num_attention_heads", "n_head")) -> di
 def _llama_like(r: ConfigReader, *, family: str) -> dict:
     """llama, mistral, mixtral, qwen2/3 (+ MoE), gemma 1/2/3, olmo2, phi3, cohere."""
     gemma = family.startswith("gemma")
-    spec = _core(r, tie_default=gemma or family == "cohere")
+    spec = _core(r, tie_default=gemma or family in ("cohere", "smollm3"))
     att = _heads(r)
     bias = r.get("attention_bias", default=family in ("qwen2", "qwen2_moe"))
     if family in ("qwen2", "qwen2_moe"):  # q/k/v biases are hard-coded in Qwen2; o has none
@@ -259,6 +259,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
            "d_ff": r.get("intermediate_size", default=None)}
     if r.get("mlp_bias", default=False):
         ffn["bias"] = True
+    if family == "ernie4_5" and r.get("use_bias", default=False):  # one switch for every projection
+        att["bias"], ffn["bias"] = ["q", "k", "v", "o"], True
     norm: dict = {}
     residual: dict = {}
     scaled_final = False
@@ -275,15 +277,42 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
                 raise InputError(r.path, key, "soft-capping is not expected on gemma3; remove it or use gemma2")
             r.ignore(key, "null")
         scaled_final = True  # Gemma 3's max_position_embeddings already includes the linear scaling
-    if family == "olmo2":
-        norm["placement"] = "post"  # no input norm: x + N(F(x))
+    if family in ("olmo2", "olmoe"):
         att["qk_norm"] = "full"  # q_norm over H·d, k_norm over K·d
+    if family in ("olmo2", "exaone4"):
+        norm["placement"] = "post"  # no input norm: x + N(F(x))
+    if family == "exaone4":
+        att["qk_norm"] = "head"
+    if family == "granite":
+        for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
+            r.ignore(key, "scales activations, scores or logits: no parameter, FLOP or byte changes")
+    if family == "smollm3":
+        # One flag per layer, 1 = RoPE; absent, every no_rope_layer_interval-th layer is NoPE (HF's rule).
+        interval = int(r.get("no_rope_layer_interval", default=4))
+        flags = r.get("no_rope_layers", default=None)
+        if flags is None:
+            flags = [int((i + 1) % interval != 0) for i in range(spec["n_layers"])]
+        else:
+            r.ignore("no_rope_layer_interval", "no_rope_layers lists the layers")
+        if len(flags) != spec["n_layers"]:
+            raise InputError(r.path, "no_rope_layers", f"lists {len(flags)} layers, num_hidden_layers is {spec['n_layers']}")
+        if any(flag not in (0, 1) for flag in flags):
+            raise InputError(r.path, "no_rope_layers", "entries must be 1 (RoPE) or 0 (NoPE)")
+        att["nope_layers"] = [i for i, flag in enumerate(flags) if not flag]
+    if family == "stablelm":
+        norm.update(kind="layernorm", bias=True)
+        att["bias"] = ["q", "k", "v"] if r.get("use_qkv_bias", default=False) else []
+        if r.get("qk_layernorm", default=False):
+            raise InputError(r.path, "qk_layernorm", "StableLM's per-head q/k LayerNorms are not supported")
+        if r.get("use_parallel_residual", default=False):
+            residual = {"kind": "parallel", "parallel_norms": 1}  # input_layernorm feeds both
     if family == "cohere":
         norm.update(kind="layernorm", bias=False)  # CohereLayerNorm has no bias
         residual = {"kind": "parallel", "parallel_norms": 1}
         if r.get("use_qk_norm", default=False):
             att["qk_norm"] = "full"  # a LayerNorm weight of [heads, head_dim]: H·d and K·d values
-    pos, limit = _position(r, rotary_fraction=float(r.get("partial_rotary_factor", default=1.0)),
+    pos, limit = _position(r, rotary_fraction=float(r.get("partial_rotary_factor",
+                                                          default=0.25 if family == "stablelm" else 1.0)),
                            scaled_limit_is_final=scaled_final)
     if family == "gemma3":
         pos["local_theta"] = float(r.get("rope_local_base_freq", default=10000.0))
@@ -291,6 +320,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
     window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family == "gemma2" else None)
     att.update({k: v for k, v in window.items() if v is not None})
+    if family == "exaone4" and window.get("sliding_window"):
+        att["global_rope"] = False  # RoPE on the sliding layers only, when there are any (Exaone4Attention)
     moe = _moe(r, family, spec["n_layers"])
     if moe:
         ffn["moe"] = moe
@@ -301,6 +332,9 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
 def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
     if family == "mixtral":
         return {"n_experts": r.get("num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+                "d_expert": r.get("intermediate_size")}
+    if family == "olmoe":  # 64 experts, no shared one, every layer
+        return {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"),
                 "d_expert": r.get("intermediate_size")}
     if family not in ("qwen2_moe", "qwen3_moe"):
         return None
@@ -370,6 +404,113 @@ def _falcon(r: ConfigReader) -> dict:
                     "bias": bias},
             "norm": {"kind": "layernorm", "bias": True}, "position": pos,
             "residual": {"kind": "parallel", "parallel_norms": n_norms} if parallel else {}}
+
+
+def _parallel_gptj(r: ConfigReader) -> dict:
+    """GPT-J and CodeGen: one LayerNorm feeding attention and MLP in parallel, bias-free q/k/v/out
+    (CodeGen fuses them into qkv_proj: the same weights), rotary on the first rotary_dim dims of each
+    head, a biased MLP and a biased, untied lm_head."""
+    spec = _core(r, tie_default=False)
+    d, n_heads = spec["d_model"], r.get("n_head", "num_attention_heads")
+    rotary_dim = r.get("rotary_dim", default=None)  # None: HF rotates every dim
+    pos, limit = _position(r, rotary_fraction=rotary_dim / (d // n_heads) if rotary_dim else 1.0)
+    r.ignore("n_ctx", "duplicate of n_positions, which sets the context")
+    r.ignore("mp_num", "CodeGen's qkv_proj layout across its original TPU shards: same weights")
+    r.ignore("rotary", "GPT-J's old switch; rotary_dim says what is rotated")
+    return {**spec, "max_context": limit, "lm_head_bias": True, "attention": {"n_heads": n_heads},
+            "ffn": {"activation": _activation(r, False, "gelu_new"), "d_ff": r.get("n_inner", default=None) or 4 * d,
+                    "bias": True},
+            "norm": {"kind": "layernorm", "bias": True}, "position": pos,
+            "residual": {"kind": "parallel", "parallel_norms": 1}}
+
+
+def _phi(r: ConfigReader) -> dict:
+    """Phi-1/1.5/2: GPT-J's parallel block with biased q/k/v/dense projections and partial rotary."""
+    spec = _core(r, tie_default=False)
+    att = {**_heads(r), "bias": ["q", "k", "v", "o"]}
+    if r.get("qk_layernorm", default=False):
+        att["qk_norm"] = "head"  # one LayerNorm of head_dim (with its bias) on q, one on k
+    pos, limit = _position(r, rotary_fraction=float(r.get("partial_rotary_factor", default=0.5)))
+    return {**spec, "max_context": limit, "lm_head_bias": True, "attention": att,
+            "ffn": {"activation": _activation(r, False, "gelu_new"), "d_ff": r.get("intermediate_size"), "bias": True},
+            "norm": {"kind": "layernorm", "bias": True}, "position": pos,
+            "residual": {"kind": "parallel", "parallel_norms": 1}}
+
+
+def _bloom(r: ConfigReader) -> dict:
+    """BLOOM: ALiBi, a LayerNorm after the embedding, biases everywhere, a 4·D GELU MLP, tied."""
+    spec = _core(r, tie_default=True)
+    r.ignore("n_inner", "BloomMLP is 4·hidden_size whatever n_inner says")
+    for key in ("offset_alibi", "skip_bias_add", "skip_bias_add_qkv", "bias_dropout_fusion", "masked_softmax_fusion",
+                "slow_but_exact"):
+        r.ignore(key, "Megatron-DeepSpeed kernel switches: the same math")
+    # BLOOM's config states no context; it was trained on 2,048 tokens (ALiBi has no table to bound it).
+    limit = r.get("seq_length", "max_position_embeddings", default=2048)
+    return {**spec, "max_context": limit,
+            "attention": {"n_heads": r.get("n_head", "num_attention_heads"), "bias": ["q", "k", "v", "o"]},
+            "ffn": {"activation": "gelu", "d_ff": 4 * spec["d_model"], "bias": True},
+            "norm": {"kind": "layernorm", "bias": True, "embedding": True}, "position": {"kind": "alibi"}}
+
+
+def _opt(r: ConfigReader) -> dict:
+    """OPT: learned positions with 2 spare rows, ReLU MLP, biases (enable_bias), pre- or post-norm
+    (do_layer_norm_before), and in OPT-350m a narrower embedding with bias-free projections."""
+    spec = _core(r, tie_default=True)
+    width = r.get("word_embed_proj_dim", default=spec["d_model"])
+    if width != spec["d_model"]:
+        spec["embedding_dim"] = width
+    bias = r.get("enable_bias", default=True)
+    pre = r.get("do_layer_norm_before", default=True)
+    affine = r.get("layer_norm_elementwise_affine", default=True)
+    final = pre and not r.get("_remove_final_layer_norm", default=False)  # OPTDecoder's rule
+    r.ignore("layerdrop", "training-time layer dropout")
+    r.ignore("init_std", "initialisation")
+    r.ignore("prefix", "tokenizer detail")
+    return {**spec, "max_context": r.get("max_position_embeddings"),
+            "attention": {"n_heads": r.get("num_attention_heads"), "bias": ["q", "k", "v", "o"] if bias else []},
+            "ffn": {"activation": _activation(r, False, "relu"), "d_ff": r.get("ffn_dim"), "bias": bias},
+            "norm": {"kind": "layernorm", "bias": affine, "weight": affine, "placement": "pre" if pre else "post",
+                     "final": final},
+            "position": {"kind": "learned", "offset": 2}}  # OPTLearnedPositionalEmbedding: num_embeddings + 2
+
+
+def _gpt_bigcode(r: ConfigReader) -> dict:
+    """SantaCoder / StarCoder 1: GPT-2 with multi-query attention (one K/V head in the fused c_attn)."""
+    spec = _core(r, tie_default=True)
+    n_heads = r.get("n_head", "num_attention_heads")
+    r.ignore("n_ctx", "duplicate of n_positions, which sets the context")
+    for key in ("inference_runner", "max_batch_size", "max_sequence_length", "pad_key_length",
+                "pre_allocate_kv_cache", "validate_runner_input", "runner_max_sequence_length"):
+        r.ignore(key, "options of an old inference runner: no parameter")
+    return {**spec, "max_context": r.get("n_positions", "max_position_embeddings"),
+            "attention": {"n_heads": n_heads, "n_kv_heads": 1 if r.get("multi_query", default=True) else n_heads,
+                          "bias": ["q", "k", "v", "o"]},
+            "ffn": {"activation": _activation(r, False, "gelu_pytorch_tanh"),
+                    "d_ff": r.get("n_inner", default=None) or 4 * spec["d_model"], "bias": True},
+            "norm": {"kind": "layernorm", "bias": True}, "position": {"kind": "learned"}}
+
+
+def _mpt(r: ConfigReader) -> dict:
+    """MPT: ALiBi, no biases at all (bias-free LayerNorms too), fused Wqkv, a 4·D GELU MLP, tied."""
+    spec = _core(r, tie_default=True)
+    attn = r.get("attn_config", default={})
+    if r.nested(attn, "attn_type", "attn_config", "multihead_attention") != "multihead_attention":
+        raise InputError(r.path, "attn_config.attn_type", f"{attn['attn_type']!r} is not supported; "
+                         "transformers' MPT is multihead_attention only")
+    if r.nested(attn, "qk_ln", "attn_config", False):
+        raise InputError(r.path, "attn_config.qk_ln", "q/k LayerNorms are not supported for MPT")
+    if not r.nested(attn, "alibi", "attn_config", True):
+        raise InputError(r.path, "attn_config.alibi", "transformers' MPT has no position encoding but ALiBi")
+    if r.get("no_bias", default=True) is not True or r.get("expansion_ratio", default=4) != 4:
+        raise InputError(r.path, "no_bias" if r.cfg.get("no_bias") is False else "expansion_ratio",
+                         "transformers' MPT is bias-free with a 4·d_model MLP; other values are not supported")
+    r.ignore("learned_pos_emb", "unused with ALiBi (transformers' MPT builds no position table)")
+    for key in ("logit_scale", "embedding_fraction", "norm_type", "init_device", "init_config", "emb_pdrop",
+                "verbose", "fc_type", "use_pad_tok_in_ffn", "ffn_config", "resid_pdrop"):
+        r.ignore(key, "training or kernel options: no parameter, FLOP or byte changes")
+    return {**spec, "max_context": r.get("max_seq_len"), "attention": {"n_heads": r.get("n_heads")},
+            "ffn": {"activation": "gelu", "d_ff": 4 * spec["d_model"]},
+            "norm": {"kind": "layernorm", "bias": False}, "position": {"kind": "alibi"}}
 
 
 def _starcoder2(r: ConfigReader) -> dict:
@@ -446,12 +587,14 @@ def _gpt_oss(r: ConfigReader) -> dict:
 FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     **{f: (lambda r, f=f: _llama_like(r, family=f)) for f in (
         "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
-        "olmo2", "phi3", "cohere")},
+        "olmo2", "phi3", "cohere", "granite", "smollm3", "stablelm", "exaone4", "olmoe",
+        "ernie4_5")},
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
-    "gpt_oss": _gpt_oss,
+    "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
+    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt,
 }
 # Multimodal checkpoints keep the language model under text_config.
 TEXT_CONFIG_KEYS = ("text_config",)

@@ -86,6 +86,9 @@ class AttentionSpec(_Frozen):
     # layer.  Absent with a window set means every layer is local (Mistral).
     layer_types: str | list[LayerKind] | None = None
     global_rope: bool = True  # false: global layers use no position encoding (NoPE)
+    # Layers that skip RoPE whatever their kind (SmolLM3 and Llama 4: every 4th layer), beside
+    # global_rope; a NoPE layer has no rotation to compute and nothing else changes.
+    nope_layers: list[LayerIndex] | None = None
     # Multi-head latent attention (DeepSeek-V2/V3).  The cache holds
     # kv_lora_rank + qk_rope_head_dim values per token per layer.
     q_lora_rank: Width | None = None  # None: a direct D -> H·(nope+rope) query projection
@@ -176,11 +179,17 @@ class NormSpec(_Frozen):
     # both: sandwich, a norm before and after each sublayer (Gemma 2/3).
     placement: Literal["pre", "post", "both"] = "pre"
     final: bool = True  # a norm before the unembedding
+    embedding: bool = False  # a norm right after the embedding (BLOOM's word_embeddings_layernorm)
+    weight: bool = True  # false: no learned scale (OLMo 1's non-parametric LayerNorm)
 
     @model_validator(mode="after")
     def _check(self) -> NormSpec:
         if self.bias and self.kind != "layernorm":
             raise ValueError(f"bias only applies to layernorm, not {self.kind}")
+        if self.kind == "none" and (self.embedding or not self.weight):
+            raise ValueError("embedding and weight describe a norm; kind none has none")
+        if self.bias and not self.weight:
+            raise ValueError("a norm bias needs the weight (weight: false is a norm without either)")
         return self
 
 
@@ -199,12 +208,17 @@ class PositionSpec(_Frozen):
     local_theta: Positive | None = None  # RoPE base of local layers (Gemma 3)
     rotary_fraction: float = Field(default=1.0, gt=0, le=1)  # partial rotary (NeoX 0.25)
     scaling: RopeScaling | None = None
+    # learned: rows of the table beyond max_context (OPT's positions start at row 2).
+    offset: int = Field(default=0, ge=0, le=2**10)
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda p: p.kind == "rope" or p.scaling is None and p.local_theta is None
                     and p.rotary_fraction == 1.0,
                     lambda p: f"scaling, local_theta and rotary_fraction only apply to rope, not {p.kind}",
                     "rope settings only with rope"),
+        NumericRule(lambda p: (p.kind == "learned") | (p.offset == 0),
+                    lambda p: f"offset only applies to learned positions, not {p.kind}",
+                    "offset only with learned positions"),
     )
 
     @model_validator(mode="after")
@@ -272,6 +286,10 @@ class ModelSpec(_Frozen):
     # original_context × factor (llama3 and longrope need it stated).
     max_context: Tokens
     tie_embeddings: bool = False
+    lm_head_bias: bool = False  # a bias on the unembedding (GPT-J, CodeGen, Phi-2): V parameters, never tied
+    # Width of the token embedding and the unembedding when it is not d_model (OPT-350m: 512);
+    # project_in (E -> D) and project_out (D -> E), bias-free, connect them.
+    embedding_dim: Width | None = None
     final_softcap: Positive | None = None  # tanh soft-capping of the logits
     attention: AttentionSpec
     ffn: FFNSpec = Field(default_factory=FFNSpec)
@@ -310,6 +328,9 @@ class ModelSpec(_Frozen):
         NumericRule(lambda s: s.d_ff >= 1,
                     lambda s: f"ffn.d_ff_ratio {s.ffn.d_ff_ratio} × d_model {s.d_model} rounds down to d_ff 0",
                     "d_ff at least 1"),
+        NumericRule(lambda s: not s.attention.nope_layers or max(s.attention.nope_layers) < s.n_layers,
+                    lambda s: f"attention.nope_layers names layer {max(s.attention.nope_layers)} of {s.n_layers}",
+                    "nope_layers within n_layers"),
         NumericRule(lambda s: s.ffn.moe is None or not s.ffn.moe.layers or max(s.ffn.moe.layers) < s.n_layers,
                     lambda s: f"ffn.moe.layers names layer {max(s.ffn.moe.layers)} of {s.n_layers}",
                     "moe.layers within n_layers"),
@@ -385,6 +406,29 @@ class ModelSpec(_Frozen):
         n_local, n_global = _parse_ratio(a.layer_types)
         period = ("local",) * n_local + ("global",) * n_global
         return tuple(period[i % len(period)] for i in range(self.n_layers))
+
+    @property
+    def layer_rope(self) -> tuple[bool, ...]:
+        """Whether each layer rotates q and k (RoPE models; all False otherwise)."""
+        a = self.attention
+        nope = set(a.nope_layers or ())
+        return tuple(self.position.kind == "rope" and i not in nope and (kind == "local" or a.global_rope)
+                     for i, kind in enumerate(self.layer_attention))
+
+    @property
+    def rope_layers(self) -> int:
+        """Layers that rotate q and k: layer_rope's count in closed form (n_layers may be an array)."""
+        if self.position.kind != "rope":
+            return 0
+        a = self.attention
+        if a.nope_layers:
+            return sum(self.layer_rope)
+        return self.n_layers if a.global_rope else self.attention_layers["local"]
+
+    @property
+    def embedding_width(self) -> int:
+        """E: the width of the token embedding and of the unembedding's input."""
+        return self.embedding_dim if self.embedding_dim is not None else self.d_model
 
     @property
     def attention_layers(self) -> dict[str, int]:

@@ -46,8 +46,8 @@ def op_tensors(op: Op) -> list[Shape]:
         experts = d.experts or 1
         biases = [(p,) for p in parts] if op.bias_params else []  # all parts or none (QKV says its own)
         return ([(p, d.k) for p in parts] + biases) * experts
-    if op.kind == "norm":
-        return [(d.width,)] * (2 if op.bias_params else 1)
+    if op.kind == "norm":  # weight and bias, either possibly absent
+        return [(d.width,)] * (op.params // d.width)
     if op.kind == "gather":
         return [(d.rows, d.width)]
     return [(op.params,)]  # attention sinks (one logit per head), mHC's three scales

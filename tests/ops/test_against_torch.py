@@ -58,6 +58,13 @@ def test_every_option_is_drawn():
            for k in ("relu", "gelu", "silu", "relu2", "reglu", "geglu", "swiglu")},
         **{f"qk_norm {k}": any(s.attention.qk_norm == k for s in specs) for k in ("head", "full")},
         "sinks": any(s.attention.sinks for s in specs), "tied": any(s.tie_embeddings for s in specs),
+        "lm_head bias": any(s.lm_head_bias for s in specs),
+        "tied lm_head bias": any(s.lm_head_bias and s.tie_embeddings for s in specs),
+        "embedding_dim": any(s.embedding_dim for s in specs),
+        "position offset": any(s.position.offset for s in specs),
+        "embedding norm": any(s.norm.embedding for s in specs),
+        "norm without weight": any(not s.norm.weight for s in specs),
+        "nope_layers": any(s.attention.nope_layers for s in specs),
     }
     assert all(seen.values()), [k for k, v in seen.items() if not v]
 
