@@ -236,7 +236,7 @@ def _heads(r: ConfigReader, n_heads_key=("num_attention_heads", "n_head")) -> di
     n_heads = r.get(*n_heads_key)
     att = {"n_heads": n_heads,
            "n_kv_heads": r.get("num_key_value_heads", "num_kv_heads", "n_head_kv", default=n_heads)}
-    head_dim = r.get("head_dim", "kv_channels", default=None)
+    head_dim = r.get("head_dim", "kv_channels", "attention_head_dim", default=None)
     if head_dim is not None:
         att["head_dim"] = head_dim
     return att
@@ -253,20 +253,28 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     bias = r.get("attention_bias", default=family in ("qwen2", "qwen2_moe"))
     if family in ("qwen2", "qwen2_moe"):  # q/k/v biases are hard-coded in Qwen2; o has none
         att["bias"] = ["q", "k", "v"]
+    elif bias and family in QKV_BIAS_ONLY:
+        att["bias"] = ["q", "k", "v"]
     elif bias:
         att["bias"] = ["q", "k", "v", "o"]
+    if family == "seed_oss" and r.get("attention_out_bias", default=False):
+        att["bias"] = [*att.get("bias", []), "o"]
     ffn = {"activation": _activation(r, True, "gelu_pytorch_tanh" if gemma else "silu"),
            "d_ff": r.get("intermediate_size", default=None)}
     if r.get("mlp_bias", default=False):
         ffn["bias"] = True
     if family == "ernie4_5" and r.get("use_bias", default=False):  # one switch for every projection
         att["bias"], ffn["bias"] = ["q", "k", "v", "o"], True
+    if family == "ernie4_5_moe" and r.get("use_bias", default=False):
+        raise InputError(r.path, "use_bias", "biases in ERNIE 4.5 MoE (attention, dense MLPs, lm_head, not the "
+                         "experts) are not supported")
     norm: dict = {}
     residual: dict = {}
     scaled_final = False
-    if family in ("qwen3", "qwen3_moe", "gemma3"):
-        att["qk_norm"] = "head"
-    if family in ("gemma2", "gemma3"):
+    if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "dots1") or (
+            family == "glm4_moe" and r.get("use_qk_norm", default=False)):
+        att["qk_norm"] = "head"  # one RMSNorm of head_dim for q, one for k
+    if family in ("gemma2", "gemma3", "glm4"):
         norm["placement"] = "both"  # input, post-attention, pre- and post-feedforward norms
     if family == "gemma2":
         att["softcap"] = r.get("attn_logit_softcapping", default=None)
@@ -277,13 +285,34 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
                 raise InputError(r.path, key, "soft-capping is not expected on gemma3; remove it or use gemma2")
             r.ignore(key, "null")
         scaled_final = True  # Gemma 3's max_position_embeddings already includes the linear scaling
-    if family in ("olmo2", "olmoe"):
+    if family in ("olmo2", "olmo3", "olmoe"):
         att["qk_norm"] = "full"  # q_norm over H·d, k_norm over K·d
-    if family in ("olmo2", "exaone4"):
+    if family == "olmo":  # OlmoLayerNorm: F.layer_norm with neither weight nor bias
+        norm.update(kind="layernorm", weight=False)
+        r.ignore("clip_qkv", "clamps q, k, v: no count changes")
+    if family == "phimoe":
+        norm.update(kind="layernorm", bias=True)  # nn.LayerNorm, despite the rms_norm_eps key
+        spec["lm_head_bias"] = bool(r.get("lm_head_bias", default=False))
+        r.ignore("input_jitter_noise", "training-time noise")
+    if family in ("olmo2", "olmo3", "exaone4"):
         norm["placement"] = "post"  # no input norm: x + N(F(x))
     if family == "exaone4":
         att["qk_norm"] = "head"
-    if family == "granite":
+    if family == "hunyuan_v1_dense":
+        # Tencent's remote-code switches: transformers' HunYuan always has qk-norm and RoPE and no
+        # cross-layer attention, so a config that turns them the other way is not this model.
+        for key, needed in (("use_qk_norm", True), ("use_rotary_pos_emb", True), ("use_cla", False)):
+            if r.get(key, default=needed) is not needed:
+                raise InputError(r.path, key, f"must be {str(needed).lower()}: transformers' HunYuan is built so")
+        r.ignore("cla_share_factor", "use_cla is false")
+        if r.get("norm_type", default="rms") not in ("rms", "hf_rms"):
+            raise InputError(r.path, "norm_type", f"{r.cfg['norm_type']!r} is not supported; HunYuan uses RMSNorm")
+        for key in ("add_classification_head", "class_num", "pool_type"):
+            r.ignore(key, "a classification head, not part of the causal LM")
+        for key in ("dense_list", "org_vocab_size", "im_start_id", "im_end_id", "im_newline_id", "mask_init_id",
+                    "pad_id", "text_start_id", "text_end_id"):
+            r.ignore(key, "token ids and remote-code bookkeeping")
+    if family in ("granite", "granitemoe", "granitemoeshared"):
         for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
             r.ignore(key, "scales activations, scores or logits: no parameter, FLOP or byte changes")
     if family == "smollm3":
@@ -306,13 +335,12 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
             raise InputError(r.path, "qk_layernorm", "StableLM's per-head q/k LayerNorms are not supported")
         if r.get("use_parallel_residual", default=False):
             residual = {"kind": "parallel", "parallel_norms": 1}  # input_layernorm feeds both
-    if family == "cohere":
+    if family in ("cohere", "cohere2"):
         norm.update(kind="layernorm", bias=False)  # CohereLayerNorm has no bias
         residual = {"kind": "parallel", "parallel_norms": 1}
         if r.get("use_qk_norm", default=False):
             att["qk_norm"] = "full"  # a LayerNorm weight of [heads, head_dim]: H·d and K·d values
-    pos, limit = _position(r, rotary_fraction=float(r.get("partial_rotary_factor",
-                                                          default=0.25 if family == "stablelm" else 1.0)),
+    pos, limit = _position(r, rotary_fraction=_rotary_fraction(r, ROTARY_DEFAULTS.get(family, 1.0)),
                            scaled_limit_is_final=scaled_final)
     if family == "gemma3":
         pos["local_theta"] = float(r.get("rope_local_base_freq", default=10000.0))
@@ -320,8 +348,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
     window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family == "gemma2" else None)
     att.update({k: v for k, v in window.items() if v is not None})
-    if family == "exaone4" and window.get("sliding_window"):
-        att["global_rope"] = False  # RoPE on the sliding layers only, when there are any (Exaone4Attention)
+    if family == "exaone4" and window.get("sliding_window") or family == "cohere2":
+        att["global_rope"] = False  # RoPE on the sliding layers only (Exaone4Attention, Cohere2Attention)
     moe = _moe(r, family, spec["n_layers"])
     if moe:
         ffn["moe"] = moe
@@ -333,9 +361,26 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
     if family == "mixtral":
         return {"n_experts": r.get("num_local_experts"), "top_k": r.get("num_experts_per_tok"),
                 "d_expert": r.get("intermediate_size")}
-    if family == "olmoe":  # 64 experts, no shared one, every layer
-        return {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"),
-                "d_expert": r.get("intermediate_size")}
+    if family in ("olmoe", "phimoe", "granitemoe", "granitemoeshared"):  # every layer, no shared expert but
+        moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+               "d_expert": r.get("intermediate_size")}
+        if family == "granitemoeshared":  # Granite's gated shared MLP of shared_intermediate_size
+            moe["d_shared"] = r.get("shared_intermediate_size", default=0)
+        return moe
+    if family in ("dots1", "glm4_moe"):
+        return _deepseek_moe(r, n_layers)
+    if family == "ernie4_5_moe":
+        # MoE on layer i when (i + 1) % interval == 0 and start <= i <= end (end -1: the last layer);
+        # e_score_correction_bias is an nn.Parameter here ([1, E]): counted as the router's bias.
+        start, end = r.get("moe_layer_start_index", default=1), r.get("moe_layer_end_index", default=-1)
+        interval = r.get("moe_layer_interval", default=1)
+        end = n_layers - 1 if end == -1 else end
+        d_expert = r.get("moe_intermediate_size")
+        moe = {"n_experts": r.get("moe_num_experts"), "top_k": r.get("moe_k"), "d_expert": d_expert,
+               "d_shared": r.get("moe_num_shared_experts", default=0) * d_expert, "router_bias": True}
+        r.ignore("moe_norm_min", "an epsilon")
+        return _with_layers(moe, [i for i in range(n_layers) if (i + 1) % interval == 0 and start <= i <= end],
+                            n_layers)
     if family not in ("qwen2_moe", "qwen3_moe"):
         return None
     moe = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"),
@@ -345,6 +390,22 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
     step = int(r.get("decoder_sparse_step", default=1))
     dense = set(r.get("mlp_only_layers", default=[]))
     return _with_layers(moe, [i for i in range(n_layers) if i not in dense and (i + 1) % step == 0], n_layers)
+
+
+# Families whose attention_bias puts biases on q, k and v but not on o_proj.
+QKV_BIAS_ONLY = ("glm4", "glm4_moe", "seed_oss")
+# partial_rotary_factor when a config leaves it out (the config classes' defaults).
+ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5}
+
+
+def _rotary_fraction(r: ConfigReader, default: float) -> float:
+    """partial_rotary_factor at the top level, or inside transformers 5's rope_parameters."""
+    if r.has("partial_rotary_factor"):
+        return float(r.get("partial_rotary_factor"))
+    nested = r.cfg.get("rope_parameters")
+    if isinstance(nested, dict) and nested.get("partial_rotary_factor") is not None:
+        return float(r.nested(nested, "partial_rotary_factor", "rope_parameters"))
+    return default
 
 
 def _with_layers(moe: dict, layers: list[int], n_layers: int) -> dict:
@@ -430,7 +491,7 @@ def _phi(r: ConfigReader) -> dict:
     att = {**_heads(r), "bias": ["q", "k", "v", "o"]}
     if r.get("qk_layernorm", default=False):
         att["qk_norm"] = "head"  # one LayerNorm of head_dim (with its bias) on q, one on k
-    pos, limit = _position(r, rotary_fraction=float(r.get("partial_rotary_factor", default=0.5)))
+    pos, limit = _position(r, rotary_fraction=_rotary_fraction(r, 0.5))
     return {**spec, "max_context": limit, "lm_head_bias": True, "attention": att,
             "ffn": {"activation": _activation(r, False, "gelu_new"), "d_ff": r.get("intermediate_size"), "bias": True},
             "norm": {"kind": "layernorm", "bias": True}, "position": pos,
@@ -534,7 +595,7 @@ def _starcoder2(r: ConfigReader) -> dict:
 
 def _nemotron(r: ConfigReader) -> dict:
     spec = _core(r, tie_default=False)
-    pos, limit = _position(r, rotary_fraction=float(r.get("partial_rotary_factor", default=0.5)))
+    pos, limit = _position(r, rotary_fraction=_rotary_fraction(r, 0.5))
     att = _heads(r)
     if r.get("attention_bias", default=False):
         att["bias"] = ["q", "k", "v", "o"]
@@ -555,17 +616,24 @@ def _deepseek(r: ConfigReader) -> dict:
     att = {"kind": "mla", "n_heads": r.get("num_attention_heads"), "q_lora_rank": r.get("q_lora_rank", default=None),
            "kv_lora_rank": r.get("kv_lora_rank"), "qk_nope_head_dim": r.get("qk_nope_head_dim"),
            "qk_rope_head_dim": r.get("qk_rope_head_dim"), "v_head_dim": r.get("v_head_dim")}
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
+                    "moe": _deepseek_moe(r, n_layers)}}
+
+
+def _deepseek_moe(r: ConfigReader, n_layers: int) -> dict:
+    """DeepSeek's MoE keys (also dots1, GLM-4.5): routed experts after first_k_dense_replace dense
+    layers, shared experts as one MLP, a sigmoid router whose e_score_correction_bias is a buffer
+    (stored in the checkpoint, not a parameter: not counted; README, Conventions)."""
     d_expert = r.get("moe_intermediate_size")
     first_dense, freq = r.get("first_k_dense_replace", default=0), r.get("moe_layer_freq", default=1)
     moe = {"n_experts": r.get("n_routed_experts"), "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
            # The shared experts run as one MLP of n_shared × the expert width.
            "d_shared": r.get("n_shared_experts", default=0) * d_expert}
-    moe = _with_layers(moe, [i for i in range(n_layers) if i >= first_dense and i % freq == 0], n_layers)
     if r.has("num_nextn_predict_layers"):
         r.ignore("num_nextn_predict_layers", "multi-token-prediction layers are in the checkpoint, not in the "
                  "HF model: not counted")
-    return {**spec, "max_context": limit, "attention": att, "position": pos,
-            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"), "moe": moe}}
+    return _with_layers(moe, [i for i in range(n_layers) if i >= first_dense and i % freq == 0], n_layers)
 
 
 def _gpt_oss(r: ConfigReader) -> dict:
@@ -588,7 +656,8 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     **{f: (lambda r, f=f: _llama_like(r, family=f)) for f in (
         "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
         "olmo2", "phi3", "cohere", "granite", "smollm3", "stablelm", "exaone4", "olmoe",
-        "ernie4_5")},
+        "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
+        "olmo3", "phimoe", "granitemoe", "granitemoeshared")},
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
