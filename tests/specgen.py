@@ -75,6 +75,12 @@ def random_spec(seed: int) -> ModelSpec:
             norm["weight"] = False
     if position["kind"] == "rope" and rng.random() < 0.3:
         att["nope_layers"] = sorted(rng.sample(range(n_layers), rng.randint(1, n_layers)))
+    if rng.random() < 0.25:  # chunked layers (Llama 4), beside any local and global ones
+        att["chunk_size"] = pick([2, 3])
+        kinds = ["global", "chunked"] + (["local"] if att.get("sliding_window") else [])
+        att["layer_types"] = [pick(kinds) for _ in range(n_layers)]
+    if not mla and rng.random() < 0.15:
+        att["qk_norm"] = "l2"
     return ModelSpec.model_validate({**top, "attention": att, "ffn": ffn, "norm": norm, "position": position,
                                      "residual": res})
 

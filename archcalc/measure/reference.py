@@ -305,15 +305,24 @@ class Attention(nn.Module):
         self.n_heads, self.qk_dim, self.v_dim = a.n_heads, spec.qk_head_dim, spec.v_head_dim
         self.scale = 1.0 / math.sqrt(self.qk_dim)
         self.softcap = a.softcap
-        local = spec.layer_attention[layer] == "local"
-        self.window = a.sliding_window if local else None
+        kind = spec.layer_attention[layer]
+        local = kind == "local"
+        # A chunked layer keeps its last chunk_size tokens (the current chunk's are among them) and
+        # masks keys outside the query's chunk.
+        self.chunk = a.chunk_size if kind == "chunked" else None
+        self.window = a.sliding_window if local else self.chunk
         # qk-norm, same kind as every other norm: "head" shares one qk_dim norm
         # across heads; "full" spans H·dq for q and K·dq for k (OLMo 2).
-        widths = {"none": (None, None), "head": (1, 1), "full": (a.n_heads, spec.n_kv_heads)}[a.qk_norm]
+        # "l2" (Llama 4): a weightless RMS normalisation of each head, on RoPE layers only.
+        l2 = a.qk_norm == "l2" and spec.layer_rope[layer]
+        widths = {"none": (None, None), "head": (1, 1), "full": (a.n_heads, spec.n_kv_heads),
+                  "l2": (1, 1) if l2 else (None, None)}[a.qk_norm]
         self.qk_norm_widths = tuple(w and w * self.qk_dim for w in widths)
-        if a.qk_norm != "none":
+        if a.qk_norm in ("head", "full"):
             self.q_norm = make_norm(spec.norm, self.qk_norm_widths[0])
             self.k_norm = make_norm(spec.norm, self.qk_norm_widths[1])
+        elif l2:
+            self.q_norm = self.k_norm = nn.RMSNorm(self.qk_dim, eps=1e-6, elementwise_affine=False)
         self.rotary = None
         if spec.layer_rope[layer]:
             own_theta = local and pos.local_theta is not None  # Gemma 3: local layers unscaled, own base
@@ -372,7 +381,9 @@ class Attention(nn.Module):
         if hasattr(self, "alibi_slopes"):
             scores = scores - (self.alibi_slopes[:, None, None] * (i - j)).to(scores.dtype)
         allowed = j <= i
-        if self.window is not None:
+        if self.chunk is not None:
+            allowed = allowed & (i // self.chunk == j // self.chunk)
+        elif self.window is not None:
             allowed = allowed & (i - j < self.window)
         scores = scores.masked_fill(~allowed, float("-inf"))
         if self.sinks is not None:  # an extra softmax column per head, dropped after

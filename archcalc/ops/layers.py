@@ -122,11 +122,16 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         elif a.qk_norm == "full":
             out += _norm(spec, wl, "layers.attn.q_norm", H * dk, count=L)
             out += _norm(spec, wl, "layers.attn.k_norm", K * dk, count=L)
+        elif a.qk_norm == "l2" and nonzero(spec.rope_layers):  # Llama 4: weightless, per head, RoPE layers
+            for name, heads in (("q", H), ("k", K)):
+                out.append(ops.norm(f"layers.attn.{name}_norm", wl, dk, "rmsnorm", False, weight=False,
+                                    count=spec.rope_layers, tokens=wl.tokens * heads))
         kv_width = K * (dk + dv)
         rotated = (H + K) * spec.rope_dim
 
     kinds = spec.attention_layers
-    present = [kind for kind in ("global", "local") if nonzero(kinds[kind])]
+    present = [kind for kind in ("global", "local", "chunked") if nonzero(kinds[kind])]
+    windows = {"global": None, "local": a.sliding_window, "chunked": a.chunk_size}
     if spec.position.kind == "rope":
         rope_layers = spec.rope_layers
         if nonzero(rope_layers):
@@ -136,7 +141,7 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         out.append(ops.attention(
             f"layers.attn.core.{kind}" if len(present) > 1 else "layers.attn.core", wl, conv,
             n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
-            window=a.sliding_window if kind == "local" else None, layer_kind=kind,
+            window=windows[kind], layer_kind=kind,
             softcap=a.softcap is not None, count=kinds[kind], params=H if a.sinks else 0))
     out.append(ops.matmul("layers.attn.o", "attention", wl, H * dv, D, bias_width=D if "o" in a.bias else 0, count=L,
                           tp="row"))

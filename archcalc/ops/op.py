@@ -86,9 +86,13 @@ class AttentionDims(Dims):
     n_kv_heads: int
     qk_dim: int
     v_dim: int
-    window: int | None
+    window: int | None  # a sliding window, or a chunked layer's chunk: the tokens a layer keeps at most
     kv_width: int  # values one cached token costs in one layer: K·(d_k + d_v), or MLA's latent + rope key
-    layer_kind: str  # global / local
+    layer_kind: str  # global / local / chunked
+
+    @property
+    def chunked(self) -> bool:
+        return self.layer_kind == "chunked"
 
 
 @dataclass(frozen=True)
@@ -226,13 +230,21 @@ def expert_matmul(name: str, wl: Workload, d_in: int, d_out: int, n_experts: int
 # ---- attention core ------------------------------------------------------------
 
 
-def score_pairs(new_tokens: int, context: int, window: int | None, convention: FlopsConvention) -> int:
+def _chunk_prefix_pairs(n: int, chunk: int) -> int:
+    """Σ over p < n of (p mod C) + 1: the causal pairs of n tokens attending within chunks of C."""
+    r = n % chunk
+    return n // chunk * (chunk * (chunk + 1) // 2) + r * (r + 1) // 2
+
+
+def score_pairs(new_tokens: int, context: int, window: int | None, convention: FlopsConvention,
+                chunked: bool = False) -> int:
     """Query-key pairs one sequence computes: T queries at the end of S keys.
 
     Causal: the query at position p sees min(p + 1, window) keys, summed over
-    p = S−T … S−1 (T·S − T(T−1)/2 without a window).  Rectangle: T × S, or
-    T × min(S, window) when windows are capped.  A window applied as a mask
-    (masked_windows) costs the whole T × S rectangle once it cuts anything.
+    p = S−T … S−1 (T·S − T(T−1)/2 without a window); in a chunked layer it sees
+    (p mod chunk) + 1.  Rectangle: T × S, or T × min(S, window) when windows (and
+    chunks) are capped.  A window applied as a mask (masked_windows) costs the whole
+    T × S rectangle once it cuts anything.
     """
     t, s = new_tokens, context
     if convention.masked_windows and window is not None and t > 1 and window < s:
@@ -240,6 +252,8 @@ def score_pairs(new_tokens: int, context: int, window: int | None, convention: F
     w = window if convention.cap_windows else None
     if convention.pairs == "rectangle":
         return t * (lesser(s, w) if w is not None else s)
+    if chunked and w is not None:
+        return _chunk_prefix_pairs(s, w) - _chunk_prefix_pairs(s - t, w)
     lo, hi = s - t + 1, s  # keys seen by the first and last query, before the window
     if w is None:
         return (lo + hi) * t // 2
@@ -258,9 +272,16 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     latent + rope part).  FLOPs: 2 per pair per dim, for QKᵀ and for PV.
     """
     b, t, s = wl.batch, wl.new_tokens, wl.context
-    pairs = b * score_pairs(t, s, window, convention)
+    chunked = layer_kind == "chunked"
+    pairs = b * score_pairs(t, s, window, convention, chunked)
     masked = convention.masked_windows and t > 1  # a masked kernel reads every key
-    keys_read = lesser(s, window + t - 1) if window is not None and not masked else s  # keys any query of the step needs
+    # Keys any query of the step needs: the window before the first query, or its chunk so far.
+    if window is None or masked:
+        keys_read = s
+    elif chunked:
+        keys_read = lesser(s, (s - t) % window + t)
+    else:
+        keys_read = lesser(s, window + t - 1)
     vector = pairs * n_heads * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0))
     return Op(
         name, "attention", "attention",
@@ -300,7 +321,8 @@ def norm(name: str, wl: Workload, width: int, kind: str, bias: bool, *, weight: 
          tokens: int | None = None, component: Component = "norms") -> Op:
     m = wl.tokens if tokens is None else tokens
     params = width * (int(weight) + int(bias))
-    per_element = RMSNORM_FLOPS if kind == "rmsnorm" else LAYERNORM_FLOPS + (1 if bias else 0)
+    # Without a weight the final scale is not done: one FLOP less per element.
+    per_element = (RMSNORM_FLOPS if kind == "rmsnorm" else LAYERNORM_FLOPS + int(bias)) - int(not weight)
     return Op(name, "norm", component, RowDims(m, width, norm=kind), count, tp="replicated",
               params=params, active_params=params, bias_params=width if bias else 0,
               vector_flops=per_element * m * width,

@@ -39,7 +39,7 @@ NO_COST_KEYS = {
     "tokenizer_class", "use_flash_attn", "use_memory_efficient_attention", "rope_interleaved",
     "apply_residual_connection_post_layernorm", "is_decoder", "do_sample", "gradient_checkpointing",
     "image_token_index", "boi_token_index", "eoi_token_index", "unk_token_id", "dropout", "activation_dropout",
-    "decoder_start_token_id", "tokenizer_name",
+    "decoder_start_token_id", "tokenizer_name", "_attn_implementation_autoset", "clip_qkv",
     "mm_tokens_per_image", "initializer_factor", "attn_implementation",
     "use_mrope",  # Qwen2-VL's split of the rotary dims by section: the same rotations
 }
@@ -289,7 +289,6 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         att["qk_norm"] = "full"  # q_norm over H·d, k_norm over K·d
     if family == "olmo":  # OlmoLayerNorm: F.layer_norm with neither weight nor bias
         norm.update(kind="layernorm", weight=False)
-        r.ignore("clip_qkv", "clamps q, k, v: no count changes")
     if family == "phimoe":
         norm.update(kind="layernorm", bias=True)  # nn.LayerNorm, despite the rms_norm_eps key
         spec["lm_head_bias"] = bool(r.get("lm_head_bias", default=False))
@@ -574,6 +573,54 @@ def _mpt(r: ConfigReader) -> dict:
             "norm": {"kind": "layernorm", "bias": False}, "position": {"kind": "alibi"}}
 
 
+def _llama4(r: ConfigReader) -> dict:
+    """Llama 4 (text): chunked local attention with RoPE on 3 of 4 layers, the 4th global and NoPE;
+    a weightless L2 qk-norm on the RoPE layers; MoE of top-1 routed experts plus one shared expert
+    (both intermediate_size wide) on every layer (Scout) or every other one (Maverick), whose dense
+    layers are intermediate_size_mlp wide."""
+    spec = _core(r, tie_default=False)
+    L = spec["n_layers"]
+    att = _heads(r)
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    # One flag per layer, 1 = RoPE.  An absent or EMPTY list means the default (Llama4TextConfig
+    # tests truthiness): every no_rope_layer_interval-th layer is NoPE.
+    flags = r.get("no_rope_layers", default=None)
+    interval = int(r.get("no_rope_layer_interval", default=4))
+    if not flags:
+        flags = [int((i + 1) % interval != 0) for i in range(L)]
+    elif len(flags) != L:
+        raise InputError(r.path, "no_rope_layers", f"lists {len(flags)} layers, num_hidden_layers is {L}")
+    chunk = r.get("attention_chunk_size", default=None)
+    types = r.get("layer_types", default=None)
+    if types is None:  # the config class's rule: RoPE layers are chunked when there is a chunk size
+        types = ["chunked_attention" if flag and chunk is not None else "full_attention" for flag in flags]
+    kinds = {"chunked_attention": "chunked", "full_attention": "global"}
+    if set(types) - set(kinds) or len(types) != L:
+        raise InputError(r.path, "layer_types", f"{L} entries of chunked_attention or full_attention expected")
+    att["layer_types"] = [kinds[t] for t in types]
+    if "chunked" in att["layer_types"]:
+        att["chunk_size"] = chunk
+    att["nope_layers"] = [i for i, flag in enumerate(flags) if not flag]
+    if r.get("use_qk_norm", default=True):
+        att["qk_norm"] = "l2"  # Llama4TextL2Norm: no weight, on the RoPE layers only
+    for key in ("attn_temperature_tuning", "floor_scale", "attn_scale"):
+        r.ignore(key, "scales the NoPE layers' queries by position: no parameter, and not a matmul")
+    r.ignore("for_llm_compressor", "a conversion switch")
+    pos, limit = _position(r)
+    moe = {"n_experts": r.get("num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+           "d_expert": r.get("intermediate_size"), "d_shared": r.get("intermediate_size")}
+    step = int(r.get("interleave_moe_layer_step", default=1))
+    layers = r.get("moe_layers", default=None)
+    if layers is None:
+        layers = list(range(step - 1, L, step))
+    else:
+        r.ignore("interleave_moe_layer_step", "moe_layers lists the MoE layers")
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size_mlp", default=16384),
+                    "moe": _with_layers(moe, sorted(set(layers)), L)}}
+
+
 def _starcoder2(r: ConfigReader) -> dict:
     spec = _core(r, tie_default=True)
     pos, limit = _position(r)
@@ -663,7 +710,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
-    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt,
+    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4,
 }
 # Multimodal checkpoints keep the language model under text_config.
 TEXT_CONFIG_KEYS = ("text_config",)
@@ -732,7 +779,11 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
         raise InputError(path, "model_type", f"{model_type!r} is not supported; supported: {', '.join(sorted(FAMILIES))}")
     report.used[r.prefix + "model_type" if "model_type" in r.cfg else "model_type"] = model_type
     spec = FAMILIES[model_type](r)
-    if cfg.get("vision_config") is not None:
+    if cfg.get("vision_config") is not None and cfg.get("model_type") not in VISION_PROJECTORS:
+        outer.ignore("vision_config", "a vision tower archcalc does not model: not in any total, nor in fit's weights")
+        report.warnings.append(f"{path}: the {cfg.get('model_type')} vision tower (vision_config) is not modelled; "
+                               "sizes are the language model's alone")
+    elif cfg.get("vision_config") is not None:
         spec["vision"] = _vision(outer, cfg, report)
     spec = {k: v for k, v in spec.items() if v not in ({}, None)}
     if r.has("quantization_config"):

@@ -54,7 +54,8 @@ KEYS: dict[str, Kind] = {
                      "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "word_embed_proj_dim", "rotary_dim",
                      "attention_head_dim"), WIDTH),
     **dict.fromkeys(("intermediate_size", "n_inner", "ffn_hidden_size", "moe_intermediate_size",
-                     "shared_expert_intermediate_size", "ffn_dim", "shared_intermediate_size"), FFN),
+                     "shared_expert_intermediate_size", "ffn_dim", "shared_intermediate_size",
+                     "intermediate_size_mlp"), FFN),
     **dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers", "n_layers"), LAYERS),
     "expansion_ratio": Kind((int, float), 0, 1024, "a number", above=True),
     "vocab_size": Kind((int,), 1, MAX_VOCAB, "an integer"),
@@ -62,15 +63,15 @@ KEYS: dict[str, Kind] = {
                      "n_heads"), HEADS),
     **dict.fromkeys(("max_position_embeddings", "n_positions", "n_ctx", "seq_length",
                      "original_max_position_embeddings", "model_max_length", "sliding_window",
-                     "sliding_window_size", "max_seq_len"), TOKENS),
+                     "sliding_window_size", "max_seq_len", "attention_chunk_size"), TOKENS),
     **dict.fromkeys(("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
                      "experts_per_token", "moe_num_experts", "moe_k"), EXPERTS),
     **dict.fromkeys(("n_shared_experts", "first_k_dense_replace", "max_window_layers", "num_nextn_predict_layers",
                      "moe_num_shared_experts", "moe_layer_start_index"), LAYER_COUNT),
     "moe_layer_end_index": Kind((int,), -1, MAX_LAYERS, "an integer (-1: the last layer)"),
     "moe_layer_interval": STEP,
-    **dict.fromkeys(("decoder_sparse_step", "moe_layer_freq", "sliding_window_pattern", "no_rope_layer_interval"),
-                    STEP),
+    **dict.fromkeys(("decoder_sparse_step", "moe_layer_freq", "sliding_window_pattern", "no_rope_layer_interval",
+                     "interleave_moe_layer_step"), STEP),
     "num_ln_in_parallel_attn": Kind((int,), 1, 2, "1 or 2"),
     **dict.fromkeys(("rope_theta", "rotary_emb_base", "rope_local_base_freq", "attn_logit_softcapping",
                      "final_logit_softcapping", "factor"), POSITIVE),
@@ -82,7 +83,7 @@ KEYS: dict[str, Kind] = {
                      "attention_out_bias", "lm_head_bias", "use_rotary_pos_emb", "use_cla"), BOOL),
     **dict.fromkeys(("model_type", "hidden_act", "hidden_activation", "activation_function", "mlp_type", "norm_type",
                      "rope_type", "type", "quant_method", "attn_type"), STR),
-    **dict.fromkeys(("layer_types", "mlp_only_layers", "no_rope_layers"), LIST),
+    **dict.fromkeys(("layer_types", "mlp_only_layers", "no_rope_layers", "moe_layers"), LIST),
     **dict.fromkeys(("rope_scaling", "rope_parameters", "quantization_config", "text_config", "vision_config",
                      "attn_config"), DICT),
     "image_size": Kind((int,), 1, 2**16, "an integer"),
@@ -93,7 +94,8 @@ KEYS: dict[str, Kind] = {
 # Items of list-valued keys.
 ITEMS = {"layer_types": Kind((str,), what="strings"),
          "mlp_only_layers": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
-         "no_rope_layers": Kind((int,), 0, 1, "0 or 1")}
+         "no_rope_layers": Kind((int,), 0, 1, "0 or 1"),
+         "moe_layers": Kind((int,), 0, MAX_LAYERS - 1, "layer indices")}
 
 
 def checked(path: str, field: str, key: str, value: Any) -> Any:

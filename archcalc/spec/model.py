@@ -22,7 +22,9 @@ GATED_ACTIVATIONS = ("reglu", "geglu", "swiglu")
 BASE_ACTIVATION = {"relu": "relu", "gelu": "gelu", "silu": "silu", "relu2": "relu2",
                    "reglu": "relu", "geglu": "gelu", "swiglu": "silu"}
 Activation = Literal["relu", "gelu", "silu", "relu2", "reglu", "geglu", "swiglu"]
-LayerKind = Literal["global", "local"]
+# global: full causal attention; local: a sliding window; chunked: attention within fixed chunks of
+# chunk_size tokens (Llama 4's chunked local attention: the query at p sees p - p mod C ... p).
+LayerKind = Literal["global", "local", "chunked"]
 
 # Default d_ff ratios when neither d_ff nor d_ff_ratio is given: 4·D for a plain
 # MLP; 8/3·D for a gated one, which keeps 3·D·F equal to the plain 2·D·4D.
@@ -77,13 +79,17 @@ class AttentionSpec(_Frozen):
     n_kv_heads: Heads | None = None  # default n_heads (MHA); 1 is MQA
     head_dim: Width | None = None  # default d_model // n_heads
     bias: list[Literal["q", "k", "v", "o"]] = Field(default_factory=list)  # projections with a bias
-    qk_norm: Literal["none", "head", "full"] = "none"  # head: one norm of head_dim shared by all heads
+    # head: one norm of head_dim shared by all heads; full: over all H·d (K·d) values;
+    # l2: a weightless RMS normalisation of each head, on the layers that use RoPE (Llama 4).
+    qk_norm: Literal["none", "head", "full", "l2"] = "none"
     softcap: Positive | None = None  # tanh soft-capping of the scores (Gemma 2)
     sinks: bool = False  # one learned sink logit per query head (gpt-oss): H parameters per layer
     sliding_window: Tokens | None = None
+    chunk_size: Tokens | None = None  # the chunk of chunked layers (Llama 4: 8,192)
     # Which layers use the window: "L:G" repeats L local then G global layers
     # from layer 0 ("1:1" alternates, "5:1" is Gemma 3), or one entry per
-    # layer.  Absent with a window set means every layer is local (Mistral).
+    # layer (which may also name chunked layers).  Absent with a window set means
+    # every layer is local (Mistral); with a chunk_size, every layer is chunked.
     layer_types: str | list[LayerKind] | None = None
     global_rope: bool = True  # false: global layers use no position encoding (NoPE)
     # Layers that skip RoPE whatever their kind (SmolLM3 and Llama 4: every 4th layer), beside
@@ -121,6 +127,8 @@ class AttentionSpec(_Frozen):
             extra = [f for f in (*mla_fields, "q_lora_rank") if getattr(self, f) is not None]
             if extra:
                 raise ValueError(f"{', '.join(extra)} only apply to kind mla")
+        if self.sliding_window is not None and self.chunk_size is not None and self.layer_types is None:
+            raise ValueError("sliding_window and chunk_size both set: give layer_types to say which layers use which")
         if isinstance(self.layer_types, str) and _parse_ratio(self.layer_types) is None:
             raise ValueError(f"layer_types {self.layer_types!r}: use 'L:G' (e.g. '5:1') or a list")
         return self
@@ -350,6 +358,8 @@ class ModelSpec(_Frozen):
         a = self.attention
         if a.layer_types is not None and a.sliding_window is None and "local" in self.layer_attention:
             raise ValueError("attention.layer_types has local layers but attention.sliding_window is not set")
+        if a.layer_types is not None and a.chunk_size is None and "chunked" in self.layer_attention:
+            raise ValueError("attention.layer_types has chunked layers but attention.chunk_size is not set")
         _check_numeric(self, self.NUMERIC_RULES)
         r = self.residual
         if r.kind == "parallel" and self.norm.placement != "pre":
@@ -402,7 +412,7 @@ class ModelSpec(_Frozen):
         if isinstance(a.layer_types, list):
             return tuple(a.layer_types)
         if a.layer_types is None:
-            return ("local" if a.sliding_window else "global",) * self.n_layers
+            return ("local" if a.sliding_window else "chunked" if a.chunk_size else "global",) * self.n_layers
         n_local, n_global = _parse_ratio(a.layer_types)
         period = ("local",) * n_local + ("global",) * n_global
         return tuple(period[i % len(period)] for i in range(self.n_layers))
@@ -412,7 +422,7 @@ class ModelSpec(_Frozen):
         """Whether each layer rotates q and k (RoPE models; all False otherwise)."""
         a = self.attention
         nope = set(a.nope_layers or ())
-        return tuple(self.position.kind == "rope" and i not in nope and (kind == "local" or a.global_rope)
+        return tuple(self.position.kind == "rope" and i not in nope and (kind != "global" or a.global_rope)
                      for i, kind in enumerate(self.layer_attention))
 
     @property
@@ -423,7 +433,7 @@ class ModelSpec(_Frozen):
         a = self.attention
         if a.nope_layers:
             return sum(self.layer_rope)
-        return self.n_layers if a.global_rope else self.attention_layers["local"]
+        return self.n_layers if a.global_rope else self.n_layers - self.attention_layers["global"]
 
     @property
     def embedding_width(self) -> int:
@@ -432,18 +442,20 @@ class ModelSpec(_Frozen):
 
     @property
     def attention_layers(self) -> dict[str, int]:
-        """Layers of each attention kind, {"global": n, "local": n}: the counts of
+        """Layers of each attention kind, {"global": n, "local": n, "chunked": n}: the counts of
         layer_attention in closed form (n_layers may be an array)."""
         a, L = self.attention, self.n_layers
+        chunked = 0
         if isinstance(a.layer_types, list):
-            local = a.layer_types.count("local")
+            local, chunked = a.layer_types.count("local"), a.layer_types.count("chunked")
         elif a.layer_types is None:
             local = L if a.sliding_window is not None else 0
+            chunked = L if a.sliding_window is None and a.chunk_size is not None else 0
         else:
             n_local, n_global = _parse_ratio(a.layer_types)
             period = n_local + n_global  # whole periods, then the first layers of the next
             local = L // period * n_local + lesser(L % period, n_local)
-        return {"global": L - local, "local": local}
+        return {"global": L - local - chunked, "local": local, "chunked": chunked}
 
     @property
     def ffn_layers(self) -> dict[str, int]:

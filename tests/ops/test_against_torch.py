@@ -65,6 +65,9 @@ def test_every_option_is_drawn():
         "embedding norm": any(s.norm.embedding for s in specs),
         "norm without weight": any(not s.norm.weight for s in specs),
         "nope_layers": any(s.attention.nope_layers for s in specs),
+        "chunked layers": any("chunked" in s.layer_attention for s in specs),
+        "chunked beside local": any({"chunked", "local"} <= set(s.layer_attention) for s in specs),
+        "qk_norm l2": any(s.attention.qk_norm == "l2" for s in specs),
     }
     assert all(seen.values()), [k for k, v in seen.items() if not v]
 

@@ -20,8 +20,11 @@ CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_real_config_converts_without_warnings(name):
+    """Every key understood; the one expected warning is a vision tower archcalc does not model."""
     spec, report = load_model(str(DATA / f"{name}.json"))
-    assert report.warnings == []
+    unmodelled_vision = [w for w in report.warnings if "vision tower (vision_config) is not modelled" in w]
+    assert report.warnings == unmodelled_vision
+    assert bool(unmodelled_vision) == (name in ("llama-4-maverick", "llama-4-scout"))
     assert set(report.used) & {"model_type", "text_config.model_type"}
 
 

@@ -57,8 +57,8 @@ EXCLUDED_MODULES = {
     "gemma-3-27b": (("model.vision_tower", "model.multi_modal_projector"), 423_060_336, 27_432_406_640),
 }
 
-# Multi-token-prediction layers: DeepSeek-V3's config says num_nextn_predict_layers 1, but the
-# MTP layer lives only in the checkpoint; HF's DeepseekV3ForCausalLM builds num_hidden_layers
+# Multi-token-prediction layers: DeepSeek-V3 and GLM-4.5/4.6 say num_nextn_predict_layers 1, but the
+# MTP layer lives only in the checkpoint; HF's DeepseekV3ForCausalLM (Glm4MoeForCausalLM) builds num_hidden_layers
 # decoder layers and no more, and archcalc does not count it either.  So the adjustment is zero,
 # and test_decoder_layers_and_mtp asserts that HF indeed built no extra layer.
 MTP_CONFIGS = sorted(n for n in CONFIGS if json.loads((DATA / f"{n}.json").read_text())
@@ -69,6 +69,13 @@ MTP_CONFIGS = sorted(n for n in CONFIGS if json.loads((DATA / f"{n}.json").read_
 # stores H heads per layer: H/K = 16 times the K·(d_k + d_v) values the architecture needs (and
 # that archcalc, like vLLM and the original RW code, counts).  An HF quirk, not a model property.
 KV_STORES_QUERY_HEADS = {"falcon-40b"}
+
+
+# Phi-3.5-MoE's longrope embedding picks its short or long factors from max(position_ids), a
+# .item() that cannot run on meta.  HF builds these models with plain RoPE instead: RoPE has no
+# parameters (its frequencies are buffers), FlopCounterMode counts none of its work, and the
+# cache does not depend on it, so no number compared here changes.
+ROPE_NEEDS_DATA = {"phi-3.5-moe"}
 
 
 def _convert_rw_falcon(cfg: dict) -> dict:
@@ -99,6 +106,8 @@ def hf_config(name: str):
     cfg = _raw(name)
     if cfg["model_type"] in RW_MODEL_TYPES:
         cfg = _convert_rw_falcon(cfg)
+    if name in ROPE_NEEDS_DATA:
+        cfg["rope_scaling"] = None
     model_type = cfg.pop("model_type")
     return AutoConfig.for_model(model_type, **cfg)
 
@@ -147,20 +156,29 @@ def hf_forward(name: str, tokens: int, static: bool = False):
                 out = model(input_ids=ids, use_cache=True)
             flops = counter.get_total_flops()
     layers = []
-    for layer in out.cache.layers:
+    # A chunked layer is cached like a sliding one (cache_utils: "sliding and chunked are the same
+    # in how they should behave, only the mask differs"); the config's layer_types tells them apart.
+    types = getattr(model.config, "layer_types", None) or [None] * len(out.cache.layers)
+    for layer, layer_type in zip(out.cache.layers, types):
         k, v = layer.keys, layer.values
         assert k.shape[0] == v.shape[0] == 1 and k.shape[2] == v.shape[2], (k.shape, v.shape)
         per_token = k.shape[1] * k.shape[3] * k.element_size() + v.shape[1] * v.shape[3] * v.element_size()
         # A dynamic sliding layer keeps its sliding_window; a static one keeps only the slots it
         # allocates, min(max_cache_len, sliding_window), as its max_cache_len.
         window = getattr(layer, "sliding_window", None) if not static else layer.max_cache_len
-        layers.append(("local" if layer.is_sliding else "global", window if layer.is_sliding else None,
-                       k.shape[2] * per_token, per_token))
+        kind = "chunked" if layer_type == "chunked_attention" else "local" if layer.is_sliding else "global"
+        layers.append((kind, window if layer.is_sliding else None, k.shape[2] * per_token, per_token))
     return flops, layers
 
 
 def _is_sliding(name: str) -> bool:
-    return "local" in spec_of(name).layer_attention
+    """Some layer keeps a bounded cache: a sliding window or a chunk."""
+    return bool({"local", "chunked"} & set(spec_of(name).layer_attention))
+
+
+def _window(name: str, kind: str) -> int | None:
+    a = spec_of(name).attention
+    return {"local": a.sliding_window, "chunked": a.chunk_size}.get(kind)
 
 
 SLIDING = [n for n in CONFIGS if _is_sliding(n)]
@@ -169,7 +187,8 @@ SLIDING = [n for n in CONFIGS if _is_sliding(n)]
 def tokens_of(name: str) -> int:
     """The forward's length: past the window for sliding-window models (so that HF's caches
     have to drop tokens), SHORT otherwise.  On meta the length costs nothing."""
-    return spec_of(name).attention.sliding_window + PAST_WINDOW if name in SLIDING else SHORT
+    windows = [w for w in (_window(name, "local"), _window(name, "chunked")) if w]
+    return max(windows) + PAST_WINDOW if name in SLIDING else SHORT
 
 
 # ---- 1. parameters ---------------------------------------------------------------------
@@ -238,7 +257,10 @@ def test_siglip_towers_of_any_shape(head):
 @pytest.mark.parametrize("name", CONFIGS)
 def test_decoder_layers_and_mtp(name):
     """HF builds exactly the config's decoder layers: no MTP layer hides in its count."""
-    decoder = hf_model(name).get_decoder()
+    model = hf_model(name)
+    decoder = model.get_decoder()
+    if decoder is model:  # Llama4ForCausalLM.get_decoder returns the model itself; its decoder is .model
+        decoder = model.model
     stacks = [m for m in decoder.children() if isinstance(m, torch.nn.ModuleList)]
     assert len(stacks) == 1 and len(stacks[0]) == spec_of(name).n_layers
     if name in MTP_CONFIGS:
@@ -246,7 +268,7 @@ def test_decoder_layers_and_mtp(name):
 
 
 def test_mtp_and_buffers_are_as_documented():
-    assert MTP_CONFIGS == ["deepseek-v3"]
+    assert MTP_CONFIGS == ["deepseek-v3", "glm-4.5-air", "glm-4.6"]
     model = hf_model("deepseek-v3")
     buffers = {n.rsplit(".", 1)[-1] for n, _ in model.named_buffers()}
     params = {n.rsplit(".", 1)[-1] for n, _ in model.named_parameters()}
@@ -284,7 +306,7 @@ def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
     assert sum(k.layers for k in by_kind.values()) == len(layers) == spec.n_layers
     for kind, window, seq_bytes, per_token in layers:
         k = by_kind[kind]
-        assert window == k.window == (spec.attention.sliding_window if kind == "local" else None)
+        assert window == k.window == _window(name, kind)
         assert per_token == factor * k.bytes_per_token / k.layers
         assert seq_bytes == (min(tokens, window - 1) if window else tokens) * per_token
     dropped = 0.0  # bytes archcalc allocates that HF's dynamic cache has already let go
@@ -304,15 +326,15 @@ def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
 def test_kv_window_cap_equals_hf_static_cache(name):
     """HF's StaticCache over a prefill past the window allocates min(context, window) slots per
     sliding layer and the whole context per full layer: exactly archcalc's capped bytes."""
-    window, tokens = spec_of(name).attention.sliding_window, tokens_of(name)
-    assert tokens > window
+    tokens = tokens_of(name)
     result = ours(name, tokens)
     by_kind = {k.kind: k for k in result.kv.by_kind}
     _, layers = hf_forward(name, tokens, static=True)
     assert [kind for kind, *_ in layers] == list(spec_of(name).layer_attention)
     for kind, layer_window, seq_bytes, per_token in layers:
-        assert layer_window == (window if kind == "local" else None)
-        assert seq_bytes == (window if kind == "local" else tokens) * per_token
+        window = _window(name, kind)
+        assert layer_window == window and (window is None or tokens > window)
+        assert seq_bytes == (window or tokens) * per_token
     for kind, k in by_kind.items():
         assert sum(b for kd, _, b, _ in layers if kd == kind) == k.bytes
     assert sum(b for _, _, b, _ in layers) == result.kv.bytes
@@ -328,4 +350,26 @@ def test_forward_flops_equal_flop_counter(name):
     the scores instead of skipping them."""
     tokens = tokens_of(name)
     flops, _ = hf_forward(name, tokens)
-    assert ours(name, tokens).flops.forward == flops
+    assert ours(name, tokens).flops.forward + _experts_run_on_every_token(name, tokens) == flops
+
+
+def _experts_run_on_every_token(name: str, tokens: int) -> int:
+    """FLOPs HF's Llama 4 spends on experts a token was not routed to.
+
+    Llama4TextMoe scales every token by its router score (zero off its top-k) and runs ALL E
+    experts on it: Llama4TextExperts is two bmm over [E, T, D] (gate_up_proj [E, D, 2F], down_proj
+    [E, F, D]).  archcalc's torch convention counts the top-k experts each token is routed to, as
+    the other models' batched_mm experts (and every serving engine) run them; the E − k others are
+    the difference, sized here from HF's own parameter shapes."""
+    model = hf_model(name)
+    if model.config.model_type != "llama4_text":
+        return 0
+    extra = 0
+    for layer in model.model.layers:
+        if not layer.is_moe_layer:
+            continue
+        experts = layer.feed_forward.experts
+        E, D, F2 = experts.gate_up_proj.shape
+        skipped = E - layer.feed_forward.top_k
+        extra += 2 * tokens * skipped * (D * F2 + experts.down_proj.shape[1] * experts.down_proj.shape[2])
+    return extra

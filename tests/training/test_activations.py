@@ -37,8 +37,8 @@ def flash_runs(spec: ModelSpec) -> bool:
     """torch's CPU flash kernel: causal, whole context, q/k head dim = v head dim; anything else
     falls back to the math path, which keeps the probabilities (not FlashAttention's rule)."""
     a = spec.attention
-    return (a.sliding_window is None and a.softcap is None and not a.sinks and spec.position.kind != "alibi"
-            and spec.qk_head_dim == spec.v_head_dim)
+    return (a.sliding_window is None and a.chunk_size is None and a.softcap is None and not a.sinks
+            and spec.position.kind != "alibi" and spec.qk_head_dim == spec.v_head_dim)
 
 
 SHRUNK = {name: shrink(spec_of(name)) for name in BUNDLED}

@@ -54,13 +54,17 @@ def format_gib(b: float) -> str:
 
 
 def vllm_blocks(window: int | None, max_model_len: int, max_num_batched_tokens: int,
-                block_size: int = VLLM_BLOCK_SIZE) -> int:
+                block_size: int = VLLM_BLOCK_SIZE, chunked: bool = False) -> int:
     """Blocks one layer reserves for one request of max_model_len tokens
     (max_memory_usage_bytes / page).  Full attention: ceil(len / block).
     Sliding window: the window plus one scheduled chunk, + 1 because a window
-    need not start on a block boundary."""
+    need not start on a block boundary.  Chunked local attention (`window` is the
+    chunk; ChunkedLocalAttentionSpec): the chunk plus one scheduled chunk; chunks
+    start on block boundaries, so no extra block."""
     if window is None:
         return cdiv(max_model_len, block_size)
+    if chunked:
+        return cdiv(min(window + max_num_batched_tokens, max_model_len), block_size)
     return cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), block_size) + 1
 
 
@@ -146,14 +150,14 @@ class VllmEngine(Engine):
     kv_types = {**Engine.kv_types, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}  # --kv-cache-dtype fp8*: one byte per value
     description = (f"paged KV cache of --block-size ({VLLM_BLOCK_SIZE})-token blocks per layer; sliding layers keep "
                    f"window − 1 + max_num_batched_tokens tokens + 1 block; hybrid models pad layer groups; KV heads "
-                   f"replicated when TP > K, MLA's latent on every rank; the start-up check is ONE request of "
+                   f"replicated when TP > K, chunked layers keep chunk + max_num_batched_tokens tokens, MLA's latent on every rank; the start-up check is ONE request of "
                    f"max_model_len against the memory left inside gpu_memory_utilization")
 
     def kv_layers(self, kinds, context, batch, dep):
         size, groups = vllm_groups(kinds)
         return [LayerKV(k.kind, k.layers, groups[k.kind] * size, k.window,
                         batch * dep.block_size * vllm_blocks(k.window, context, dep.max_num_batched_tokens,
-                                                             dep.block_size),
+                                                             dep.block_size, k.kind == "chunked"),
                         k.token_bytes) for k in kinds]
 
     def chunk(self, context, batch, dep):
@@ -184,7 +188,8 @@ class VllmEngine(Engine):
                            block: int = VLLM_BLOCK_SIZE) -> int:
         """Σ over groups of one layer's blocks: vLLM's num_block_per_request."""
         _, groups = vllm_groups(kinds)
-        return sum(groups[k.kind] * vllm_blocks(k.window, max_model_len, mnbt, block) for k in kinds)
+        return sum(groups[k.kind] * vllm_blocks(k.window, max_model_len, mnbt, block, k.kind == "chunked")
+                   for k in kinds)
 
     def needed(self, kinds: list[AttnKind], max_model_len: int, mnbt: int, block: int = VLLM_BLOCK_SIZE) -> int:
         """_max_memory_usage_bytes_from_groups: group size × page × Σ_groups blocks."""
@@ -193,8 +198,8 @@ class VllmEngine(Engine):
 
     def layers_needed(self, kinds: list[AttnKind], max_model_len: int, mnbt: int, block: int = VLLM_BLOCK_SIZE) -> int:
         """Σ over layers of max_memory_usage_bytes, no group padding."""
-        return sum(k.layers * self.page_bytes(kinds, block) * vllm_blocks(k.window, max_model_len, mnbt, block)
-                   for k in kinds)
+        return sum(k.layers * self.page_bytes(kinds, block)
+                   * vllm_blocks(k.window, max_model_len, mnbt, block, k.kind == "chunked") for k in kinds)
 
     def estimate_max_model_len(self, kinds: list[AttnKind], available: int, max_model_len: int, mnbt: int,
                                block: int = VLLM_BLOCK_SIZE) -> int:
