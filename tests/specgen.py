@@ -85,19 +85,34 @@ def random_spec(seed: int) -> ModelSpec:
                                      "residual": res})
 
 
+def first_layers(spec: ModelSpec, n: int) -> ModelSpec:
+    """The spec's first n layers, every per-layer list (layer types, NoPE and MoE layers) cut to match."""
+    data = spec.model_dump(exclude_defaults=True)
+    data["n_layers"] = min(spec.n_layers, n)
+    att = data["attention"]
+    if isinstance(att.get("layer_types"), list):
+        att["layer_types"] = att["layer_types"][:n]
+    if att.get("nope_layers"):
+        att["nope_layers"] = [i for i in att["nope_layers"] if i < n]
+    moe = data.get("ffn", {}).get("moe") or {}
+    if moe.get("layers"):
+        moe["layers"] = [i for i in moe["layers"] if i < n]
+    return ModelSpec.model_validate(data)
+
+
 def shrink(spec: ModelSpec) -> ModelSpec:
     """A bundled layout with its widths shrunk: same op structure, CPU-sized
     (D 32, at most 4 layers, 4 heads of 8, d_ff 24, 4 experts, V 50, context 16)."""
-    small = {"d_model": 32, "n_layers": min(spec.n_layers, 4), "vocab_size": 50}
+    spec = first_layers(spec, 4)
+    small = {"d_model": 32, "vocab_size": 50}
     att = spec.attention.model_dump(exclude_defaults=True)
     if spec.attention.kind == "mla":
         att.update(n_heads=2, q_lora_rank=att.get("q_lora_rank") and 8, kv_lora_rank=8, qk_nope_head_dim=4,
                    qk_rope_head_dim=2, v_head_dim=4)
     else:
-        att.update(n_heads=4, n_kv_heads=min(spec.n_kv_heads, 2), head_dim=8,
-                   sliding_window=att.get("sliding_window") and 3)
-        if isinstance(att.get("layer_types"), list):
-            att["layer_types"] = att["layer_types"][:small["n_layers"]]
+        rotated = int(8 * spec.position.rotary_fraction)  # head_dim 8 unless its rotary part would be odd (Phi-2's 0.4)
+        att.update(n_heads=4, n_kv_heads=min(spec.n_kv_heads, 2), head_dim=8 if rotated and rotated % 2 == 0 else 10,
+                   sliding_window=att.get("sliding_window") and 3, chunk_size=att.get("chunk_size") and 3)
     ffn = spec.ffn.model_dump(exclude_defaults=True)
     ffn["d_ff"] = 24
     if "moe" in ffn:

@@ -410,12 +410,8 @@ class ModelSpec(_Frozen):
     def layer_attention(self) -> tuple[LayerKind, ...]:
         a = self.attention
         if isinstance(a.layer_types, list):
-            return tuple(a.layer_types)
-        if a.layer_types is None:
-            return ("local" if a.sliding_window else "chunked" if a.chunk_size else "global",) * self.n_layers
-        n_local, n_global = _parse_ratio(a.layer_types)
-        period = ("local",) * n_local + ("global",) * n_global
-        return tuple(period[i % len(period)] for i in range(self.n_layers))
+            return tuple(a.layer_types)  # its length is checked against n_layers by a NUMERIC_RULE
+        return tuple(self._kind_at(i) for i in range(self.n_layers))
 
     @property
     def layer_rope(self) -> tuple[bool, ...]:
@@ -431,9 +427,20 @@ class ModelSpec(_Frozen):
         if self.position.kind != "rope":
             return 0
         a = self.attention
-        if a.nope_layers:
-            return sum(self.layer_rope)
-        return self.n_layers if a.global_rope else self.n_layers - self.attention_layers["global"]
+        rotating = self.n_layers if a.global_rope else self.n_layers - self.attention_layers["global"]
+        for i in set(a.nope_layers or ()):  # each NoPE layer that exists and would otherwise rotate
+            rotating = rotating - (self.n_layers > i) * (a.global_rope or self._kind_at(i) != "global")
+        return rotating
+
+    def _kind_at(self, i: int) -> LayerKind:
+        """layer_attention[i] without building the tuple (n_layers may be an array)."""
+        a = self.attention
+        if isinstance(a.layer_types, list):
+            return a.layer_types[i]
+        if a.layer_types is None:
+            return "local" if a.sliding_window else "chunked" if a.chunk_size else "global"
+        n_local, n_global = _parse_ratio(a.layer_types)
+        return "local" if i % (n_local + n_global) < n_local else "global"
 
     @property
     def embedding_width(self) -> int:

@@ -175,3 +175,43 @@ def test_decode_touches_top_k_experts_per_token():
     assert two.weight_bytes == 15.5 * 2048 * 1536 * 2 == 97_517_568
     # The stored parameters are all 128 experts whatever the step reads.
     assert one.params == 128 * 2048 * 1536
+
+
+# ---- chunked local attention (Llama 4) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("new", "context", "chunk"), [(1, 1, 4), (7, 7, 3), (5, 12, 4), (1, 9, 4), (9, 21, 8),
+                                                      (13, 13, 13), (3, 40, 16)])
+def test_chunked_causal_pairs_equal_transformers_mask(new, context, chunk):
+    """The pairs a causal chunked kernel computes are the True entries of transformers' own
+    chunked_causal_mask_function (masking_utils: kv // chunk == q // chunk and kv <= q) for the
+    `new` queries at the end of `context` keys."""
+    import torch
+    from transformers.masking_utils import chunked_causal_mask_function
+
+    allowed = chunked_causal_mask_function(chunk, torch.zeros(1, dtype=torch.long))
+    q = torch.arange(context - new, context)[:, None]
+    kv = torch.arange(context)[None, :]
+    expected = int(allowed(0, 0, q, kv).sum())
+    assert ops.score_pairs(new, context, chunk, CONVENTIONS["causal"], chunked=True) == expected
+
+
+def test_llama4_chunked_prefill_pairs_by_hand():
+    """A 20,000-token prefill of one Llama 4 chunked layer (chunk 8,192): two full chunks of
+    8,192·8,193/2 = 33,558,528 pairs and a last one of 3,616·3,617/2 = 6,539,536."""
+    assert ops.score_pairs(20_000, 20_000, 8192, CONVENTIONS["causal"], chunked=True) == 73_656_592
+    # A sliding window of the same size sees more: 8192·8193/2 + (20,000 − 8,192)·8,192.
+    assert ops.score_pairs(20_000, 20_000, 8192, CONVENTIONS["causal"]) == 33_558_528 + 11_808 * 8192
+
+
+def test_chunked_decode_reads_only_its_chunk_so_far():
+    """Decoding the token at position 8,199 (context 8,200) in a chunk of 8,192: its chunk began
+    at 8,192, so it reads 8 keys (7 cached and its own) and writes 1: 9 tokens of K and V; a sliding
+    window of 8,192 would read 8,192."""
+    wl = Workload.decode(8200, 1)
+    kw = dict(n_heads=40, kv_heads=8, qk_dim=128, v_dim=128, kv_width=2 * 8 * 128, window=8192)
+    chunked = ops.attention("a", wl, CONVENTIONS["causal"], layer_kind="chunked", **kw)
+    sliding = ops.attention("a", wl, CONVENTIONS["causal"], layer_kind="local", **kw)
+    assert chunked.kv_bytes == 9 * 2048 * 2  # bf16
+    assert sliding.kv_bytes == (8192 + 1) * 2048 * 2
+    assert chunked.flops == 2 * 8 * 40 * 256

@@ -180,3 +180,15 @@ def test_llama_cpp_k_and_v_cache_types_apart():
     assert same.kv_bytes == 2 * 272 * 2**20
     with pytest.raises(InputError, match="llama.cpp"):
         Planner(spec, load_hardware("h100"), Deployment(kv_dtype_v="f16"))
+
+
+def test_vllm_chunked_local_attention_blocks():
+    """vLLM's ChunkedLocalAttentionSpec.max_admission_blocks_per_request
+    (vllm/v1/kv_cache_interface.py): cdiv(min(attention_chunk_size + max_num_batched_tokens,
+    max_model_len), block_size), with no "- 1" and no extra block (chunks start on a block
+    boundary).  Llama 4 Scout, chunk 8,192, max_num_batched_tokens 8,192, max_model_len 131,072:
+    16,384 / 16 = 1024 blocks; a sliding window of 8,192 would take (8,191 + 8,192) / 16 -> 1024 + 1."""
+    assert vllm_blocks(8192, 131_072, 8192, chunked=True) == 1024
+    assert vllm_blocks(8192, 131_072, 8192) == 1025
+    assert vllm_blocks(3, 100, 2, block_size=4, chunked=True) == 2  # cdiv(5, 4)
+    assert vllm_blocks(8192, 4000, 8192, chunked=True) == 250  # capped at max_model_len: 4000 / 16

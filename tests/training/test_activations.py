@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import BUNDLED, debug_spec, spec_of
-from specgen import random_spec, shrink
+from specgen import first_layers, random_spec, shrink
 from torch_probe import per_sequence_bytes
 
 from archcalc.measure.reference import build_reference_model
@@ -120,24 +120,16 @@ def test_full_recompute_keeps_each_layer_input_only():
 FULL_TOKENS = 2048
 
 
-def first_layers(spec: ModelSpec, n: int = 2) -> ModelSpec:
-    """The spec's first n layers (its per-layer pattern cut to match)."""
-    return spec.model_validate({**spec.model_dump(exclude_defaults=True), "n_layers": min(spec.n_layers, n),
-                                **({"attention": {**spec.attention.model_dump(exclude_defaults=True),
-                                                  "layer_types": spec.attention.layer_types[:n]}}
-                                   if isinstance(spec.attention.layer_types, list) else {})})
-
-
 # Routing picks rows by value (torch.where), which fake tensors cannot do: MoE layers are pinned at
 # CPU size above, and the full-width test takes every bundled model whose first two layers are dense.
-DENSE_FIRST = [name for name in BUNDLED if "moe" not in first_layers(spec_of(name)).layer_ffn]
+DENSE_FIRST = [name for name in BUNDLED if "moe" not in first_layers(spec_of(name), 2).layer_ffn]
 
 
 @pytest.mark.parametrize("name", DENSE_FIRST)
 def test_bundled_specs_at_full_width_under_fake_tensors(name):
     """The real widths (two layers of each bundled model, 2,048 tokens): torch's FakeTensorMode runs the
     CPU kernels' shapes without allocating, and what the forward keeps equals the prediction exactly."""
-    spec = first_layers(spec_of(name))
+    spec = first_layers(spec_of(name), 2)
     kernel = "flash" if flash_runs(spec) else "eager"
     dtype = torch.float32 if spec.norm.kind == "layernorm" else torch.bfloat16  # CPU LayerNorm stats: input dtype
     from torch_probe import fake_per_sequence_bytes
