@@ -87,11 +87,12 @@ def flop_counts(ops: list[Op], convention: FlopsConvention) -> FlopCounts:
 
 @dataclass(frozen=True)
 class KVLayerKind:
-    kind: str  # global / local
+    kind: str  # global / local / chunked / linear
     layers: int
     window: int | None
-    bytes_per_token: float  # one token, all layers of this kind
-    bytes: float  # at the workload's context × batch, windows capped
+    bytes_per_token: float  # one token, all layers of this kind (0 for linear layers)
+    bytes: float  # at the workload's context × batch, windows capped, fixed states included
+    state_bytes: float = 0  # the fixed state of one sequence, all layers of this kind (linear layers)
 
 
 @dataclass(frozen=True)
@@ -107,10 +108,12 @@ def kv_cache(ops: list[Op], context: int, batch: int, kv_dtype: str) -> KVCache:
     for op in ops:
         if op.kind != "attention":
             continue
+        state = opsmod.state_bytes(op, 1, kv_dtype) * op.count
         kinds.append(KVLayerKind(
             op.dims.layer_kind, op.count, op.dims.window,
             bytes_per_token=opsmod.cache_bytes(op, 1, 1, kv_dtype, cap_window=False) * op.count,
-            bytes=opsmod.cache_bytes(op, context, batch, kv_dtype) * op.count,
+            bytes=opsmod.cache_bytes(op, context, batch, kv_dtype) * op.count + batch * state,
+            state_bytes=state,
         ))
     return KVCache(kv_dtype, sum(k.bytes_per_token for k in kinds), sum(k.bytes for k in kinds), kinds)
 

@@ -743,6 +743,9 @@ class ReferenceModel(nn.Module):
 
     def __init__(self, spec: ModelSpec, attention: AttentionImpl = "explicit", dropout: float = 0.0):
         super().__init__()
+        if spec.linear is not None:
+            # Gated DeltaNet layers are pinned by transformers' own Qwen3-Next (tests/spec/test_hf_oracle.py).
+            raise ValueError("the reference model has no linear-attention (Gated DeltaNet) layer")
         self.spec = spec
         self.dropout = dropout
         D, V, E = spec.d_model, spec.vocab_size, spec.embedding_width

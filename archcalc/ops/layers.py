@@ -84,9 +84,20 @@ def _numel(shape: tuple[int, ...]) -> int:
 
 
 def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
-    a, D, L = spec.attention, spec.d_model, spec.n_layers
+    out = _sublayer_norms(spec, wl, "layers.attn", "before")  # every layer's mixer, attention or linear
+    if nonzero(spec.n_layers - spec.attention_layers["linear"]):
+        out += _softmax_attention_ops(spec, wl, conv)
+    if spec.linear is not None and nonzero(spec.attention_layers["linear"]):
+        out += _linear_attention_ops(spec, wl)
+    return out + _sublayer_norms(spec, wl, "layers.attn", "after")
+
+
+def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
+    """The L softmax-attention layers (every layer but the linear ones)."""
+    a, D = spec.attention, spec.d_model
+    L = spec.n_layers - spec.attention_layers["linear"]
     H, K, dk, dv = a.n_heads, spec.n_kv_heads, spec.qk_head_dim, spec.v_head_dim
-    out = _sublayer_norms(spec, wl, "layers.attn", "before")
+    out = []
 
     if a.kind == "mla":
         # MLA's latent norms are part of the mechanism: RMSNorm whatever norm.kind says (as in HF).
@@ -108,8 +119,9 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         kv_width = a.kv_lora_rank + a.qk_rope_head_dim
         rotated = (H + 1) * spec.rope_dim  # every query head and the one shared rope key
     else:
-        # Q, K and V as one fused projection: D -> (H + 2K)·d_k; biases where listed.
-        widths = {"q": H * dk, "k": K * dk, "v": K * dv}
+        # Q, K and V as one fused projection: D -> (H + 2K)·d_k; biases where listed.  An output
+        # gate doubles q_proj: each head's query and its gate (Qwen3-Next).
+        widths = {"q": H * dk * (2 if a.output_gate else 1), "k": K * dk, "v": K * dv}
         bias = sum(w for p, w in widths.items() if p in a.bias)
         qkv = ops.matmul("layers.attn.qkv", "attention", wl, D, sum(widths.values()), bias_width=bias, count=L,
                          tp="qkv", fused_qkv=(widths["q"], widths["k"] + widths["v"], K), parts=tuple(widths.values()))
@@ -143,9 +155,34 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
             n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
             window=windows[kind], layer_kind=kind,
             softcap=a.softcap is not None, count=kinds[kind], params=H if a.sinks else 0))
+    if a.output_gate:  # sigmoid(gate) ⊙ output: neg, exp, add, div, multiply per value
+        out.append(ops.elementwise("layers.attn.gate", "attention", wl, H * dv, 5, inputs=2, count=L, tp="split"))
     out.append(ops.matmul("layers.attn.o", "attention", wl, H * dv, D, bias_width=D if "o" in a.bias else 0, count=L,
                           tp="row"))
-    return out + _sublayer_norms(spec, wl, "layers.attn", "after")
+    return out
+
+
+def _linear_attention_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """Gated DeltaNet on the linear layers (LinearAttentionSpec): projections, the causal conv, the
+    chunked delta-rule core (its state in place of a KV cache), the gated norm, the output."""
+    g, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
+    Hv, Kd, Vd, C = g.n_heads, g.key_width, g.value_width, g.conv_channels
+    qkvz, ba = 2 * Kd + 2 * Vd, 2 * Hv  # q, k, v and the gate z; β and α per value head
+    proj = ops.matmul("layers.linear.in_proj", "attention", wl, D, qkvz + ba, count=n, parts=(qkvz, ba))
+    return [
+        proj,
+        # Depthwise causal conv over q, k, v: conv_kernel MACs per channel per token (no bias).
+        ops.contraction("layers.linear.conv", "attention", wl, C * g.conv_kernel, 2 * C, count=n,
+                        params=C * g.conv_kernel, shapes=((C, 1, g.conv_kernel),)),
+        ops.linear_attention("layers.linear.core", wl, n_heads=Hv, key_heads=g.n_key_heads, key_dim=g.key_head_dim,
+                             value_dim=g.value_head_dim, chunk=g.chunk, conv_values=C * (g.conv_kernel - 1),
+                             count=n, params=2 * Hv),  # dt_bias and A_log, one each per value head
+        # RMSNorm of each value head, times silu(z): one weight of value_head_dim per layer.
+        replace(ops.norm("layers.linear.norm", wl, g.value_head_dim, "rmsnorm", False, count=n, tokens=wl.tokens * Hv,
+                         component="attention"), vector_flops=(ops.RMSNORM_FLOPS + ops.ACTIVATION_FLOPS["silu"] + 1)
+                * wl.tokens * Vd),
+        ops.matmul("layers.linear.out_proj", "attention", wl, Vd, D, count=n, tp="row"),
+    ]
 
 
 # ---- feed-forward ------------------------------------------------------------------

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Literal
 
-from archcalc.ops.arrays import greater, lesser
+from archcalc.ops.arrays import ceil_div, greater, lesser
 from archcalc.ops.conventions import FlopsConvention
 from archcalc.ops.dtypes import kept_dtype, nbytes
 from archcalc.ops.workload import Workload
@@ -88,7 +88,11 @@ class AttentionDims(Dims):
     v_dim: int
     window: int | None  # a sliding window, or a chunked layer's chunk: the tokens a layer keeps at most
     kv_width: int  # values one cached token costs in one layer: K·(d_k + d_v), or MLA's latent + rope key
-    layer_kind: str  # global / local / chunked
+    layer_kind: str  # global / local / chunked / linear
+    # A linear layer's fixed state per sequence instead of a per-token cache: its recurrent
+    # values (Gated DeltaNet: Hv × d_k × d_v, kept in STATE_DTYPE) and its conv's last inputs.
+    state_values: int = 0
+    conv_values: int = 0
 
     @property
     def chunked(self) -> bool:
@@ -293,6 +297,49 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
         act_bytes=nbytes(wl.tokens * n_heads * (qk_dim + v_dim), wl.act_dtype),  # read Q, write O
         kv_bytes=nbytes(b * (keys_read + t) * kv_width, wl.kv_dtype),  # read the cache, append T tokens
     )
+
+
+# The recurrent state of a linear layer is kept in fp32: transformers' torch_chunk_gated_delta_rule
+# computes and returns it in float32, and flash-linear-attention's kernels accumulate it in fp32.
+STATE_DTYPE = "fp32"
+# Gated DeltaNet's recurrent step, per value head and token, on the d_k × d_v state S (all elementwise,
+# as transformers' torch_recurrent_gated_delta_rule runs it): decay S (1), read Sᵀk (mul, sum: 2),
+# write k ⊗ δ (mul, add: 2), read Sᵀq (2).
+DELTA_STEP_FLOPS = 7
+
+
+def linear_attention(name: str, wl: Workload, *, n_heads: int, key_heads: int, key_dim: int, value_dim: int,
+                     chunk: int, conv_values: int, count: int = 1, params: int = 0) -> Op:
+    """The gated delta rule (Yang et al. 2024) of one linear layer over B sequences of T new tokens.
+
+    T > 1: the chunked form as transformers' torch_chunk_gated_delta_rule computes it, per
+    sequence, value head and chunk of C tokens (the T tokens padded up to whole chunks): k_β Kᵀ
+    and Q Kᵀ within the chunk (2 · 2C²d_k), the values against the state (K_cum S, Q S: 2 · 2C·d_k·d_v),
+    the intra-chunk output (2C²d_v) and the state update (2C·d_k·d_v); its two triangular solves are
+    not counted (FlopCounterMode counts no triangular_solve).  T = 1: the recurrent step,
+    elementwise (DELTA_STEP_FLOPS per state value).  Each step reads and writes the fixed state."""
+    b, t = wl.batch, wl.new_tokens
+    dk, dv, c = key_dim, value_dim, chunk
+    state = n_heads * dk * dv
+    if t == 1:
+        flops, vector = 0, b * DELTA_STEP_FLOPS * state
+    else:
+        chunks = ceil_div(t, c)
+        flops, vector = b * n_heads * chunks * (4 * c * c * dk + 2 * c * c * dv + 6 * c * dk * dv), 0
+    return Op(
+        name, "attention", "attention",
+        AttentionDims(b, t, wl.context, n_heads, key_heads, dk, dv, None, 0, "linear", state, conv_values), count,
+        params=params, active_params=params, flops=flops, vector_flops=vector,
+        weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
+        act_bytes=nbytes(wl.tokens * (2 * key_heads * dk + 2 * n_heads * dv), wl.act_dtype),  # read q, k, v; write out
+        kv_bytes=2 * b * (nbytes(state, STATE_DTYPE) + nbytes(conv_values, wl.kv_dtype)),  # read and write the state
+    )
+
+
+def state_bytes(op: Op, batch: int, kv_dtype: str) -> float:
+    """The fixed state a linear layer keeps for `batch` sequences (0 for attention layers)."""
+    d = op.dims
+    return batch * (nbytes(d.state_values, STATE_DTYPE) + nbytes(d.conv_values, kv_dtype))
 
 
 def cached_tokens(context: int, window: int | None) -> int:

@@ -57,7 +57,7 @@ def fit_json(plan: FitPlan, solutions: dict[str, Solution], warnings: list[str] 
                 "bytes": plan.kv_bytes,
                 "by_layer_kind": [{"kind": k.kind, "layers": k.layers, "charged_layers": k.charged_layers,
                                    "window": k.window, "cells": k.cells, "bytes_per_token": k.token_bytes,
-                                   "bytes": k.bytes} for k in plan.kv],
+                                   "state_bytes": k.state_bytes, "bytes": k.bytes} for k in plan.kv],
             },
             "activations": {"bytes": act.bytes, "chunk_tokens": act.chunk.tokens, "dtype": act.chunk.act_dtype,
                             "residual": act.residual, "largest_op": act.largest_op,
@@ -111,8 +111,9 @@ def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
     for k in plan.kv:
         padded = f" (+{k.charged_layers - k.layers} padding)" if k.charged_layers != k.layers else ""
         window = f", window {k.window:,}" if k.window else ""
-        table.add_row(f"  {k.kind}", nbytes(k.bytes), _pct(k.bytes, cap),
-                      f"{k.layers} layers{padded} × {k.cells:,} cells × {k.token_bytes:g} B{window}")
+        how = (f"{k.layers} layers × {binary(k.state_bytes)} of fixed state each (all sequences)" if k.state_bytes
+               else f"{k.layers} layers{padded} × {k.cells:,} cells × {k.token_bytes:g} B{window}")
+        table.add_row(f"  {k.kind}", nbytes(k.bytes), _pct(k.bytes, cap), how)
     a = plan.activations
     table.add_row("activation peak", nbytes(a.bytes), _pct(a.bytes, cap),
                   f"{a.chunk.tokens:,} tokens, {a.chunk.act_dtype}")

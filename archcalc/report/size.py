@@ -59,7 +59,8 @@ def size_json(r: SizeResult, ops: bool = False) -> dict:
             "bytes_per_token": kv.bytes_per_token,
             "bytes": kv.bytes,
             "by_layer_kind": [{"kind": k.kind, "layers": k.layers, "window": k.window,
-                               "bytes_per_token": k.bytes_per_token, "bytes": k.bytes} for k in kv.by_kind],
+                               "bytes_per_token": k.bytes_per_token, "bytes": k.bytes,
+                               "state_bytes_per_sequence": k.state_bytes} for k in kv.by_kind],
         },
         "warnings": list(r.warnings),
         **({"ops": [op_json(op) for op in r.ops]} if ops else {}),
@@ -121,7 +122,7 @@ def size_tables(r: SizeResult) -> Group:
                      "logits at every position, as a training forward computes them.")
 
     cache = Table(title=f"KV cache ({kv.dtype})", title_justify="left", show_edge=False)
-    for col in ("layers", "kind", "window", "per token", f"at {wl.context:,} × {wl.batch:,}"):
+    for col in ("layers", "kind", "window / chunk", "per token", f"at {wl.context:,} × {wl.batch:,}"):
         cache.add_column(col, justify="right" if col not in ("kind",) else "left")
     for k in kv.by_kind:
         cache.add_row(str(k.layers), k.kind, f"{k.window:,}" if k.window else "—", nbytes(k.bytes_per_token),
@@ -130,9 +131,15 @@ def size_tables(r: SizeResult) -> Group:
         cache.add_row(str(spec.n_layers), "all", "", nbytes(kv.bytes_per_token), nbytes(kv.bytes), style="bold")
     cache_note = ("Per token: every layer stores the token (no window cap). GiB = 2^30 bytes, GB = 10^9 bytes."
                   + (" MLA: one compressed latent + the shared rope key per token per layer." if spec.attention.kind
-                     == "mla" else ""))
+                     == "mla" else "")
+                  + (f" linear: no per-token cache, a fixed state of {nbytes(_state(kv))} per sequence (the fp32 "
+                     f"recurrent state and the conv's last inputs, all linear layers)." if _state(kv) else ""))
     return Group(title, params, Text(""), weights, _note(weights_note), flops, _note(flops_note), cache,
                  _note(cache_note))
+
+
+def _state(kv) -> float:
+    return sum(k.state_bytes for k in kv.by_kind)
 
 
 def _note(text: str) -> Text:

@@ -211,7 +211,8 @@ class Planner:
         self.weights = Weights(split, replicated, vision)
         self.kinds = [AttnKind(op.dims.layer_kind, op.count, op.dims.window,
                                self.engine.token_bytes(op, self.kv_bytes_per_value, v_bytes,
-                                                       self.engine.kv_share(op, self.tp)))
+                                                       self.engine.kv_share(op, self.tp)),
+                               self.engine.state_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)))
                       for op in base if op.kind == "attention"]
         self.vocab = next(op.dims.n for op in base if op.name == "lm_head")
         r = spec.residual

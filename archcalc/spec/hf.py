@@ -201,12 +201,16 @@ def _window(r: ConfigReader, n_layers: int, *, pattern_key_default: str | None =
         r.ignore("sliding_window_size", "duplicate of sliding_window")
     layer_types = r.get("layer_types", default=None)
     if layer_types:
-        kinds = ["local" if t == "sliding_attention" else "global" for t in layer_types]
-        unknown = set(layer_types) - {"sliding_attention", "full_attention"}
+        names = {"sliding_attention": "local", "full_attention": "global", "linear_attention": "linear"}
+        unknown = set(layer_types) - set(names)
         if unknown:
-            raise InputError(r.path, "layer_types", f"{sorted(unknown)} not supported; known: sliding_attention, full_attention")
+            raise InputError(r.path, "layer_types", f"{sorted(unknown)} not supported; known: {', '.join(names)}")
+        kinds = [names[t] for t in layer_types]
         r.ignore("sliding_window_pattern", "layer_types takes precedence")
-        return {"sliding_window": window, "layer_types": kinds} if "local" in kinds else {}
+        if "local" not in kinds:
+            r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+            window = None
+        return {"sliding_window": window, "layer_types": kinds} if set(kinds) != {"global"} else {}
     if window is None:
         r.ignore("sliding_window_pattern", "no sliding_window")
         r.ignore("max_window_layers", "no sliding_window")
@@ -271,7 +275,18 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     norm: dict = {}
     residual: dict = {}
     scaled_final = False
-    if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "dots1") or (
+    if family == "qwen3_next":
+        att["output_gate"] = True  # Qwen3NextAttention's q_proj is 2·H·head_dim: the query and its gate
+        spec["linear"] = {"n_heads": r.get("linear_num_value_heads"), "n_key_heads": r.get("linear_num_key_heads"),
+                          "key_head_dim": r.get("linear_key_head_dim"),
+                          "value_head_dim": r.get("linear_value_head_dim"),
+                          "conv_kernel": r.get("linear_conv_kernel_dim", default=4)}
+        if r.has("layer_types"):
+            r.ignore("full_attention_interval", "layer_types lists the layers")
+        else:  # Qwen3NextConfig: every full_attention_interval-th layer is full attention
+            interval = int(r.get("full_attention_interval", default=4))
+            att["layer_types"] = ["global" if (i + 1) % interval == 0 else "linear" for i in range(spec["n_layers"])]
+    if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "dots1", "qwen3_next") or (
             family == "glm4_moe" and r.get("use_qk_norm", default=False)):
         att["qk_norm"] = "head"  # one RMSNorm of head_dim for q, one for k
     if family in ("gemma2", "gemma3", "glm4"):
@@ -380,11 +395,11 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
         r.ignore("moe_norm_min", "an epsilon")
         return _with_layers(moe, [i for i in range(n_layers) if (i + 1) % interval == 0 and start <= i <= end],
                             n_layers)
-    if family not in ("qwen2_moe", "qwen3_moe"):
+    if family not in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
         return None
     moe = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"),
            "d_expert": r.get("moe_intermediate_size")}
-    if family == "qwen2_moe":
+    if family in ("qwen2_moe", "qwen3_next"):  # a shared expert behind a sigmoid gate
         moe.update(d_shared=r.get("shared_expert_intermediate_size"), shared_gate=True)
     step = int(r.get("decoder_sparse_step", default=1))
     dense = set(r.get("mlp_only_layers", default=[]))
@@ -394,7 +409,7 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
 # Families whose attention_bias puts biases on q, k and v but not on o_proj.
 QKV_BIAS_ONLY = ("glm4", "glm4_moe", "seed_oss")
 # partial_rotary_factor when a config leaves it out (the config classes' defaults).
-ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5}
+ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5, "qwen3_next": 0.25}
 
 
 def _rotary_fraction(r: ConfigReader, default: float) -> float:
@@ -704,7 +719,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
         "olmo2", "phi3", "cohere", "granite", "smollm3", "stablelm", "exaone4", "olmoe",
         "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
-        "olmo3", "phimoe", "granitemoe", "granitemoeshared")},
+        "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next")},
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,

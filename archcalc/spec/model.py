@@ -23,8 +23,9 @@ BASE_ACTIVATION = {"relu": "relu", "gelu": "gelu", "silu": "silu", "relu2": "rel
                    "reglu": "relu", "geglu": "gelu", "swiglu": "silu"}
 Activation = Literal["relu", "gelu", "silu", "relu2", "reglu", "geglu", "swiglu"]
 # global: full causal attention; local: a sliding window; chunked: attention within fixed chunks of
-# chunk_size tokens (Llama 4's chunked local attention: the query at p sees p - p mod C ... p).
-LayerKind = Literal["global", "local", "chunked"]
+# chunk_size tokens (Llama 4's chunked local attention: the query at p sees p - p mod C ... p);
+# linear: a linear-attention mixer with a fixed-size state instead of a KV cache (ModelSpec.linear).
+LayerKind = Literal["global", "local", "chunked", "linear"]
 
 # Default d_ff ratios when neither d_ff nor d_ff_ratio is given: 4·D for a plain
 # MLP; 8/3·D for a gated one, which keeps 3·D·F equal to the plain 2·D·4D.
@@ -91,6 +92,7 @@ class AttentionSpec(_Frozen):
     # layer (which may also name chunked layers).  Absent with a window set means
     # every layer is local (Mistral); with a chunk_size, every layer is chunked.
     layer_types: str | list[LayerKind] | None = None
+    output_gate: bool = False  # q_proj also gives a per-head gate, sigmoid(g) ⊙ output (Qwen3-Next): 2·H·d wide
     global_rope: bool = True  # false: global layers use no position encoding (NoPE)
     # Layers that skip RoPE whatever their kind (SmolLM3 and Llama 4: every 4th layer), beside
     # global_rope; a NoPE layer has no rotation to compute and nothing else changes.
@@ -132,6 +134,46 @@ class AttentionSpec(_Frozen):
         if isinstance(self.layer_types, str) and _parse_ratio(self.layer_types) is None:
             raise ValueError(f"layer_types {self.layer_types!r}: use 'L:G' (e.g. '5:1') or a list")
         return self
+
+
+class LinearAttentionSpec(_Frozen):
+    """The mixer of the `linear` layers: Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464), as
+    Qwen3-Next runs it.  Per layer: one D -> 2·Kd + 2·Vd + 2·Hv projection (q, k, v, the output
+    gate z, and the per-head β and α), a depthwise causal conv of conv_kernel taps over q, k and v,
+    per-head dt_bias and A_log, a gated RMSNorm of value_head_dim, and Vd -> D.  Its state per
+    sequence: Hv × d_k × d_v values (fp32) and the conv's last conv_kernel − 1 inputs."""
+
+    kind: Literal["gated_deltanet"] = "gated_deltanet"
+    n_heads: Heads  # value heads Hv
+    n_key_heads: Heads  # query/key heads, each serving n_heads / n_key_heads value heads
+    key_head_dim: Width
+    value_head_dim: Width
+    conv_kernel: int = Field(default=4, ge=1, le=64)
+    chunk: Tokens = 64  # the chunk of the chunked form (transformers and flash-linear-attention: 64)
+
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
+        NumericRule(lambda g: g.n_heads % g.n_key_heads == 0,
+                    lambda g: f"n_heads ({g.n_heads}) must be divisible by n_key_heads ({g.n_key_heads})",
+                    "linear n_heads divisible by n_key_heads"),
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> LinearAttentionSpec:
+        _check_numeric(self, self.NUMERIC_RULES)
+        return self
+
+    @property
+    def key_width(self) -> int:
+        return self.n_key_heads * self.key_head_dim
+
+    @property
+    def value_width(self) -> int:
+        return self.n_heads * self.value_head_dim
+
+    @property
+    def conv_channels(self) -> int:
+        """q, k and v go through the conv: 2·Kd + Vd channels."""
+        return 2 * self.key_width + self.value_width
 
 
 class MoESpec(_Frozen):
@@ -300,6 +342,7 @@ class ModelSpec(_Frozen):
     embedding_dim: Width | None = None
     final_softcap: Positive | None = None  # tanh soft-capping of the logits
     attention: AttentionSpec
+    linear: LinearAttentionSpec | None = None  # the mixer of layer_types' "linear" layers
     ffn: FFNSpec = Field(default_factory=FFNSpec)
     norm: NormSpec = Field(default_factory=NormSpec)
     position: PositionSpec = Field(default_factory=PositionSpec)
@@ -360,6 +403,8 @@ class ModelSpec(_Frozen):
             raise ValueError("attention.layer_types has local layers but attention.sliding_window is not set")
         if a.layer_types is not None and a.chunk_size is None and "chunked" in self.layer_attention:
             raise ValueError("attention.layer_types has chunked layers but attention.chunk_size is not set")
+        if ("linear" in self.layer_attention) != (self.linear is not None):
+            raise ValueError("attention.layer_types names linear layers exactly when `linear` describes their mixer")
         _check_numeric(self, self.NUMERIC_RULES)
         r = self.residual
         if r.kind == "parallel" and self.norm.placement != "pre":
@@ -418,8 +463,8 @@ class ModelSpec(_Frozen):
         """Whether each layer rotates q and k (RoPE models; all False otherwise)."""
         a = self.attention
         nope = set(a.nope_layers or ())
-        return tuple(self.position.kind == "rope" and i not in nope and (kind != "global" or a.global_rope)
-                     for i, kind in enumerate(self.layer_attention))
+        return tuple(self.position.kind == "rope" and i not in nope and kind != "linear"
+                     and (kind != "global" or a.global_rope) for i, kind in enumerate(self.layer_attention))
 
     @property
     def rope_layers(self) -> int:
@@ -427,9 +472,11 @@ class ModelSpec(_Frozen):
         if self.position.kind != "rope":
             return 0
         a = self.attention
-        rotating = self.n_layers if a.global_rope else self.n_layers - self.attention_layers["global"]
+        kinds = self.attention_layers
+        rotating = kinds["local"] + kinds["chunked"] + (kinds["global"] if a.global_rope else 0)
         for i in set(a.nope_layers or ()):  # each NoPE layer that exists and would otherwise rotate
-            rotating = rotating - (self.n_layers > i) * (a.global_rope or self._kind_at(i) != "global")
+            kind = self._kind_at(i)
+            rotating = rotating - (self.n_layers > i) * (kind != "linear" and (a.global_rope or kind != "global"))
         return rotating
 
     def _kind_at(self, i: int) -> LayerKind:
@@ -449,12 +496,12 @@ class ModelSpec(_Frozen):
 
     @property
     def attention_layers(self) -> dict[str, int]:
-        """Layers of each attention kind, {"global": n, "local": n, "chunked": n}: the counts of
+        """Layers of each attention kind, {"global": n, "local": n, "chunked": n, "linear": n}: the counts of
         layer_attention in closed form (n_layers may be an array)."""
         a, L = self.attention, self.n_layers
-        chunked = 0
+        chunked = linear = 0
         if isinstance(a.layer_types, list):
-            local, chunked = a.layer_types.count("local"), a.layer_types.count("chunked")
+            local, chunked, linear = (a.layer_types.count(k) for k in ("local", "chunked", "linear"))
         elif a.layer_types is None:
             local = L if a.sliding_window is not None else 0
             chunked = L if a.sliding_window is None and a.chunk_size is not None else 0
@@ -462,7 +509,7 @@ class ModelSpec(_Frozen):
             n_local, n_global = _parse_ratio(a.layer_types)
             period = n_local + n_global  # whole periods, then the first layers of the next
             local = L // period * n_local + lesser(L % period, n_local)
-        return {"global": L - local - chunked, "local": local, "chunked": chunked}
+        return {"global": L - local - chunked - linear, "local": local, "chunked": chunked, "linear": linear}
 
     @property
     def ffn_layers(self) -> dict[str, int]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,11 @@ def hf_forward(name: str, tokens: int, static: bool = False):
     # in how they should behave, only the mask differs"); the config's layer_types tells them apart.
     types = getattr(model.config, "layer_types", None) or [None] * len(out.cache.layers)
     for layer, layer_type in zip(out.cache.layers, types):
+        if hasattr(layer, "recurrent_states"):  # a linear-attention layer: a fixed state, no tokens
+            state = sum(t.numel() * t.element_size() for d in (layer.conv_states, layer.recurrent_states)
+                        for t in d.values())
+            layers.append(("linear", None, state, 0))
+            continue
         k, v = layer.keys, layer.values
         assert k.shape[0] == v.shape[0] == 1 and k.shape[2] == v.shape[2], (k.shape, v.shape)
         per_token = k.shape[1] * k.shape[3] * k.element_size() + v.shape[1] * v.shape[3] * v.element_size()
@@ -301,6 +307,16 @@ def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
     result = ours(name, tokens)
     _, layers = hf_forward(name, tokens)
     factor = _kv_factor(name)
+    state = {k.kind: k for k in result.kv.by_kind}.get("linear")
+    for kind, _, seq_bytes, per_token in layers:
+        if kind == "linear":  # the fixed state: HF's conv state holds one column more (see _conv_state_extra)
+            assert per_token == 0 and seq_bytes == state.state_bytes / state.layers + _conv_state_extra(name)
+    layers = [layer for layer in layers if layer[0] != "linear"]
+    if state is not None:
+        result = replace(result, kv=replace(result.kv, bytes=result.kv.bytes - state.bytes,
+                                            by_kind=[k for k in result.kv.by_kind if k.kind != "linear"]))
+        spec = spec.model_copy(update={"attention": spec.attention.model_copy(update={"layer_types": [
+            kind for kind in spec.layer_attention if kind != "linear"]}), "n_layers": len(layers), "linear": None})
     assert [kind for kind, *_ in layers] == list(spec.layer_attention)
     by_kind = {k.kind: k for k in result.kv.by_kind}
     assert sum(k.layers for k in by_kind.values()) == len(layers) == spec.n_layers
@@ -350,7 +366,28 @@ def test_forward_flops_equal_flop_counter(name):
     the scores instead of skipping them."""
     tokens = tokens_of(name)
     flops, _ = hf_forward(name, tokens)
-    assert ours(name, tokens).flops.forward + _experts_run_on_every_token(name, tokens) == flops
+    assert (ours(name, tokens).flops.forward + _experts_run_on_every_token(name, tokens)
+            + _conv_padding_flops(name)) == flops
+
+
+def _linear_convs(name: str) -> list[torch.nn.Conv1d]:
+    return [m.conv1d for m in hf_model(name).modules() if type(m).__name__ == "Qwen3NextGatedDeltaNet"]
+
+
+def _conv_padding_flops(name: str) -> int:
+    """Qwen3-Next's causal conv runs as nn.Conv1d(padding=K − 1) over the T tokens of a prefill:
+    T + K − 1 outputs, of which it keeps the first T (causal_conv1d_fn's torch path).  archcalc
+    counts the T a causal conv kernel computes; the K − 1 discarded outputs are the difference,
+    2 · channels · K FLOPs each, sized from HF's own conv weights [channels, 1, K]."""
+    return sum(2 * c.weight.shape[0] * c.weight.shape[2] * (c.weight.shape[2] - 1) for c in _linear_convs(name))
+
+
+def _conv_state_extra(name: str) -> int:
+    """HF's LinearAttentionLayer keeps the last K conv inputs per channel; the next step needs only
+    K − 1 of them, which is what vLLM (conv_kernel − 1) and llama.cpp (d_conv − 1) keep and archcalc
+    counts: one column of channels values (in the model's dtype) more per layer."""
+    convs = _linear_convs(name)
+    return convs[0].weight.shape[0] * DTYPE.itemsize if convs else 0
 
 
 def _experts_run_on_every_token(name: str, tokens: int) -> int:

@@ -52,11 +52,12 @@ class AttnKind:
     layers: int
     window: int | None
     token_bytes: float
+    state_bytes: float = 0  # a linear layer's fixed state for one sequence on this GPU
 
 
 @dataclass(frozen=True)
 class LayerKV:
-    """The KV cache one GPU holds for the layers of one kind."""
+    """The KV cache (or, for linear layers, the fixed state) one GPU holds for the layers of one kind."""
 
     kind: str
     layers: int
@@ -64,10 +65,11 @@ class LayerKV:
     window: int | None
     cells: int  # token slots per layer, all sequences together
     token_bytes: float  # one token slot in one layer
+    state_bytes: float = 0  # one layer's fixed state, all sequences together
 
     @property
     def bytes(self) -> float:
-        return self.charged_layers * self.cells * self.token_bytes
+        return self.charged_layers * (self.cells * self.token_bytes + self.state_bytes)
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,16 @@ class Engine:
         d = op.dims
         return d.n_kv_heads * (d.qk_dim * k_bytes + d.v_dim * v_bytes) * share
 
+    # A linear layer's state as this engine keeps it: the recurrent part in fp32 (transformers
+    # returns it in float32) and the conv's last kernel − 1 inputs at the cache type.
+    state_value_bytes: float | None = 4.0  # None: the cache type's bytes
+
+    def state_bytes(self, op: Op, kv_bytes: float, share: float) -> float:
+        """Bytes of one sequence's fixed state in one linear layer of `op` on one GPU (0 otherwise)."""
+        d = op.dims
+        recurrent = self.state_value_bytes if self.state_value_bytes is not None else kv_bytes
+        return (d.state_values * recurrent + d.conv_values * kv_bytes) * share
+
     def kv_share(self, op: Op, tp: int) -> float:
         """Share of an attention op's KV values one GPU caches."""
         return kv_share(op, tp)
@@ -153,8 +165,8 @@ class Engine:
         return tp
 
     def kv_layers(self, kinds: list[AttnKind], context: int, batch: int, dep: Deployment) -> list[LayerKV]:
-        return [LayerKV(k.kind, k.layers, k.layers, k.window, batch * cached_tokens(context, k.window), k.token_bytes)
-                for k in kinds]
+        return [LayerKV(k.kind, k.layers, k.layers, k.window, batch * cached_tokens(context, k.window), k.token_bytes,
+                        batch * k.state_bytes) for k in kinds]
 
     def chunk(self, context: int, batch: int, dep: Deployment) -> Chunk:
         return Chunk(batch * context, batch, "bf16", f"the whole prefill, {batch:,} × {context:,} tokens in one step")

@@ -58,6 +58,11 @@ class LlamaCppEngine(Engine):
     def kv_share(self, op, tp):
         return 1.0 / tp  # a layer's cache lives with the layer
 
+    def state_bytes(self, op, kv_bytes, share):
+        # llama-memory-recurrent keeps the conv (r) and recurrent (s) states in F32 whatever the
+        # cache type (llama_model::create_memory: GGML_TYPE_F32 for both).
+        return super().state_bytes(op, 4.0, share)
+
     def act_tp(self, tp):
         return 1  # every GPU runs whole layers
 
@@ -74,7 +79,10 @@ class LlamaCppEngine(Engine):
                 return stream
             return pad(min(stream, window * (batch if dep.kv_unified else 1) + dep.ubatch), LLAMACPP_PAD)
 
-        return [LayerKV(k.kind, k.layers, k.layers, k.window, streams * cells(k.window), k.token_bytes) for k in kinds]
+        # A recurrent layer keeps one state cell per sequence (llama-memory-recurrent: n_seq_max cells).
+        return [LayerKV(k.kind, k.layers, k.layers, k.window, 0, 0, batch * k.state_bytes) if k.kind == "linear"
+                else LayerKV(k.kind, k.layers, k.layers, k.window, streams * cells(k.window), k.token_bytes)
+                for k in kinds]
 
     def chunk(self, context, batch, dep):
         # The worst-case graph reserved at start-up: min(n_ctx, n_ubatch)
@@ -97,7 +105,8 @@ class LlamaCppEngine(Engine):
                 f"1/{tp} of the layers each"]
 
     def notes(self, kv, batch_per_gpu, dep, tied):
-        lines = [f"{k.kind}: {k.layers} layers × {k.cells:,} cells"
+        lines = [f"{k.kind}: {k.layers} layers × one F32 state cell per sequence ({batch_per_gpu})"
+                 if k.kind == "linear" else f"{k.kind}: {k.layers} layers × {k.cells:,} cells"
                  + (f" = min(n_ctx, pad({k.window:,}·{batch_per_gpu} + {dep.ubatch}, {LLAMACPP_PAD}))"
                     if k.window else f" = n_ctx padded to {LLAMACPP_PAD}") for k in kv]
         if not tied:

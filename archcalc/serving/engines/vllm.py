@@ -68,6 +68,14 @@ def vllm_blocks(window: int | None, max_model_len: int, max_num_batched_tokens: 
     return cdiv(min(window - 1 + max_num_batched_tokens, max_model_len), block_size) + 1
 
 
+def _split(kinds: list[AttnKind]) -> tuple[list[AttnKind], float]:
+    """The attention kinds vLLM pages, and the bytes of one request's state in the linear layers.
+    Not modelled: vLLM's hybrid allocator also raises the attention block size until one page
+    holds a linear layer's state (a model-dependent rounding of the attention page)."""
+    return ([k for k in kinds if k.kind != "linear"],
+            int(sum(k.layers * k.state_bytes for k in kinds if k.kind == "linear")))
+
+
 def vllm_groups(kinds: list[AttnKind]) -> tuple[int, dict[str, int]]:
     """(group size, groups per kind) of vLLM's KV-cache groups.  One kind: one
     group of all layers.  Hybrid: every group has `size` layer slots, the last
@@ -97,6 +105,7 @@ class VllmReport:
     blocks_per_request: int
     estimated_max_model_len: int | None  # the binary search, run only when the check fails
     error: str | None
+    state_bytes: int = 0  # one request's fixed state in the linear layers (taken before the block pool)
 
     @property
     def max_concurrency(self) -> float:
@@ -116,13 +125,23 @@ class VllmReport:
         return (f"KV for one request of {self.max_model_len:,}: the layers need {binary(self.layers_needed)}; "
                 f"vLLM allocates {groups}{padding}: {binary(self.needed)}.")
 
+    def _blocks(self, batch: int) -> int:
+        """Blocks left for attention once `batch` requests hold their linear states."""
+        return max(0, self.available - batch * self.state_bytes) // (self.page_bytes * self.group_size)
+
     def admits(self, batch_per_gpu: int) -> bool:
         """vLLM's own integer test: the start-up check, then blocks for the batch."""
-        return self.error is None and batch_per_gpu * self.blocks_per_request <= self.num_blocks
+        return self.error is None and batch_per_gpu * self.blocks_per_request <= self._blocks(batch_per_gpu)
 
     def max_batch(self) -> int:
-        """The floor of vLLM's max concurrency."""
-        return self.num_blocks // self.blocks_per_request
+        """The floor of vLLM's max concurrency (with linear states, the largest batch admitted)."""
+        if not self.state_bytes:
+            return self.num_blocks // self.blocks_per_request
+        lo, hi = 0, self.num_blocks // self.blocks_per_request
+        while lo < hi:  # admits() is monotone in the batch
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if mid * self.blocks_per_request <= self._blocks(mid) else (lo, mid - 1)
+        return lo
 
     def to_dict(self) -> dict:
         return {"available_kv_bytes": self.available, "needed_kv_bytes": self.needed,
@@ -153,12 +172,23 @@ class VllmEngine(Engine):
                    f"replicated when TP > K, chunked layers keep chunk + max_num_batched_tokens tokens, MLA's latent on every rank; the start-up check is ONE request of "
                    f"max_model_len against the memory left inside gpu_memory_utilization")
 
+    # A linear layer's state (MambaSpec: conv_kernel − 1 conv inputs and the recurrent state) in the
+    # mamba cache dtype, "auto": the model's dtype (MambaStateDtypeCalculator.gated_delta_net_state_dtype).
+    state_value_bytes = None
+
+    def state_bytes(self, op, kv_bytes, share):
+        return super().state_bytes(op, 2.0, share)  # bf16, the model dtype
+
     def kv_layers(self, kinds, context, batch, dep):
-        size, groups = vllm_groups(kinds)
-        return [LayerKV(k.kind, k.layers, groups[k.kind] * size, k.window,
-                        batch * dep.block_size * vllm_blocks(k.window, context, dep.max_num_batched_tokens,
-                                                             dep.block_size, k.kind == "chunked"),
-                        k.token_bytes) for k in kinds]
+        attention = [k for k in kinds if k.kind != "linear"]
+        size, groups = vllm_groups(attention)
+        # Linear layers: one state per request (no prefix caching), outside the attention groups.
+        return [LayerKV(k.kind, k.layers, k.layers, None, 0, 0, batch * k.state_bytes) for k in kinds
+                if k.kind == "linear"] + [
+            LayerKV(k.kind, k.layers, groups[k.kind] * size, k.window,
+                    batch * dep.block_size * vllm_blocks(k.window, context, dep.max_num_batched_tokens,
+                                                         dep.block_size, k.kind == "chunked"),
+                    k.token_bytes) for k in attention]
 
     def chunk(self, context, batch, dep):
         # The profile run: one dummy batch of max_num_batched_tokens (chunked
@@ -192,14 +222,18 @@ class VllmEngine(Engine):
                    for k in kinds)
 
     def needed(self, kinds: list[AttnKind], max_model_len: int, mnbt: int, block: int = VLLM_BLOCK_SIZE) -> int:
-        """_max_memory_usage_bytes_from_groups: group size × page × Σ_groups blocks."""
-        size, _ = vllm_groups(kinds)
-        return size * self.page_bytes(kinds, block) * self.blocks_per_request(kinds, max_model_len, mnbt, block)
+        """_max_memory_usage_bytes_from_groups: group size × page × Σ_groups blocks (attention layers),
+        plus one request's state in each linear layer."""
+        attention, states = _split(kinds)
+        size, _ = vllm_groups(attention)
+        return size * self.page_bytes(attention, block) * self.blocks_per_request(attention, max_model_len, mnbt,
+                                                                                  block) + states
 
     def layers_needed(self, kinds: list[AttnKind], max_model_len: int, mnbt: int, block: int = VLLM_BLOCK_SIZE) -> int:
         """Σ over layers of max_memory_usage_bytes, no group padding."""
-        return sum(k.layers * self.page_bytes(kinds, block)
-                   * vllm_blocks(k.window, max_model_len, mnbt, block, k.kind == "chunked") for k in kinds)
+        attention, states = _split(kinds)
+        return sum(k.layers * self.page_bytes(attention, block)
+                   * vllm_blocks(k.window, max_model_len, mnbt, block, k.kind == "chunked") for k in attention) + states
 
     def estimate_max_model_len(self, kinds: list[AttnKind], available: int, max_model_len: int, mnbt: int,
                                block: int = VLLM_BLOCK_SIZE) -> int:
@@ -221,20 +255,23 @@ class VllmEngine(Engine):
     def startup(self, kinds: list[AttnKind], max_model_len: int, available: int, dep) -> VllmReport:
         """check_enough_kv_cache_memory and report_kv_cache_config for one GPU."""
         mnbt, block = dep.max_num_batched_tokens, dep.block_size
+        needed = self.needed(kinds, max_model_len, mnbt, block)
+        full = kinds
+        kinds, states = _split(kinds)  # the block pool serves the attention layers; states come off it first
+        available_blocks = available - states
         size, groups = vllm_groups(kinds)
         page = self.page_bytes(kinds, block)
-        needed = self.needed(kinds, max_model_len, mnbt, block)
         estimated, error = None, None
         if available <= 0:
             error = VLLM_NO_MEMORY
         elif needed > available:
-            estimated = self.estimate_max_model_len(kinds, available, max_model_len, mnbt, block)
+            estimated = self.estimate_max_model_len(full, available, max_model_len, mnbt, block)
             error = VLLM_TOO_SMALL.format(max_model_len=max_model_len, needed=format_gib(needed),
                                           available=format_gib(available),
                                           estimated=VLLM_ESTIMATED.format(n=estimated) if estimated > 0 else "")
         return VllmReport(
-            max_model_len, available, needed, self.layers_needed(kinds, max_model_len, mnbt, block), page, size,
+            max_model_len, available, needed, self.layers_needed(full, max_model_len, mnbt, block), page, size,
             sum(groups.values()), sum(groups[k.kind] * size - k.layers for k in kinds),
-            num_blocks=max(0, available) // (page * size),
+            num_blocks=max(0, available_blocks) // (page * size),
             blocks_per_request=self.blocks_per_request(kinds, max_model_len, mnbt, block),
-            estimated_max_model_len=estimated, error=error)
+            estimated_max_model_len=estimated, error=error, state_bytes=states)
