@@ -174,9 +174,10 @@ def _linear_attention_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         # Depthwise causal conv over q, k, v: conv_kernel MACs per channel per token (no bias).
         ops.contraction("layers.linear.conv", "attention", wl, C * g.conv_kernel, 2 * C, count=n,
                         params=C * g.conv_kernel, shapes=((C, 1, g.conv_kernel),)),
-        ops.linear_attention("layers.linear.core", wl, n_heads=Hv, key_heads=g.n_key_heads, key_dim=g.key_head_dim,
-                             value_dim=g.value_head_dim, chunk=g.chunk, conv_values=C * (g.conv_kernel - 1),
-                             count=n, params=2 * Hv),  # dt_bias and A_log, one each per value head
+        replace(ops.linear_attention("layers.linear.core", wl, n_heads=Hv, key_heads=g.n_key_heads,
+                                     key_dim=g.key_head_dim, value_dim=g.value_head_dim, chunk=g.chunk,
+                                     conv_values=C * (g.conv_kernel - 1), count=n, params=2 * Hv),
+                shapes=((Hv,), (Hv,))),  # dt_bias and A_log, one each per value head
         # RMSNorm of each value head, times silu(z): one weight of value_head_dim per layer.
         replace(ops.norm("layers.linear.norm", wl, g.value_head_dim, "rmsnorm", False, count=n, tokens=wl.tokens * Hv,
                          component="attention"), vector_flops=(ops.RMSNORM_FLOPS + ops.ACTIVATION_FLOPS["silu"] + 1)

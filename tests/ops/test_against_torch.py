@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch  # noqa: E402  (a dev dependency: missing torch is an error, never a skip)
-from conftest import BUNDLED, sized, spec_of  # noqa: E402
+from conftest import REFERENCE_BUNDLED, sized, spec_of  # noqa: E402
 from specgen import random_spec, shrink  # noqa: E402
 
 from archcalc.measure.reference import build_reference_model, count_flops  # noqa: E402
@@ -17,7 +17,7 @@ def numel(spec: ModelSpec) -> int:
     return sum(p.numel() for p in build_reference_model(spec, "meta").parameters())
 
 
-@pytest.mark.parametrize("name", BUNDLED)
+@pytest.mark.parametrize("name", REFERENCE_BUNDLED)
 def test_bundled_parameter_count_equals_torch_numel(name):
     spec = spec_of(name)
     assert sized(spec).params.total == numel(spec)

@@ -192,3 +192,33 @@ def test_vllm_chunked_local_attention_blocks():
     assert vllm_blocks(8192, 131_072, 8192) == 1025
     assert vllm_blocks(3, 100, 2, block_size=4, chunked=True) == 2  # cdiv(5, 4)
     assert vllm_blocks(8192, 4000, 8192, chunked=True) == 250  # capped at max_model_len: 4000 / 16
+
+
+# ---- linear-attention state (Qwen3-Next's Gated DeltaNet) ------------------------------------------------
+
+# Qwen/Qwen3-Next-80B-A3B-Instruct config.json: 36 Gated DeltaNet layers with 32 value heads and 16
+# key heads of 128, conv kernel 4.  Conv channels: q, k (16 · 128 each) and v (32 · 128) = 8192.
+CONV_CHANNELS, RECURRENT = 2 * 16 * 128 + 32 * 128, 32 * 128 * 128
+
+
+@pytest.mark.parametrize(("engine", "per_layer"), [
+    # vLLM: MambaStateShapeCalculator.gated_delta_net_state_shape gives conv (conv_dim, conv_kernel − 1) and
+    # temporal (num_v_heads, head_v_dim, head_k_dim); gated_delta_net_state_dtype gives both the model's
+    # dtype under mamba_cache_dtype "auto" (bf16: 2 B).
+    ("vllm", (CONV_CHANNELS * 3 + RECURRENT) * 2),
+    # llama.cpp: llama-memory-recurrent's r (d_conv − 1 conv inputs) and s (the state) tensors, F32.
+    ("llamacpp", (CONV_CHANNELS * 3 + RECURRENT) * 4),
+    # plain (transformers' own cache): the recurrent state as torch_chunk_gated_delta_rule returns it,
+    # float32, and the conv's last K − 1 inputs in the model's dtype.
+    ("plain", CONV_CHANNELS * 3 * 2 + RECURRENT * 4),
+])
+def test_linear_layer_state_per_sequence(engine, per_layer):
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model("qwen3-next-80b-a3b")[0]
+    plan = Planner(spec, load_hardware("h100-sxm"), Deployment(engine=engine, gpus=2)).plan(4096, 3)
+    (linear,) = [k for k in plan.kv if k.kind == "linear"]
+    # 3 sequences; 2 GPUs split the heads (llama.cpp: the layers), so the state, in two; nothing grows with context.
+    assert (linear.layers, linear.cells, linear.state_bytes) == (36, 0, 3 * per_layer / 2)
+    assert linear.bytes == 36 * 3 * per_layer / 2

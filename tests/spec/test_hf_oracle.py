@@ -410,3 +410,17 @@ def _experts_run_on_every_token(name: str, tokens: int) -> int:
         skipped = E - layer.feed_forward.top_k
         extra += 2 * tokens * skipped * (D * F2 + experts.down_proj.shape[1] * experts.down_proj.shape[2])
     return extra
+
+
+def test_linear_layer_tensors_are_hf_s():
+    """One Gated DeltaNet layer's parameter tensors as archcalc lists them (optimizer state, Muon's
+    matrices and FSDP's padding go tensor by tensor: training/tensors.py) are transformers' own,
+    shape for shape: in_proj_qkvz, in_proj_ba, conv1d, dt_bias, A_log, the gated norm, out_proj."""
+    from archcalc.training.tensors import op_tensors
+
+    name = "qwen3-next-80b-a3b"
+    layer = next(m for m in hf_model(name).modules() if type(m).__name__ == "Qwen3NextGatedDeltaNet")
+    hf_shapes = sorted(tuple(p.shape) for p in layer.parameters())
+    ops = [op for op in ours(name, 1).ops if op.name.startswith("layers.linear.")]
+    assert sorted(shape for op in ops for shape in op_tensors(op)) == hf_shapes
+    assert len(hf_shapes) == 7

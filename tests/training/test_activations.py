@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import BUNDLED, debug_spec, spec_of
+from conftest import REFERENCE_BUNDLED, debug_spec, spec_of
 from specgen import first_layers, random_spec, shrink
 from torch_probe import per_sequence_bytes
 
@@ -41,10 +41,10 @@ def flash_runs(spec: ModelSpec) -> bool:
             and spec.position.kind != "alibi" and spec.qk_head_dim == spec.v_head_dim)
 
 
-SHRUNK = {name: shrink(spec_of(name)) for name in BUNDLED}
+SHRUNK = {name: shrink(spec_of(name)) for name in REFERENCE_BUNDLED}
 
 
-@pytest.mark.parametrize("name", BUNDLED)
+@pytest.mark.parametrize("name", REFERENCE_BUNDLED)
 def test_bundled_specs_shrunk_keep_what_torch_keeps(name):
     spec = SHRUNK[name]
     check(spec, kernel="eager")
@@ -122,7 +122,7 @@ FULL_TOKENS = 2048
 
 # Routing picks rows by value (torch.where), which fake tensors cannot do: MoE layers are pinned at
 # CPU size above, and the full-width test takes every bundled model whose first two layers are dense.
-DENSE_FIRST = [name for name in BUNDLED if "moe" not in first_layers(spec_of(name), 2).layer_ffn]
+DENSE_FIRST = [name for name in REFERENCE_BUNDLED if "moe" not in first_layers(spec_of(name), 2).layer_ffn]
 
 
 @pytest.mark.parametrize("name", DENSE_FIRST)

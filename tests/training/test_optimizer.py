@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 import torch
-from conftest import BUNDLED, debug_spec, spec_of
+from conftest import REFERENCE_BUNDLED, debug_spec, spec_of
 from specgen import random_spec, shrink
 
 from archcalc.measure.reference import build_reference_model
@@ -28,7 +28,7 @@ def torch_shapes(model) -> Counter:
     return Counter(tuple(p.shape) for p in model.parameters())
 
 
-@pytest.mark.parametrize("name", BUNDLED)
+@pytest.mark.parametrize("name", REFERENCE_BUNDLED)
 def test_bundled_tensor_shapes_equal_torch(name):
     spec = spec_of(name)
     assert our_shapes(spec) == torch_shapes(build_reference_model(spec, "meta"))

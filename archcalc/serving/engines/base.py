@@ -165,7 +165,8 @@ class Engine:
         return tp
 
     def kv_layers(self, kinds: list[AttnKind], context: int, batch: int, dep: Deployment) -> list[LayerKV]:
-        return [LayerKV(k.kind, k.layers, k.layers, k.window, batch * cached_tokens(context, k.window), k.token_bytes,
+        return [LayerKV(k.kind, k.layers, k.layers, k.window,
+                        0 if k.kind == "linear" else batch * cached_tokens(context, k.window), k.token_bytes,
                         batch * k.state_bytes) for k in kinds]
 
     def chunk(self, context: int, batch: int, dep: Deployment) -> Chunk:
