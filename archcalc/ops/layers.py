@@ -163,7 +163,55 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
 
 
 def _linear_attention_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
-    """Gated DeltaNet on the linear layers (LinearAttentionSpec): projections, the causal conv, the
+    if spec.linear.kind == "short_conv":
+        return _short_conv_ops(spec, wl)
+    if spec.linear.kind == "mamba":
+        return _mamba_ops(spec, wl)
+    return _gated_deltanet_ops(spec, wl)
+
+
+def _mamba_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """Mamba's selective scan on the linear layers (MambaSpec), as Jamba's JambaMambaMixer."""
+    m, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
+    E, N, R, K = m.expand * D, m.d_state, m.dt_rank, m.d_conv
+    out = [
+        ops.matmul("layers.linear.in_proj", "attention", wl, D, 2 * E, bias_width=2 * E if m.proj_bias else 0,
+                   count=n, parts=(E, E)),  # x and the gate z, one nn.Linear of 2E rows
+        ops.contraction("layers.linear.conv", "attention", wl, E * K, 2 * E, count=n,
+                        params=E * K + (E if m.conv_bias else 0),
+                        shapes=((E, 1, K),) + (((E,),) if m.conv_bias else ())),
+        ops.matmul("layers.linear.x_proj", "attention", wl, E, R + 2 * N, count=n, tp="row"),
+    ]
+    if m.bc_norms:  # Jamba: RMSNorms of Δ (dt_rank), B and C (d_state each), whatever norm.kind says
+        out += [ops.norm(f"layers.linear.{x}_norm", wl, w, "rmsnorm", False, count=n, component="attention")
+                for x, w in (("dt", R), ("b", N), ("c", N))]
+    out += [
+        ops.matmul("layers.linear.dt_proj", "attention", wl, R, E, bias_width=E, count=n),
+        replace(ops.selective_scan("layers.linear.core", wl, channels=E, d_state=N, conv_values=E * (K - 1), count=n),
+                shapes=((E, N), (E,))),  # A_log and D
+        ops.matmul("layers.linear.out_proj", "attention", wl, E, D, bias_width=D if m.proj_bias else 0, count=n,
+                   tp="row"),
+    ]
+    return out
+
+
+def _short_conv_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """LFM2's gated short convolution on the linear layers (ShortConvSpec)."""
+    c, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
+    bias = D if c.bias else 0
+    return [
+        ops.matmul("layers.linear.in_proj", "attention", wl, D, 3 * D, bias_width=3 * bias, count=n),
+        # B ⊙ x, then C ⊙ conv(B ⊙ x): two products per channel; the state is the conv's last inputs.
+        ops.conv_state("layers.linear.gates", wl, D, 2, conv_values=D * (c.conv_kernel - 1), count=n),
+        ops.contraction("layers.linear.conv", "attention", wl, D * c.conv_kernel, 2 * D, count=n,
+                        params=D * c.conv_kernel + bias,
+                        shapes=((D, 1, c.conv_kernel),) + (((D,),) if c.bias else ())),
+        ops.matmul("layers.linear.out_proj", "attention", wl, D, D, bias_width=bias, count=n, tp="row"),
+    ]
+
+
+def _gated_deltanet_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """Gated DeltaNet on the linear layers (GatedDeltaNetSpec): projections, the causal conv, the
     chunked delta-rule core (its state in place of a KV cache), the gated norm, the output."""
     g, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
     Hv, Kd, Vd, C = g.n_heads, g.key_width, g.value_width, g.conv_channels

@@ -336,6 +336,48 @@ def linear_attention(name: str, wl: Workload, *, n_heads: int, key_heads: int, k
     )
 
 
+# Mamba's selective scan per channel, state value and token, besides the readout y = S·C: discretise
+# (Δ·A, exp; Δ·B, times x: 4), update S = Ā·S + B̄x (2); per channel, D·x skip (2) and the gate
+# y·silu(z) (ACTIVATION_FLOPS["silu"] + 1).
+SCAN_STATE_FLOPS = 6
+SCAN_CHANNEL_FLOPS = 2 + 5
+
+
+def selective_scan(name: str, wl: Workload, *, channels: int, d_state: int, conv_values: int, count: int = 1) -> Op:
+    """Mamba's selective scan over E channels with N state values each, for B sequences of T new
+    tokens.  The readout y_t = S_t · C_t is a [E, N] × [N] product per token (2·E·N FLOPs, a matmul
+    in transformers' mamba_selective_scan and in its decode step); the rest is elementwise.  Its
+    parameters: A_log [E, N] and D [E].  Each step reads and writes the fixed state."""
+    b, m = wl.batch, wl.tokens
+    state = channels * d_state
+    params = state + channels
+    return Op(
+        name, "attention", "attention",
+        # Channels stand as the "heads": tensor parallelism splits them, and the state with them.
+        AttentionDims(b, wl.new_tokens, wl.context, channels, channels, d_state, 1, None, 0, "linear", state,
+                      conv_values),
+        count, params=params, active_params=params, flops=2 * m * state,
+        vector_flops=m * (SCAN_STATE_FLOPS * state + SCAN_CHANNEL_FLOPS * channels),
+        weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
+        act_bytes=nbytes(m * (3 * channels + 2 * d_state), wl.act_dtype),  # x, Δ, z, B, C in; y out
+        kv_bytes=2 * b * (nbytes(state, STATE_DTYPE) + nbytes(conv_values, wl.kv_dtype)),
+    )
+
+
+def conv_state(name: str, wl: Workload, width: int, flops_per_element: int, *, conv_values: int,
+               count: int = 1) -> Op:
+    """A linear layer whose only state is its conv's last inputs (LFM2's short conv): elementwise
+    gating over `width` channels, held as an attention-kind op so that its state is cached like one."""
+    b, t = wl.batch, wl.new_tokens
+    return Op(
+        name, "attention", "attention",
+        AttentionDims(b, t, wl.context, width, width, 1, 1, None, 0, "linear", 0, conv_values), count,  # channels as heads
+        vector_flops=flops_per_element * wl.tokens * width,
+        act_bytes=nbytes(3 * wl.tokens * width, wl.act_dtype),  # B, C, x in; the gated output out
+        kv_bytes=2 * b * nbytes(conv_values, wl.kv_dtype),  # read and write the conv state
+    )
+
+
 def state_bytes(op: Op, batch: int, kv_dtype: str) -> float:
     """The fixed state a linear layer keeps for `batch` sequences (0 for attention layers)."""
     d = op.dims

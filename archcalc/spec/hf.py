@@ -39,7 +39,7 @@ NO_COST_KEYS = {
     "tokenizer_class", "use_flash_attn", "use_memory_efficient_attention", "rope_interleaved",
     "apply_residual_connection_post_layernorm", "is_decoder", "do_sample", "gradient_checkpointing",
     "image_token_index", "boi_token_index", "eoi_token_index", "unk_token_id", "dropout", "activation_dropout",
-    "decoder_start_token_id", "tokenizer_name", "_attn_implementation_autoset", "clip_qkv",
+    "decoder_start_token_id", "tokenizer_name", "_attn_implementation_autoset", "clip_qkv", "num_logits_to_keep",
     "mm_tokens_per_image", "initializer_factor", "attn_implementation",
     "use_mrope",  # Qwen2-VL's split of the rotary dims by section: the same rotations
 }
@@ -636,6 +636,93 @@ def _llama4(r: ConfigReader) -> dict:
                     "moe": _with_layers(moe, sorted(set(layers)), L)}}
 
 
+def _lfm2(r: ConfigReader) -> dict:
+    """LFM2: gated short-conv layers (the linear kind) and GQA layers with per-head q/k norms, each
+    followed by a SwiGLU MLP whose width Lfm2MLP derives from block_ff_dim."""
+    spec = _core(r, tie_default=True)
+    L, D = spec["n_layers"], spec["d_model"]
+    if r.has("layer_types"):
+        r.ignore("full_attn_idxs", "layer_types lists the layers")
+        names = {"conv": "linear", "full_attention": "global"}
+        types = r.get("layer_types")
+        if set(types) - set(names) or len(types) != L:
+            raise InputError(r.path, "layer_types", f"{L} entries of conv or full_attention expected")
+        kinds = [names[t] for t in types]
+    else:  # Lfm2Config: the layers in full_attn_idxs attend, the others are conv (absent: all attend)
+        idxs = set(r.get("full_attn_idxs", default=list(range(L))))
+        kinds = ["global" if i in idxs else "linear" for i in range(L)]
+    for key, needed in (("block_use_swiglu", True), ("use_pos_enc", True)):
+        if r.get(key, default=needed) is not needed:
+            raise InputError(r.path, key, f"must be {str(needed).lower()}: transformers' LFM2 is built so")
+    for key in ("block_dim", "conv_dim", "conv_dim_out"):
+        if r.get(key, default=D) != D:
+            raise InputError(r.path, key, f"{r.cfg[key]} differs from hidden_size {D}; transformers' LFM2 uses hidden_size")
+    for key in ("block_mlp_init_scale", "block_out_init_scale", "block_use_xavier_init", "conv_use_xavier_init",
+                "block_norm_eps"):
+        r.ignore(key, "initialisation or an epsilon")
+    r.ignore("num_heads", "same as num_attention_heads")
+    # Lfm2MLP: with block_auto_adjust_ff_dim, F = int(2/3 · block_ff_dim), times the multiplier,
+    # rounded up to block_multiple_of (LFM2-1.2B: 12,288 -> 8,192).
+    d_ff = int(r.get("intermediate_size", "block_ff_dim", default=12288))
+    if r.get("block_auto_adjust_ff_dim", default=True):
+        d_ff = int(2 * d_ff / 3)
+        multiplier = r.get("block_ffn_dim_multiplier", default=1.0)
+        if multiplier is not None:
+            step = int(r.get("block_multiple_of", default=256))
+            d_ff = step * -(-int(multiplier * d_ff) // step)
+    else:
+        r.ignore("block_ffn_dim_multiplier", "block_auto_adjust_ff_dim is false")
+        r.ignore("block_multiple_of", "block_auto_adjust_ff_dim is false")
+    pos, limit = _position(r)
+    att = {**_heads(r), "qk_norm": "head"}  # q_layernorm, k_layernorm: RMSNorms of head_dim
+    if "linear" in kinds:
+        att["layer_types"] = kinds
+        spec["linear"] = {"kind": "short_conv", "conv_kernel": r.get("conv_L_cache", default=3),
+                          "bias": bool(r.get("conv_bias", default=False))}
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": "swiglu", "d_ff": d_ff}}
+
+
+def _jamba(r: ConfigReader) -> dict:
+    """Jamba: Mamba layers (the linear kind) with an attention layer every attn_layer_period from
+    attn_layer_offset, and an MoE FFN every expert_layer_period from expert_layer_offset; no
+    position encoding anywhere (its attention has no RoPE)."""
+    spec = _core(r, tie_default=False)
+    L = spec["n_layers"]
+    period, offset = r.get("attn_layer_period", default=8), r.get("attn_layer_offset", default=4)
+    kinds = ["global" if i % period == offset else "linear" for i in range(L)]
+    att = _heads(r)
+    if "linear" in kinds:
+        att["layer_types"] = kinds
+        spec["linear"] = {"kind": "mamba", "d_state": r.get("mamba_d_state", default=16),
+                          "d_conv": r.get("mamba_d_conv", default=4), "expand": r.get("mamba_expand", default=2),
+                          "dt_rank": _dt_rank(r, spec["d_model"]), "conv_bias": r.get("mamba_conv_bias", default=True),
+                          "proj_bias": r.get("mamba_proj_bias", default=False), "bc_norms": True}
+    for key in ("use_mamba_kernels", "num_logits_to_keep"):
+        r.ignore(key, "a kernel or generation switch: the same math")
+    if r.cfg.get("sliding_window") is not None:
+        raise InputError(r.path, "sliding_window", "Jamba with a sliding window is not supported")
+    r.ignore("sliding_window", "null")
+    e_period, e_offset = r.get("expert_layer_period", default=2), r.get("expert_layer_offset", default=1)
+    ffn: dict = {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size")}
+    n_experts = r.get("num_experts", default=16)
+    if n_experts > 1:
+        moe = {"n_experts": n_experts, "top_k": r.get("num_experts_per_tok", default=2),
+               "d_expert": r.get("intermediate_size")}
+        ffn["moe"] = _with_layers(moe, [i for i in range(L) if i % e_period == e_offset], L)
+    return {**spec, "max_context": r.get("max_position_embeddings", default=262144), "attention": att,
+            "position": {"kind": "none"}, "ffn": ffn}
+
+
+def _dt_rank(r: ConfigReader, d_model: int) -> int:
+    """mamba_dt_rank, or Mamba's "auto": ceil(d_model / 16)."""
+    rank = r.cfg.get("mamba_dt_rank", "auto")
+    if rank == "auto":
+        r.report.used[r.prefix + "mamba_dt_rank"] = "auto"
+        return -(-d_model // 16)
+    return r.get("mamba_dt_rank")
+
+
 def _starcoder2(r: ConfigReader) -> dict:
     spec = _core(r, tie_default=True)
     pos, limit = _position(r)
@@ -725,7 +812,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
-    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4,
+    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "jamba": _jamba,
 }
 # Multimodal checkpoints keep the language model under text_config.
 TEXT_CONFIG_KEYS = ("text_config",)

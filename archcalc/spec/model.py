@@ -136,8 +136,8 @@ class AttentionSpec(_Frozen):
         return self
 
 
-class LinearAttentionSpec(_Frozen):
-    """The mixer of the `linear` layers: Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464), as
+class GatedDeltaNetSpec(_Frozen):
+    """A `linear` layers' mixer: Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464), as
     Qwen3-Next runs it.  Per layer: one D -> 2·Kd + 2·Vd + 2·Hv projection (q, k, v, the output
     gate z, and the per-head β and α), a depthwise causal conv of conv_kernel taps over q, k and v,
     per-head dt_bias and A_log, a gated RMSNorm of value_head_dim, and Vd -> D.  Its state per
@@ -158,7 +158,7 @@ class LinearAttentionSpec(_Frozen):
     )
 
     @model_validator(mode="after")
-    def _check(self) -> LinearAttentionSpec:
+    def _check(self) -> GatedDeltaNetSpec:
         _check_numeric(self, self.NUMERIC_RULES)
         return self
 
@@ -174,6 +174,37 @@ class LinearAttentionSpec(_Frozen):
     def conv_channels(self) -> int:
         """q, k and v go through the conv: 2·Kd + Vd channels."""
         return 2 * self.key_width + self.value_width
+
+
+class ShortConvSpec(_Frozen):
+    """A `linear` layers' mixer: LFM2's gated short convolution.  Per layer: D -> 3D (B, C, x),
+    B ⊙ x through a depthwise causal conv of conv_kernel taps, C ⊙ that, D -> D.  Its state per
+    sequence: the conv's last conv_kernel − 1 inputs (D each)."""
+
+    kind: Literal["short_conv"]
+    conv_kernel: int = Field(default=3, ge=1, le=64)  # LFM2's conv_L_cache
+    bias: bool = False  # on the projections and the conv
+
+
+class MambaSpec(_Frozen):
+    """A `linear` layers' mixer: Mamba's selective state space (Gu & Dao 2023, arXiv:2312.00752), as
+    Jamba runs it.  Per layer, with E = expand · D inner channels and N = d_state: D -> 2E (x and the
+    gate z), a depthwise causal conv of d_conv taps on x, E -> dt_rank + 2N (Δ, B, C), dt_rank -> E
+    (with a bias), A_log [E, N] and D [E], E -> D.  Jamba adds RMSNorms on Δ, B and C.  Its state per
+    sequence: E × N values (fp32) and the conv's last d_conv − 1 inputs (E each)."""
+
+    kind: Literal["mamba"]
+    d_state: Width = 16  # N
+    d_conv: int = Field(default=4, ge=1, le=64)
+    expand: int = Field(default=2, ge=1, le=64)
+    dt_rank: Width  # Mamba's "auto" is ceil(D / 16): give it
+    conv_bias: bool = True
+    proj_bias: bool = False  # on in_proj and out_proj
+    bc_norms: bool = False  # Jamba's dt_layernorm, b_layernorm, c_layernorm
+
+
+# The mixer of the `linear` layers, told apart by `kind` (gated_deltanet when absent).
+LinearMixer = GatedDeltaNetSpec | ShortConvSpec | MambaSpec
 
 
 class MoESpec(_Frozen):
@@ -342,7 +373,7 @@ class ModelSpec(_Frozen):
     embedding_dim: Width | None = None
     final_softcap: Positive | None = None  # tanh soft-capping of the logits
     attention: AttentionSpec
-    linear: LinearAttentionSpec | None = None  # the mixer of layer_types' "linear" layers
+    linear: LinearMixer | None = None  # the mixer of layer_types' "linear" layers
     ffn: FFNSpec = Field(default_factory=FFNSpec)
     norm: NormSpec = Field(default_factory=NormSpec)
     position: PositionSpec = Field(default_factory=PositionSpec)

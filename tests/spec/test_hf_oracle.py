@@ -161,9 +161,9 @@ def hf_forward(name: str, tokens: int, static: bool = False):
     # in how they should behave, only the mask differs"); the config's layer_types tells them apart.
     types = getattr(model.config, "layer_types", None) or [None] * len(out.cache.layers)
     for layer, layer_type in zip(out.cache.layers, types):
-        if hasattr(layer, "recurrent_states"):  # a linear-attention layer: a fixed state, no tokens
+        if hasattr(layer, "conv_states"):  # a linear layer (GatedDeltaNet, LFM2's conv): a fixed state, no tokens
             state = sum(t.numel() * t.element_size() for d in (layer.conv_states, layer.recurrent_states)
-                        for t in d.values())
+                        for t in d.values() if t is not None)  # LFM2 has no recurrent state
             layers.append(("linear", None, state, 0))
             continue
         k, v = layer.keys, layer.values
@@ -371,11 +371,12 @@ def test_forward_flops_equal_flop_counter(name):
 
 
 def _linear_convs(name: str) -> list[torch.nn.Conv1d]:
-    return [m.conv1d for m in hf_model(name).modules() if type(m).__name__ == "Qwen3NextGatedDeltaNet"]
+    convs = {"Qwen3NextGatedDeltaNet": "conv1d", "Lfm2ShortConv": "conv", "JambaMambaMixer": "conv1d"}  # causal convs
+    return [getattr(m, convs[type(m).__name__]) for m in hf_model(name).modules() if type(m).__name__ in convs]
 
 
 def _conv_padding_flops(name: str) -> int:
-    """Qwen3-Next's causal conv runs as nn.Conv1d(padding=K − 1) over the T tokens of a prefill:
+    """Qwen3-Next's, LFM2's and Jamba's causal conv runs as nn.Conv1d(padding=K − 1) over a prefill's T tokens:
     T + K − 1 outputs, of which it keeps the first T (causal_conv1d_fn's torch path).  archcalc
     counts the T a causal conv kernel computes; the K − 1 discarded outputs are the difference,
     2 · channels · K FLOPs each, sized from HF's own conv weights [channels, 1, K]."""
