@@ -71,19 +71,17 @@ def _leaves(model: type[BaseModel], prefix: str = "") -> dict[str, tuple[type[Ba
     out = {}
     for name, info in model.model_fields.items():
         path = f"{prefix}{name}"
-        sub = _submodel(info.annotation)
-        if sub is not None:
-            out.update(_leaves(sub, path + "."))
-        else:
+        subs = _submodels(info.annotation)
+        for sub in subs:  # a union of models (the linear mixers): every member's fields, the first's on a clash
+            out = {**_leaves(sub, path + "."), **out}
+        if not subs:
             out[path] = (model, name)
     return out
 
 
-def _submodel(annotation) -> type[BaseModel] | None:
-    for arg in (annotation, *typing.get_args(annotation)):
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return arg
-    return None
+def _submodels(annotation) -> list[type[BaseModel]]:
+    return [arg for arg in (annotation, *typing.get_args(annotation))
+            if isinstance(arg, type) and issubclass(arg, BaseModel)]
 
 
 def _base_types(annotation) -> set:
