@@ -19,7 +19,7 @@ from archcalc.ops.arrays import nonzero
 from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION, FlopsConvention
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
-from archcalc.spec.model import BASE_ACTIVATION, ModelSpec
+from archcalc.spec.model import BASE_ACTIVATION, LEARNED_ACTIVATION_PARAMS, ModelSpec
 
 
 def model_ops(spec: ModelSpec, wl: Workload, convention: FlopsConvention | None = None) -> list[Op]:
@@ -246,6 +246,7 @@ def _mlp(spec: ModelSpec, wl: Workload, prefix: str, width: int, count: int, *, 
     per_element = ops.ACTIVATION_FLOPS[BASE_ACTIVATION[f.activation]] + (ops.GATE_PRODUCT_FLOPS if f.gated else 0)
     inputs = 2 if f.gated else 1
     act = BASE_ACTIVATION[f.activation]
+    learned = LEARNED_ACTIVATION_PARAMS.get(act, 0)  # xIELU's scalars: (1,) each, one activation per MLP
     if experts:
         E, k = experts
         routed = wl.tokens * k
@@ -255,8 +256,8 @@ def _mlp(spec: ModelSpec, wl: Workload, prefix: str, width: int, count: int, *, 
                 ops.expert_matmul(f"{prefix}.down", wl, width, D, E, k, bias=f.bias, count=count, tp="row")]
     return [ops.matmul(f"{prefix}.up", component, wl, D, up_width, bias_width=up_width if f.bias else 0, count=count,
                        parts=parts),
-            ops.elementwise(f"{prefix}.act", component, wl, width, per_element, inputs=inputs, count=count, tp="split",
-                            fn=act),
+            replace(ops.elementwise(f"{prefix}.act", component, wl, width, per_element, inputs=inputs, count=count,
+                                    tp="split", fn=act, params=learned), shapes=((1,),) * learned),
             ops.matmul(f"{prefix}.down", component, wl, width, D, bias_width=D if f.bias else 0, count=count,
                        tp="row")]
 

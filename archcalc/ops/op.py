@@ -139,7 +139,9 @@ LAYERNORM_FLOPS = 6  # mean (sum), subtract, square, sum, scale, weight; +1 with
 SOFTMAX_FLOPS = 5
 SOFTCAP_FLOPS = 3  # divide by cap, tanh, multiply by cap
 ROPE_FLOPS = 3  # x·cos + rotate(x)·sin per rotated element
-ACTIVATION_FLOPS = {"relu": 1, "relu2": 2, "silu": 4, "gelu": 8}  # gelu: tanh approximation
+# gelu: tanh approximation.  xielu: both branches and the select, as transformers computes it:
+# α_p·x·x + β·x (4), (expm1(min(x, ε)) − x)·α_n + β·x (6), where (1).
+ACTIVATION_FLOPS = {"relu": 1, "relu2": 2, "silu": 4, "gelu": 8, "xielu": 11}
 GATE_PRODUCT_FLOPS = 1  # act(gate) × up in a gated FFN
 
 

@@ -54,7 +54,8 @@ FAMILY_DEFAULTS = {
 NO_COST_REASON = "changes no parameter, FLOP or cache byte"
 
 GELU_NAMES = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python", "gelu_accurate")
-ACTIVATIONS = {**{g: "gelu" for g in GELU_NAMES}, "silu": "silu", "swish": "silu", "relu": "relu", "relu2": "relu2"}
+ACTIVATIONS = {**{g: "gelu" for g in GELU_NAMES}, "silu": "silu", "swish": "silu", "relu": "relu", "relu2": "relu2",
+               "xielu": "xielu"}
 GATED_FORM = {"gelu": "geglu", "silu": "swiglu", "relu": "reglu"}
 
 
@@ -263,7 +264,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         att["bias"] = ["q", "k", "v", "o"]
     if family == "seed_oss" and r.get("attention_out_bias", default=False):
         att["bias"] = [*att.get("bias", []), "o"]
-    ffn = {"activation": _activation(r, True, "gelu_pytorch_tanh" if gemma else "silu"),
+    # Apertus' MLP is up, xIELU, down: not gated.
+    ffn = {"activation": _activation(r, family != "apertus", "gelu_pytorch_tanh" if gemma else "silu"),
            "d_ff": r.get("intermediate_size", default=None)}
     if r.get("mlp_bias", default=False):
         ffn["bias"] = True
@@ -312,6 +314,11 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         norm["placement"] = "post"  # no input norm: x + N(F(x))
     if family == "exaone4":
         att["qk_norm"] = "head"
+    if family == "apertus":
+        att["qk_norm"] = "head"  # ApertusAttention's q_norm, k_norm: RMSNorms of head_dim
+        for key, needed in (("qk_norm", True), ("post_norm", False)):
+            if r.get(key, default=needed) is not needed:
+                raise InputError(r.path, key, f"must be {str(needed).lower()}: transformers' Apertus is built so")
     if family == "hunyuan_v1_dense":
         # Tencent's remote-code switches: transformers' HunYuan always has qk-norm and RoPE and no
         # cross-layer attention, so a config that turns them the other way is not this model.
@@ -806,7 +813,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
         "olmo2", "phi3", "cohere", "granite", "smollm3", "stablelm", "exaone4", "olmoe",
         "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
-        "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next")},
+        "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "apertus")},
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,

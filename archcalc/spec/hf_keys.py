@@ -88,7 +88,7 @@ KEYS: dict[str, Kind] = {
                      "layer_norm_elementwise_affine", "_remove_final_layer_norm", "no_bias", "qk_ln",
                      "attention_out_bias", "lm_head_bias", "use_rotary_pos_emb", "use_cla", "conv_bias",
                      "block_auto_adjust_ff_dim", "block_use_swiglu", "use_pos_enc", "mamba_conv_bias",
-                     "mamba_proj_bias"), BOOL),
+                     "mamba_proj_bias", "qk_norm", "post_norm"), BOOL),
     **dict.fromkeys(("model_type", "hidden_act", "hidden_activation", "activation_function", "mlp_type", "norm_type",
                      "rope_type", "type", "quant_method", "attn_type"), STR),
     **dict.fromkeys(("layer_types", "mlp_only_layers", "no_rope_layers", "moe_layers", "full_attn_idxs"), LIST),

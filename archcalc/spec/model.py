@@ -19,9 +19,11 @@ from archcalc.ops.arrays import ceil_div, floor_int, lesser
 
 GATED_ACTIVATIONS = ("reglu", "geglu", "swiglu")
 # The nonlinearity inside each activation choice (a gated one applies it to the gate).
-BASE_ACTIVATION = {"relu": "relu", "gelu": "gelu", "silu": "silu", "relu2": "relu2",
+BASE_ACTIVATION = {"relu": "relu", "gelu": "gelu", "silu": "silu", "relu2": "relu2", "xielu": "xielu",
                    "reglu": "relu", "geglu": "gelu", "swiglu": "silu"}
-Activation = Literal["relu", "gelu", "silu", "relu2", "reglu", "geglu", "swiglu"]
+# xielu: Apertus' learned activation (Huang 2024, arXiv:2411.13010), two scalar parameters per MLP.
+Activation = Literal["relu", "gelu", "silu", "relu2", "xielu", "reglu", "geglu", "swiglu"]
+LEARNED_ACTIVATION_PARAMS = {"xielu": 2}  # alpha_p and alpha_n, one each per MLP (beta and eps are buffers)
 # global: full causal attention; local: a sliding window; chunked: attention within fixed chunks of
 # chunk_size tokens (Llama 4's chunked local attention: the query at p sees p - p mod C ... p);
 # linear: a linear-attention mixer with a fixed-size state instead of a KV cache (ModelSpec.linear).
@@ -245,6 +247,8 @@ class FFNSpec(_Frozen):
     def _check(self) -> FFNSpec:
         if self.d_ff is not None and self.d_ff_ratio is not None:
             raise ValueError("give d_ff or d_ff_ratio, not both")
+        if self.activation in LEARNED_ACTIVATION_PARAMS and self.moe is not None:
+            raise ValueError(f"activation {self.activation} with MoE experts is not supported (no model has it)")
         return self
 
     @property

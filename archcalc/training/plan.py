@@ -128,6 +128,9 @@ def plan(spec: ModelSpec, hw: HardwareProfile, o: TrainOptions) -> TrainPlan:
         raise InputError(None, "--solve", f"{o.solve!r}; valid: {', '.join(SOLVE_GOALS)}")
     if o.seq is not None and not 1 <= o.seq <= MAX_CONTEXT:
         raise InputError(None, "--seq", f"{o.seq}; give 1 to {MAX_CONTEXT:,}")
+    if spec.ffn.activation == "xielu":
+        raise InputError(None, "MODEL", f"{spec.name}'s xIELU activation: what it keeps for backward is not modelled "
+                         "yet, so train cannot plan it (size, fit, roofline and compare can)")
     if spec.linear is not None:
         raise InputError(None, "MODEL", f"{spec.name} has linear-attention layers; what their chunked scan keeps for "
                          "backward is not modelled yet, so train cannot plan it (size, fit, roofline and compare can)")

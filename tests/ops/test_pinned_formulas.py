@@ -23,6 +23,7 @@ computes the expected value):
   (Hendrycks & Gimpel 2016) 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) =
   cube, mul 0.044715, add x, mul √(2/π), tanh, add 1, mul x, mul 0.5 = 8.
 - Gated FFN (Shazeer 2020, act(x W) ⊙ (x V)): one more multiply = +1.
+- xIELU (Apertus; transformers' XIELUActivation): 11, counted where it is tested.
 - MoE combine (transformers' Mixtral block: each expert's output times its
   routing weight, then index_add_ into a zeroed buffer): 1 mul + 1 add per
   value per selected expert = 2k.
@@ -126,6 +127,10 @@ def test_parallel_softcapped_layer_elementwise_flops_by_hand():
 
 @pytest.mark.parametrize("activation, per_element", [
     ("relu", 1), ("relu2", 2), ("silu", 4), ("gelu", 8),  # plain
+    # xIELU as transformers' XIELUActivation._xielu_python computes it: both branches, then where:
+    # alpha_p·x·x + beta·x (mul, mul, mul, add) and (expm1(min(x, eps)) − x)·alpha_n + beta·x
+    # (min, expm1, sub, mul, mul, add), plus the select.
+    ("xielu", 4 + 6 + 1),
     ("reglu", 1 + 1), ("swiglu", 4 + 1), ("geglu", 8 + 1),  # gated: one more multiply
 ])
 def test_each_activation_constant(activation, per_element):
