@@ -170,14 +170,20 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     time at c, summed in closed form.
 
     Each op's FLOPs and bytes are affine in c between breakpoints (a sliding
-    window stops growing at c = window) and its rates do not depend on c (a
+    window stops growing at c = window; a chunked layer restarts at every
+    chunk) and its rates do not depend on c (a
     decode step's matmuls keep m = B; decode attention runs at one bandwidth),
     so its time fixed + max(f(c)/P, m(c)/W) is a constant plus a max of two
     affine functions: split where they cross and sum arithmetic series.
     """
     lo, hi = prompt + 1, prompt + gen
-    windows = {op.dims.window for op in _decode_ops(spec, lo, batch, rates, tp, dtypes) if op.kind == "attention"}
-    cuts = sorted({lo, hi + 1} | {w for w in windows if w and lo < w <= hi})
+    attention = [op for op in _decode_ops(spec, lo, batch, rates, tp, dtypes) if op.kind == "attention"]
+    windows = {op.dims.window for op in attention}
+    # A chunked layer's step restarts at each chunk: the query at context c sees (c − 1) mod C + 1 keys,
+    # affine between c = k·C + 1 and the next chunk's first step.
+    chunks = {c for op in attention if op.dims.chunked
+              for c in range((lo - 1) // op.dims.window * op.dims.window + 1, hi + 1, op.dims.window) if lo < c}
+    cuts = sorted({lo, hi + 1} | {w for w in windows if w and lo < w <= hi} | chunks)
     total = 0.0
     for a, b in zip(cuts, cuts[1:]):  # [a, b): every op affine in c here
         at_a = [time_op(op, rates) for op in _decode_ops(spec, a, batch, rates, tp, dtypes)]

@@ -362,8 +362,12 @@ class Attention(nn.Module):
         q, new = self.project(x, positions)
         k, v = self.keys_values(new if cache is None else cache.extend(new, self.window))
         if self.recompute_core:  # selective recomputation: keep q, k, v; rebuild the core in backward
-            return self.o_proj(checkpoint(self.attend, q, k, v, positions, use_reentrant=False).flatten(2))
-        return self.o_proj(self.attend(q, k, v, positions).flatten(2))
+            out = checkpoint(self.attend, q, k, v, positions, use_reentrant=False)
+        else:
+            out = self.attend(q, k, v, positions)
+        if getattr(self, "output_gate", False):  # sigmoid(gate) ⊙ each head's output, before o_proj
+            out = out * torch.sigmoid(self.gate)
+        return self.o_proj(out.flatten(2))
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """softmax(q kᵀ) v -> [B, T, H, dv]; the S keys are the S tokens ending at the newest query's."""
@@ -411,13 +415,18 @@ class MultiHeadAttention(Attention):
         super().__init__(spec, layer, rope_offset=0)  # partial rotary rotates the first rope_dim features
         D, a, K = spec.d_model, spec.attention, spec.n_kv_heads
         self.n_kv_heads = K
-        self.q_proj = nn.Linear(D, a.n_heads * self.qk_dim, bias="q" in a.bias)
+        # An output gate (Qwen3-Next) doubles q_proj: per head, the query and then its gate.
+        self.output_gate = a.output_gate
+        self.q_proj = nn.Linear(D, a.n_heads * self.qk_dim * (2 if a.output_gate else 1), bias="q" in a.bias)
         self.k_proj = nn.Linear(D, K * self.qk_dim, bias="k" in a.bias)
         self.v_proj = nn.Linear(D, K * self.v_dim, bias="v" in a.bias)
 
     def project(self, x, positions):
         B, T, _ = x.shape
-        q = self.q_proj(x).view(B, T, self.n_heads, self.qk_dim)
+        q = self.q_proj(x)
+        if self.output_gate:  # Qwen3NextAttention: view per head as [query | gate], chunk in two
+            q, self.gate = q.view(B, T, self.n_heads, 2 * self.qk_dim).chunk(2, -1)
+        q = q.reshape(B, T, self.n_heads, self.qk_dim)
         k = self.k_proj(x).view(B, T, self.n_kv_heads, self.qk_dim)
         v = self.v_proj(x).view(B, T, self.n_kv_heads, self.v_dim)
         q, k = self.normalize_qk(q, k)

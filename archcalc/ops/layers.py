@@ -62,7 +62,7 @@ def _embedding_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     D, E = spec.d_model, spec.embedding_width
     out = [ops.gather("embedding", "embedding", wl, spec.vocab_size, E)]
     if spec.embedding_dim is not None:  # OPT-350m's project_in: E -> D, no bias
-        out.append(ops.matmul("embedding.project_in", "embedding", wl, E, D, tp="replicated"))
+        out.append(ops.matmul("embedding.project_in", "projection", wl, E, D, tp="replicated"))
     if spec.position.kind == "learned":
         # A learned position table is whole on every TP rank (vLLM and Megatron do not split it).
         rows = spec.max_context + spec.position.offset
@@ -369,7 +369,7 @@ def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     D, E, V = spec.d_model, spec.embedding_width, spec.vocab_size
     out = _norm(spec, wl, "final_norm", D) if spec.norm.final else []
     if spec.embedding_dim is not None:  # OPT-350m's project_out: D -> E, no bias, at the logit positions
-        out.append(ops.matmul("lm_head.project_out", "lm_head", wl, D, E, tokens=wl.logit_tokens, tp="replicated"))
+        out.append(ops.matmul("lm_head.project_out", "projection", wl, D, E, tokens=wl.logit_tokens, tp="replicated"))
     head = ops.matmul("lm_head", "lm_head", wl, E, V, bias_width=V if spec.lm_head_bias else 0,
                       tokens=wl.logit_tokens, quantizable=False)
     if spec.tie_embeddings:  # the embedding's weight, counted there; still read here (a bias is the head's own)

@@ -32,8 +32,10 @@ OpKind = Literal["matmul", "attention", "norm", "elementwise", "gather", "collec
 # down-projections, residual-stream mixing); qkv: query heads split, KV heads
 # split but at least one per rank (replicated when t > K, as vLLM does).
 Sharding = Literal["split", "row", "replicated", "qkv"]
-Component = Literal["embedding", "position", "attention", "ffn", "experts", "router", "norms", "residual", "lm_head",
-                    "vision"]  # vision: a multimodal checkpoint's image encoder (ops/vision.py, not in model_ops)
+# projection: OPT-350m's project_in / project_out between the embedding width and d_model.
+# vision: a multimodal checkpoint's image encoder (ops/vision.py, not in model_ops).
+Component = Literal["embedding", "projection", "position", "attention", "ffn", "experts", "router", "norms",
+                    "residual", "lm_head", "vision"]
 
 
 # ---- dims: what a kernel needs to run an op, one record per op kind ---------------

@@ -125,6 +125,8 @@ class AttentionSpec(_Frozen):
                 raise ValueError("biases on MLA projections are not supported")
             if self.qk_norm != "none":
                 raise ValueError("qk_norm does not apply to MLA (its latents have their own norms)")
+            if self.output_gate:
+                raise ValueError("output_gate is not supported with MLA")
             if self.n_kv_heads is not None or self.head_dim is not None:
                 raise ValueError("kind mla takes qk_nope/qk_rope/v_head_dim, not n_kv_heads or head_dim")
         else:

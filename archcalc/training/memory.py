@@ -48,11 +48,11 @@ def training_workload(layout: Layout, recipe: Recipe) -> Workload:
                             act_dtype=recipe.act_dtype, kv_dtype=recipe.act_dtype)
 
 
-def stage_of(op: Op, spec: ModelSpec) -> str:
+def stage_of(op: Op) -> str:
     """"layers" (split over the stages), "first" (embedding, residual-stream setup) or "last"."""
     if op.name.startswith(LAYER_PREFIX):
         return "layers"
-    return "last" if op.component == "lm_head" or op.name == "final_norm" else "first"
+    return "last" if op.name.startswith("lm_head") or op.name == "final_norm" else "first"  # project_out too
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ def _param_share(spec: ModelSpec, ops: list[Op], layout: Layout, recipe: Recipe,
     params = matmul = states = layer = dense = 0.0
     tied_copy = spec.tie_embeddings and layout.pp > 1 and stage == "last"
     for op in ops:
-        where = stage_of(op, spec)
+        where = stage_of(op)
         on_stage = where == "layers" or where == stage or layout.pp == 1
         if tied_copy and op.component == "embedding" and op.kind == "gather":
             on_stage = True

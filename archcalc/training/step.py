@@ -31,7 +31,7 @@ from archcalc.training.activations import LAYER_PREFIX
 from archcalc.training.comm import Comm, step_comms
 from archcalc.training.layout import CHINCHILLA_TOKENS_PER_PARAM, Layout, Recipe, grad_accum
 from archcalc.training.memory import MASTER_BYTES, STATE_BYTES, MemoryPlan, ParamShare, memory_plan, param_share, \
-    training_workload
+    stage_of, training_workload
 from archcalc.training.memo import memo
 
 # Backward ÷ forward time per op.  A matmul y = xW has two backward matmuls of its size (dx = dy·Wᵀ,
@@ -161,8 +161,7 @@ def _stage_times(ops: list[Op], layout: Layout, rates: Rates, recipe: Recipe) ->
             factor = FLASH_BACKWARD_FACTOR
         again = t if layer and (layout.recompute == "full" or (layout.recompute == "selective"
                                                                 and op.kind == "attention")) else 0.0
-        targets = ("first", "last") if layer else (("last",) if op.component == "lm_head"
-                                                   or op.name == "final_norm" else ("first",))
+        targets = ("first", "last") if layer else (stage_of(op),)
         for name in (targets if layout.pp > 1 else ("first",)):
             stages[name][0] += t
             stages[name][1] += factor * t

@@ -54,21 +54,26 @@ DIMS: dict[str, tuple] = {
     "attention": ("mha", "gqa", "mqa", "mla", "mla_q"),
     "head_dim": ("derived", "explicit"),
     "attn_bias": ("none", "some", "all"),
-    "qk_norm": ("none", "head", "full"),
+    "qk_norm": ("none", "head", "full", "l2"),
+    "output_gate": (False, True),
     "attn_softcap": (False, True),
     "sinks": (False, True),
-    "window": ("none", "all", "ratio", "list"),
+    "window": ("none", "all", "ratio", "list", "chunked"),
+    "nope": (False, True),
     "activation": ("relu", "gelu", "silu", "relu2", "reglu", "geglu", "swiglu"),
     "d_ff": ("explicit", "ratio", "default"),
     "ffn_bias": (False, True),
     "moe": ("none", "routed", "shared", "shared_gate", "first_dense", "every", "layers"),
-    "norm": ("rmsnorm", "layernorm", "layernorm_bias", "none"),
+    "norm": ("rmsnorm", "layernorm", "layernorm_bias", "none", "weightless"),
+    "embed_norm": (False, True),
     "placement": ("pre", "post", "both"),
     "final_norm": (True, False),
     "position": ("rope", "rope_partial", "rope_scaled", "rope_local", "learned", "sinusoidal", "alibi", "none"),
     "residual": ("standard", "parallel_1", "parallel_2", "hyper_static", "hyper_dynamic", "mhc", "attnres_full",
                  "attnres_block"),
     "tie": (False, True),
+    "lm_head_bias": (False, True),
+    "embedding": ("plain", "projected"),
     "final_softcap": (False, True),
 }
 MLA_KINDS = ("mla", "mla_q")
@@ -82,7 +87,11 @@ def compatible(a: str, va, b: str, vb) -> bool:
     pair = {a: va, b: vb}
     if pair.get("attention") in MLA_KINDS and (
             pair.get("head_dim") == "explicit" or pair.get("attn_bias", "none") != "none"
-            or pair.get("qk_norm", "none") != "none"):
+            or pair.get("qk_norm", "none") != "none" or pair.get("output_gate")):
+        return False
+    if pair.get("nope") and "position" in pair and pair["position"] not in ROPE_KINDS:
+        return False
+    if pair.get("embed_norm") and pair.get("norm") == "none":
         return False
     if str(pair.get("residual", "")).startswith("parallel") and pair.get("placement", "pre") != "pre":
         return False
@@ -117,26 +126,31 @@ def skeleton_of(spec: ModelSpec) -> dict:
         "hyper": "hyper_dynamic" if r.dynamic else "hyper_static",
         "attnres": "attnres_full" if r.blocks is None else "attnres_block",
     }[r.kind]
-    window = ("none" if a.sliding_window is None else "all" if a.layer_types is None
-              else "ratio" if isinstance(a.layer_types, str) else "list")
+    window = ("chunked" if a.chunk_size is not None else "none" if a.sliding_window is None
+              else "all" if a.layer_types is None else "ratio" if isinstance(a.layer_types, str) else "list")
     return {
         "attention": attention,
         "head_dim": "explicit" if a.head_dim is not None else "derived",
         "attn_bias": "none" if not a.bias else "all" if set(a.bias) == set(QKVO) else "some",
         "qk_norm": a.qk_norm,
+        "output_gate": a.output_gate,
         "attn_softcap": a.softcap is not None,
         "sinks": a.sinks,
         "window": window,
+        "nope": bool(a.nope_layers),
         "activation": f.activation,
         "d_ff": "explicit" if f.d_ff is not None else "ratio" if f.d_ff_ratio is not None else "default",
         "ffn_bias": f.bias,
         "moe": moe_kind,
-        "norm": "layernorm_bias" if n.bias else n.kind,
+        "norm": "weightless" if not n.weight else "layernorm_bias" if n.bias else n.kind,
+        "embed_norm": n.embedding,
         "placement": n.placement,
         "final_norm": n.final,
         "position": position,
         "residual": residual,
         "tie": spec.tie_embeddings,
+        "lm_head_bias": spec.lm_head_bias,
+        "embedding": "projected" if spec.embedding_dim is not None else "plain",
         "final_softcap": spec.final_softcap is not None,
     }
 
@@ -210,11 +224,20 @@ def model_specs(draw, max_layers: int = 4, **pinned) -> ModelSpec:
         elif sk["attn_bias"] == "all":
             att["bias"] = list(QKVO)
         att["qk_norm"] = sk["qk_norm"]
+        att["output_gate"] = sk["output_gate"]
     if sk["attn_softcap"]:
         att["softcap"] = draw(st.sampled_from([5.0, 50.0]))
     att["sinks"] = sk["sinks"]
     if sk["window"] == "none":
         att["layer_types"] = draw(st.sampled_from([None, "0:1", ["global"] * L]))  # all global: no window needed
+    elif sk["window"] == "chunked":  # chunked layers (Llama 4), maybe beside sliding and global ones
+        att["chunk_size"] = draw(st.integers(1, 10))
+        kinds = ["chunked", "global"]
+        if draw(st.booleans()):
+            att["sliding_window"] = draw(st.integers(1, 10))
+            kinds.append("local")
+        att["layer_types"] = draw(st.lists(st.sampled_from(kinds), min_size=L, max_size=L))
+        att["global_rope"] = draw(st.booleans())
     else:
         att["sliding_window"] = draw(st.integers(1, 10))
         if sk["window"] == "ratio":
@@ -223,6 +246,9 @@ def model_specs(draw, max_layers: int = 4, **pinned) -> ModelSpec:
         elif sk["window"] == "list":
             att["layer_types"] = draw(st.lists(st.sampled_from(["local", "global"]), min_size=L, max_size=L))
         att["global_rope"] = draw(st.booleans())
+
+    if sk["nope"]:
+        att["nope_layers"] = draw(st.lists(st.integers(0, L - 1), min_size=1, max_size=L, unique=True))
 
     # feed-forward
     ffn: dict = {"activation": sk["activation"], "bias": sk["ffn_bias"]}
@@ -251,9 +277,11 @@ def model_specs(draw, max_layers: int = 4, **pinned) -> ModelSpec:
 
     # norms and residual stream
     norm = {"kind": "layernorm" if sk["norm"] == "layernorm_bias" else sk["norm"],
-            "placement": sk["placement"], "final": sk["final_norm"]}
+            "placement": sk["placement"], "final": sk["final_norm"], "embedding": sk["embed_norm"]}
     if sk["norm"] == "layernorm_bias":
         norm["bias"] = True
+    if sk["norm"] == "weightless":
+        norm.update(kind=draw(st.sampled_from(["rmsnorm", "layernorm"])), weight=False)
     kind = sk["residual"]
     residual: dict = {"kind": kind.split("_")[0]}
     if kind.startswith("parallel"):
@@ -267,9 +295,13 @@ def model_specs(draw, max_layers: int = 4, **pinned) -> ModelSpec:
 
     data = {
         "name": "drawn", "d_model": d_model, "n_layers": L, "vocab_size": draw(st.integers(2, 48)),
-        "tie_embeddings": sk["tie"], "attention": att, "ffn": ffn, "norm": norm, "position": pos,
-        "residual": residual,
+        "tie_embeddings": sk["tie"], "lm_head_bias": sk["lm_head_bias"], "attention": att, "ffn": ffn, "norm": norm,
+        "position": pos, "residual": residual,
     }
+    if sk["embedding"] == "projected":
+        data["embedding_dim"] = draw(st.integers(1, 24))
+    if position == "learned" and draw(st.booleans()):
+        pos["offset"] = 2  # OPT
     if max_context is not None:
         data["max_context"] = max_context
     if sk["final_softcap"]:
@@ -407,7 +439,7 @@ def test_every_number_is_finite_non_negative_and_integral_where_counted(spec, wl
               f.matmul, f.attention, f.vector, f.forward, f.train):
         assert isinstance(x, int) and x >= 0, (x, p, f)
     assert 0 < p.active <= p.total and sum(p.by_component.values()) == p.total
-    assert p.embedding == spec.vocab_size * spec.d_model
+    assert p.embedding == spec.vocab_size * spec.embedding_width
     for x in (kv.bytes, kv.bytes_per_token, *r.weight_bytes.values(), r.forward_per_token):
         assert _finite_nonneg(x), (x, kv, r.weight_bytes)
     assert f.forward > 0 and kv.bytes > 0 and kv.bytes_per_token > 0
@@ -461,8 +493,14 @@ def test_more_context_never_costs_less(spec, s1, s2, batch, convention):
 def test_decode_step_flops_grow_with_context(spec, context, batch, convention):
     a = sized(spec, Workload.decode(context, batch), convention)
     b = sized(spec, Workload.decode(context + 1, batch), convention)
-    assert b.flops.forward >= a.flops.forward and b.kv.bytes >= a.kv.bytes
-    assert b.kv.bytes_per_token == a.kv.bytes_per_token
+    assert b.kv.bytes >= a.kv.bytes and b.kv.bytes_per_token == a.kv.bytes_per_token
+    att = spec.attention
+    windows = [{"local": att.sliding_window, "chunked": att.chunk_size}.get(k) for k in spec.layer_attention]
+    growing = any(w is None or w > context for w in windows)
+    assert (b.kv.bytes > a.kv.bytes) == growing  # the cache is capped by windows and chunks alike
+    if "chunked" in spec.layer_attention:  # a new chunk's first query sees only itself: FLOPs may drop
+        return
+    assert b.flops.forward >= a.flops.forward
     windows = [spec.attention.sliding_window if k == "local" else None for k in spec.layer_attention]
     growing = any(w is None or w > context for w in windows)  # a layer whose cache still takes the new token
     # the cache is window-capped whatever the convention; the torch convention never caps the score pairs
@@ -489,7 +527,9 @@ def test_kv_cache_is_bytes_per_token_times_tokens_up_to_windows(spec, wl):
     kv = sized(spec, wl).kv
     full = kv.bytes_per_token * wl.context * wl.batch
     assert kv.bytes <= full
-    windows = [spec.attention.sliding_window for k in spec.layer_attention if k == "local"]
+    a = spec.attention
+    windows = [{"local": a.sliding_window, "chunked": a.chunk_size}[k] for k in spec.layer_attention
+               if k in ("local", "chunked")]
     if all(w >= wl.context for w in windows):  # no window cuts this context
         assert kv.bytes == full
     kv_dtype_bytes = {"bf16": 2, "fp32": 4, "fp8": 1}[wl.kv_dtype]
@@ -520,7 +560,7 @@ def test_a_larger_vocabulary_never_fewer_parameters(spec, extra, wl, convention)
 @given(spec=model_specs())
 def test_tying_shares_exactly_one_table(spec):
     tied, untied = (sized(reshaped(spec, tie_embeddings=t), Workload()) for t in (True, False))
-    assert untied.params.total - tied.params.total == spec.vocab_size * spec.d_model
+    assert untied.params.total - tied.params.total == spec.vocab_size * spec.embedding_width  # a head bias stays
     assert tied.flops == untied.flops and tied.kv == untied.kv
 
 
@@ -540,5 +580,69 @@ def test_decode_time_closed_form_equals_the_step_by_step_sum(spec, prompt, gen, 
     rates = rate_sets(H100, Workload.decode(prompt + 1, batch))[0]
     steps = [step(spec, Workload.decode(c, batch), rates).time for c in range(prompt + 1, prompt + gen + 1)]
     assert all(math.isfinite(t) and t > 0 for t in steps)
-    assert all(b >= a * (1 - 1e-12) for a, b in itertools.pairwise(steps))  # a longer context never decodes faster
+    if "chunked" not in spec.layer_attention:  # a new chunk's first step reads less than the last one did
+        assert all(b >= a * (1 - 1e-12) for a, b in itertools.pairwise(steps))  # longer never decodes faster
     assert decode_time(spec, prompt, gen, batch, rates) == pytest.approx(sum(steps), rel=1e-9)
+
+
+# ---- linear layers (no reference model: transformers pins them, tests/spec/test_hf_oracle.py) ----
+
+
+@st.composite
+def linear_specs(draw) -> ModelSpec:
+    """A drawn spec (no windows) with some layers made linear, under one of the three mixers."""
+    spec = draw(model_specs(window="none"))
+    L = spec.n_layers
+    kinds = draw(st.lists(st.sampled_from(["global", "linear"]), min_size=L, max_size=L).filter(
+        lambda k: "linear" in k))
+    mixer = draw(st.sampled_from([
+        {"kind": "gated_deltanet", "n_heads": 4, "n_key_heads": draw(st.sampled_from([1, 2, 4])),
+         "key_head_dim": draw(st.integers(1, 8)), "value_head_dim": draw(st.integers(1, 8)),
+         "conv_kernel": draw(st.integers(1, 5)), "chunk": draw(st.sampled_from([2, 4, 64]))},
+        {"kind": "short_conv", "conv_kernel": draw(st.integers(1, 5)), "bias": draw(st.booleans())},
+        {"kind": "mamba", "d_state": draw(st.integers(1, 8)), "d_conv": draw(st.integers(1, 5)),
+         "expand": draw(st.integers(1, 3)), "dt_rank": draw(st.integers(1, 4)), "bc_norms": draw(st.booleans())},
+    ]))
+    data = spec.model_dump(exclude_defaults=True)
+    data["attention"]["layer_types"] = kinds
+    data["linear"] = mixer
+    return ModelSpec.model_validate(data)
+
+
+@given(spec=linear_specs(), wl=workloads(), convention=conventions)
+def test_linear_layers_keep_a_fixed_state_and_finite_counts(spec, wl, convention):
+    r = sized(spec, wl, convention)
+    (linear,) = [k for k in r.kv.by_kind if k.kind == "linear"]
+    stateless = spec.linear.kind == "short_conv" and spec.linear.conv_kernel == 1  # a 1-tap conv keeps nothing
+    assert linear.bytes_per_token == 0 and (linear.state_bytes > 0) != stateless
+    assert linear.bytes == wl.batch * linear.state_bytes  # per sequence, whatever the context
+    longer = sized(spec, Workload(batch=wl.batch, new_tokens=wl.new_tokens, context=wl.context + 7,
+                                  kv_dtype=wl.kv_dtype), convention)
+    assert [k for k in longer.kv.by_kind if k.kind == "linear"][0].bytes == linear.bytes
+    for x in (r.params.total, r.flops.forward, r.flops.vector):
+        assert isinstance(x, int) and x >= 0
+    assert r.params.total > 0 and r.flops.forward > 0
+    json.dumps(r.to_dict(ops=True), allow_nan=False)
+
+
+@given(spec=linear_specs(), context=st.integers(2, 80), convention=conventions)
+def test_linear_layers_cost_at_most_linearly_more_with_a_longer_prefill(spec, context, convention):
+    """A prefill of more tokens never costs fewer FLOPs; the linear layers' part grows by whole chunks."""
+    short, long = (sized(spec, Workload.forward(t), convention) for t in (context, context + 1))
+    assert long.flops.forward >= short.flops.forward
+
+
+@given(spec=model_specs(window="chunked"), context=st.integers(1, 40), batch=st.integers(1, 3))
+def test_chunked_decode_is_periodic_in_the_chunk(spec, context, batch):
+    """A chunked layer's decode query sees (p mod C) + 1 keys: one chunk later it sees as many, so a
+    decode step's causal FLOPs repeat with period C when every layer is chunked (the drawn spec's
+    layers all made chunked), and its cache stays capped at C tokens."""
+    data = spec.model_dump(exclude_defaults=True)
+    data["attention"].update(layer_types=["chunked"] * spec.n_layers)
+    data["attention"].pop("sliding_window", None)
+    spec = ModelSpec.model_validate(data)
+    C = spec.attention.chunk_size
+    a, b = (sized(spec, Workload.decode(c, batch), "causal") for c in (context, context + C))
+    assert b.flops.attention == a.flops.attention
+    if context >= C:
+        assert b.kv.bytes == a.kv.bytes
