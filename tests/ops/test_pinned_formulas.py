@@ -220,3 +220,46 @@ def test_chunked_decode_reads_only_its_chunk_so_far():
     assert chunked.kv_bytes == 9 * 2048 * 2  # bf16
     assert sliding.kv_bytes == (8192 + 1) * 2048 * 2
     assert chunked.flops == 2 * 8 * 40 * 256
+
+
+# ---- linear layers: the elementwise work FlopCounterMode cannot see, counted by hand ---------
+
+
+def test_gated_deltanet_decode_step_is_seven_flops_per_state_value():
+    """transformers' torch_recurrent_gated_delta_rule, one token, per value head, on S [d_k, d_v]:
+    S · exp(g) (1 mul per value); kv_mem = (S · k).sum(-2) (mul, add: 2); S + k ⊗ δ (mul, add: 2);
+    (S · q).sum(-2) (mul, add: 2): 7 per state value, all elementwise (no matmul)."""
+    wl = Workload.decode(100, 3)
+    op = ops.linear_attention("core", wl, n_heads=4, key_heads=2, key_dim=8, value_dim=6, chunk=64, conv_values=0)
+    assert (op.flops, op.vector_flops) == (0, 3 * 7 * 4 * 8 * 6)
+
+
+def test_gated_deltanet_prefill_counts_whole_chunks():
+    """130 tokens in chunks of 64 are 3 chunks (the last padded, as torch_chunk_gated_delta_rule pads);
+    per sequence, value head and chunk: 4·64²·d_k + 2·64²·d_v + 6·64·d_k·d_v with d_k = d_v = 2."""
+    wl = Workload.forward(130, 2)
+    op = ops.linear_attention("core", wl, n_heads=3, key_heads=3, key_dim=2, value_dim=2, chunk=64, conv_values=0)
+    per_chunk = 4 * 4096 * 2 + 2 * 4096 * 2 + 6 * 64 * 2 * 2
+    assert op.flops == 2 * 3 * 3 * per_chunk
+
+
+def test_linear_state_is_read_and_written_each_step():
+    """A decode step reads and writes each sequence's state: Qwen3-Next's linear layer, batch 2:
+    32·128·128 recurrent values in fp32 and 8192·3 conv inputs in bf16, twice (read, write)."""
+    wl = Workload.decode(4096, 2)
+    op = ops.linear_attention("core", wl, n_heads=32, key_heads=16, key_dim=128, value_dim=128, chunk=64,
+                              conv_values=8192 * 3)
+    assert op.kv_bytes == 2 * 2 * (32 * 128 * 128 * 4 + 8192 * 3 * 2)
+    conv = ops.conv_state("gates", wl, 2048, 2, conv_values=2048 * 2)
+    assert conv.kv_bytes == 2 * 2 * 2048 * 2 * 2 and conv.vector_flops == 2 * 2 * 2048  # two products per channel
+
+
+def test_mamba_scan_elementwise_work_by_hand():
+    """transformers' mamba_selective_scan, per token: per state value, Δ·A, exp (discrete A), Δ·B,
+    times x (deltaB_u), Ā·S + B̄x (mul, add): 6; the readout S·C is a matmul (2 per state value);
+    per channel, + x·D (mul, add: 2) and · silu(z) (silu 4, mul 1): 7."""
+    wl = Workload.forward(5, 1)
+    op = ops.selective_scan("core", wl, channels=6, d_state=4, conv_values=0)
+    assert op.flops == 5 * 2 * 6 * 4
+    assert op.vector_flops == 5 * (6 * 6 * 4 + 7 * 6)
+    assert op.params == 6 * 4 + 6  # A_log [E, N] and D [E]

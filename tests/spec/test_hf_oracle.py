@@ -425,3 +425,16 @@ def test_linear_layer_tensors_are_hf_s():
     ops = [op for op in ours(name, 1).ops if op.name.startswith("layers.linear.")]
     assert sorted(shape for op in ops for shape in op_tensors(op)) == hf_shapes
     assert len(hf_shapes) == 7
+
+
+LINEAR = [n for n in CONFIGS if spec_of(n).linear is not None]
+
+
+@pytest.mark.parametrize("name", LINEAR)
+def test_linear_layer_flops_over_several_chunks(name):
+    """A prefill of 2 chunks and 3 tokens (Gated DeltaNet's chunks of 64: the last one padded), so
+    that the chunk count, not only the per-chunk work, is what FlopCounterMode checks."""
+    assert LINEAR == ["jamba-1.5-mini", "lfm2-1.2b", "qwen3-next-80b-a3b"]
+    tokens = 2 * 64 + 3
+    flops, _ = hf_forward(name, tokens)
+    assert ours(name, tokens).flops.forward + _conv_padding_flops(name) == flops
