@@ -257,3 +257,29 @@ def test_written_files_get_the_usual_mode(tmp_path):
     finally:
         os.umask(old)
     assert r.exit_code == 0 and (tmp_path / "gpt2.yaml").stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize("name, change, words", [
+    ("smollm3-3b", {"no_rope_layers": [2] * 36}, "no_rope_layers[0]: 2 is not valid; expected 0 or 1"),
+    ("mpt-7b-instruct", {"attn_config": {"alibi": False}}, "attn_config.alibi: transformers' MPT has no position"),
+    ("mpt-7b-instruct", {"attn_config": {"attn_type": "grouped_query_attention"}}, "is not supported"),
+    ("hunyuan-7b", {"use_cla": True}, "use_cla: must be false"),
+    ("lfm2-1.2b", {"block_dim": 1024}, "block_dim: 1024 differs from hidden_size 2048"),
+    ("stablelm-3b-4e1t", {"qk_layernorm": True}, "per-head q/k LayerNorms are not supported"),
+    ("llama-4-scout", {"no_rope_layers": [1, 0]}, "no_rope_layers: lists 2 layers, num_hidden_layers is 48"),
+    ("ernie-4.5-21b-a3b", {"use_bias": True}, "use_bias: biases in ERNIE 4.5 MoE"),
+    ("jamba-1.5-mini", {"sliding_window": 4096}, "Jamba with a sliding window is not supported"),
+    ("apertus-8b", {"post_norm": True}, "post_norm: must be false"),
+    ("qwen3-next-80b-a3b", {"linear_num_value_heads": 24}, "n_heads (24) must be divisible by n_key_heads (16)"),
+    ("jamba-1.5-mini", {"mamba_dt_rank": "auto2"}, "mamba_dt_rank: 'auto2' is not valid; expected an integer"),
+])
+def test_new_families_refuse_what_they_cannot_be(tmp_path, name, change, words):
+    """A config value the family's transformers model cannot have, or that archcalc does not
+    model, is one clear line with exit status 2, never a silent misreading."""
+    cfg = json.loads((HF / f"{name}.json").read_text())
+    target = cfg.get("text_config", cfg)
+    for key, value in change.items():
+        target[key] = {**target[key], **value} if isinstance(value, dict) and key in target else value
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = invoke("size", str(tmp_path / "config.json"))
+    assert r.exit_code == 2 and words in r.stderr and r.stderr.count("\n") == 1, r.stderr

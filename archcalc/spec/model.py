@@ -74,6 +74,17 @@ def _check_numeric(model, rules: tuple[NumericRule, ...]) -> None:
             raise ValueError(rule.message(model))
 
 
+class _Ruled(_Frozen):
+    """A part of the spec whose only cross-field checks are its NUMERIC_RULES."""
+
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = ()
+
+    @model_validator(mode="after")
+    def _check_rules(self):
+        _check_numeric(self, self.NUMERIC_RULES)
+        return self
+
+
 class AttentionSpec(_Frozen):
     """Self-attention.  kind "mha" covers MHA, GQA and MQA through n_kv_heads."""
 
@@ -140,7 +151,7 @@ class AttentionSpec(_Frozen):
         return self
 
 
-class GatedDeltaNetSpec(_Frozen):
+class GatedDeltaNetSpec(_Ruled):
     """A `linear` layers' mixer: Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464), as
     Qwen3-Next runs it.  Per layer: one D -> 2·Kd + 2·Vd + 2·Hv projection (q, k, v, the output
     gate z, and the per-head β and α), a depthwise causal conv of conv_kernel taps over q, k and v,
@@ -160,11 +171,6 @@ class GatedDeltaNetSpec(_Frozen):
                     lambda g: f"n_heads ({g.n_heads}) must be divisible by n_key_heads ({g.n_key_heads})",
                     "linear n_heads divisible by n_key_heads"),
     )
-
-    @model_validator(mode="after")
-    def _check(self) -> GatedDeltaNetSpec:
-        _check_numeric(self, self.NUMERIC_RULES)
-        return self
 
     @property
     def key_width(self) -> int:
@@ -211,7 +217,7 @@ class MambaSpec(_Frozen):
 LinearMixer = GatedDeltaNetSpec | ShortConvSpec | MambaSpec
 
 
-class MoESpec(_Frozen):
+class MoESpec(_Ruled):
     """Mixture of experts replacing the dense FFN on some layers."""
 
     n_experts: Experts
@@ -230,11 +236,6 @@ class MoESpec(_Frozen):
         NumericRule(lambda m: not m.shared_gate or m.d_shared > 0,
                     lambda m: "shared_gate needs a shared expert (d_shared > 0)", "a shared expert for shared_gate"),
     )
-
-    @model_validator(mode="after")
-    def _check(self) -> MoESpec:
-        _check_numeric(self, self.NUMERIC_RULES)
-        return self
 
 
 class FFNSpec(_Frozen):
@@ -289,7 +290,7 @@ class RopeScaling(_Frozen):
     original_context: Tokens | None = None
 
 
-class PositionSpec(_Frozen):
+class PositionSpec(_Ruled):
     kind: Literal["rope", "learned", "sinusoidal", "alibi", "none"] = "rope"
     theta: Positive = 10000.0
     local_theta: Positive | None = None  # RoPE base of local layers (Gemma 3)
@@ -307,11 +308,6 @@ class PositionSpec(_Frozen):
                     lambda p: f"offset only applies to learned positions, not {p.kind}",
                     "offset only with learned positions"),
     )
-
-    @model_validator(mode="after")
-    def _check(self) -> PositionSpec:
-        _check_numeric(self, self.NUMERIC_RULES)
-        return self
 
 
 class ResidualSpec(_Frozen):
