@@ -752,9 +752,10 @@ class ReferenceModel(nn.Module):
 
     def __init__(self, spec: ModelSpec, attention: AttentionImpl = "explicit", dropout: float = 0.0):
         super().__init__()
-        if spec.linear is not None:
-            # Gated DeltaNet layers are pinned by transformers' own Qwen3-Next (tests/spec/test_hf_oracle.py).
-            raise ValueError("the reference model has no linear-attention (Gated DeltaNet) layer")
+        if spec.linear is not None or "none" in spec.layer_attention or spec.ffn.none_layers:
+            # Linear mixers and single-sublayer blocks are pinned by transformers' own modules
+            # (Qwen3-Next, LFM2, Jamba, Nemotron-H: tests/spec/test_hf_oracle.py).
+            raise ValueError("the reference model has no linear-attention layer and no layer without a sublayer")
         self.spec = spec
         self.dropout = dropout
         D, V, E = spec.d_model, spec.vocab_size, spec.embedding_width

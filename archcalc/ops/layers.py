@@ -40,8 +40,9 @@ def _norm(spec: ModelSpec, wl: Workload, name: str, width: int, **kw) -> list[Op
 
 
 def _sublayer_norms(spec: ModelSpec, wl: Workload, prefix: str, where: str) -> list[Op]:
-    """Norms around one sublayer, `where` = "before" or "after" it."""
-    placement, L = spec.norm.placement, spec.n_layers
+    """Norms around one sublayer, `where` = "before" or "after" it: one per layer that has it."""
+    placement = spec.norm.placement
+    L = spec.n_layers - (spec.attention_layers["none"] if prefix == "layers.attn" else spec.ffn_layers["none"])
     if spec.residual.kind == "parallel":
         if where == "after":
             return []
@@ -85,17 +86,18 @@ def _numel(shape: tuple[int, ...]) -> int:
 
 def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
     out = _sublayer_norms(spec, wl, "layers.attn", "before")  # every layer's mixer, attention or linear
-    if nonzero(spec.n_layers - spec.attention_layers["linear"]):
+    kinds = spec.attention_layers
+    if nonzero(spec.n_layers - kinds["linear"] - kinds["none"]):
         out += _softmax_attention_ops(spec, wl, conv)
-    if spec.linear is not None and nonzero(spec.attention_layers["linear"]):
-        out += _linear_attention_ops(spec, wl)
+    if spec.linear is not None and nonzero(kinds["linear"]):
+        out += _linear_attention_ops(spec, wl, conv)
     return out + _sublayer_norms(spec, wl, "layers.attn", "after")
 
 
 def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
     """The L softmax-attention layers (every layer but the linear ones)."""
     a, D = spec.attention, spec.d_model
-    L = spec.n_layers - spec.attention_layers["linear"]
+    L = spec.n_layers - spec.attention_layers["linear"] - spec.attention_layers["none"]
     H, K, dk, dv = a.n_heads, spec.n_kv_heads, spec.qk_head_dim, spec.v_head_dim
     out = []
 
@@ -162,12 +164,36 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     return out
 
 
-def _linear_attention_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+def _linear_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
     if spec.linear.kind == "short_conv":
         return _short_conv_ops(spec, wl)
     if spec.linear.kind == "mamba":
         return _mamba_ops(spec, wl)
+    if spec.linear.kind == "mamba2":
+        return _mamba2_ops(spec, wl, conv)
     return _gated_deltanet_ops(spec, wl)
+
+
+def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
+    """Mamba-2 on the linear layers (Mamba2Spec), as Nemotron-H's NemotronHMamba2Mixer."""
+    m, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
+    H, I, C = m.n_heads, m.inner, m.conv_channels
+    in_width = I + C + H  # the gate z; x, B, C; Δ
+    norm = ops.norm("layers.linear.norm", wl, I, "rmsnorm", False, count=n, component="attention")
+    return [
+        ops.matmul("layers.linear.in_proj", "attention", wl, D, in_width, bias_width=in_width if m.proj_bias else 0,
+                   count=n),
+        ops.contraction("layers.linear.conv", "attention", wl, C * m.conv_kernel, 2 * C, count=n,
+                        params=C * m.conv_kernel + (C if m.conv_bias else 0),
+                        shapes=((C, 1, m.conv_kernel),) + (((C,),) if m.conv_bias else ())),
+        replace(ops.state_space_duality("layers.linear.core", wl, conv, n_heads=H, head_dim=m.head_dim,
+                                        d_state=m.d_state, chunk=m.chunk, conv_values=C * (m.conv_kernel - 1),
+                                        count=n), shapes=((H,),) * 3),  # dt_bias, A_log, D
+        # norm(y ⊙ silu(z)) over I, in n_groups groups: one weight of I
+        replace(norm, vector_flops=norm.vector_flops + (ops.ACTIVATION_FLOPS["silu"] + 1) * wl.tokens * I),
+        ops.matmul("layers.linear.out_proj", "attention", wl, I, D, bias_width=D if m.proj_bias else 0, count=n,
+                   tp="row"),
+    ]
 
 
 def _mamba_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
@@ -291,8 +317,9 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
 def _residual_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     r, D, L = spec.residual, spec.d_model, spec.n_layers
     U = 2 * L
-    if r.kind == "standard":  # x + F(x) after each sublayer
-        return [ops.elementwise("layers.residual.add", "residual", wl, D, 1, inputs=2, count=U)]
+    if r.kind == "standard":  # x + F(x) after each sublayer that is there
+        units = U - spec.attention_layers["none"] - spec.ffn_layers["none"]
+        return [ops.elementwise("layers.residual.add", "residual", wl, D, 1, inputs=2, count=units)]
     if r.kind == "parallel":  # x + attn + ffn: two adds, once per layer
         return [ops.elementwise("layers.residual.add", "residual", wl, D, 2, inputs=3, count=L)]
     if r.kind in ("hyper", "mhc"):

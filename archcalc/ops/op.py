@@ -368,6 +368,45 @@ def selective_scan(name: str, wl: Workload, *, channels: int, d_state: int, conv
     )
 
 
+def state_space_duality(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, head_dim: int,
+                        d_state: int, chunk: int, conv_values: int, count: int = 1) -> Op:
+    """Mamba-2's SSD scan (Dao & Gu 2024) of one layer over B sequences of T new tokens, H heads of
+    P channels with N state values (B and C repeated from their groups to every head).
+
+    T > 1: the chunked form of transformers' mamba2_chunk_scan, per sequence and head, over c
+    chunks of L tokens (the T tokens padded to whole chunks): C·Bᵀ within each chunk (2L²N), its
+    product with x (2L²P), each chunk's state (2L·P·N) and its read by C (2L·P·N); then the chunk
+    states are passed along: transformers does it as one einsum over every pair of the c + 1 chunk
+    states (2(c + 1)²·P·N, what FlopCounterMode sees: counted under the rectangle conventions),
+    a kernel as a sequential pass (c·2·P·N elementwise: the causal ones).  T = 1: the recurrent step,
+    its readout S·C a bmm (2·P·N per head), the rest elementwise.  Parameters: dt_bias, A_log and D
+    per head.  Each step reads and writes the fixed state."""
+    b, t, m = wl.batch, wl.new_tokens, wl.tokens
+    P, N, L = head_dim, d_state, chunk
+    state = n_heads * P * N
+    if t == 1:
+        flops, vector = 2 * b * state, b * SCAN_STATE_FLOPS * state
+    else:
+        c = ceil_div(t, L)
+        flops = b * n_heads * c * (2 * L * L * N + 2 * L * L * P + 4 * L * P * N)
+        passing = 2 * P * N * n_heads * b
+        if convention.pairs == "rectangle":
+            flops, vector = flops + passing * (c + 1) * (c + 1), 0
+        else:
+            vector = passing * c
+    params = 3 * n_heads
+    return Op(
+        name, "attention", "attention",
+        # Heads as the "heads": tensor parallelism splits them, and the state with them.
+        AttentionDims(b, t, wl.context, n_heads, n_heads, N, P, None, 0, "linear", state, conv_values), count,
+        # + D·x per channel (mul, add); the gate silu(z) sits in the gated norm after the scan
+        params=params, active_params=params, flops=flops, vector_flops=vector + 2 * m * n_heads * P,
+        weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
+        act_bytes=nbytes(m * (2 * n_heads * P + n_heads), wl.act_dtype),  # x and Δ in (B, C small), y out
+        kv_bytes=2 * b * (nbytes(state, STATE_DTYPE) + nbytes(conv_values, wl.kv_dtype)),
+    )
+
+
 def conv_state(name: str, wl: Workload, width: int, flops_per_element: int, *, conv_values: int,
                count: int = 1) -> Op:
     """A linear layer whose only state is its conv's last inputs (LFM2's short conv): elementwise

@@ -721,6 +721,78 @@ def _jamba(r: ConfigReader) -> dict:
             "position": {"kind": "none"}, "ffn": ffn}
 
 
+def _nemotron_h(r: ConfigReader) -> dict:
+    """Nemotron-H: a stack of single-sublayer blocks (hybrid_override_pattern / layers_block_type:
+    M Mamba-2, * attention, E MoE, - MLP), each x + mixer(RMSNorm(x)).  archcalc pairs them into
+    layers of a mixer and the FFN block right after it; a mixer followed by another mixer is a layer
+    without an FFN, an FFN block after an FFN block a layer without a mixer.  No position encoding;
+    relu2 MLPs and experts (up, down), the MoE with a shared expert and a sigmoid router whose
+    e_score_correction_bias is a buffer (not counted)."""
+    spec = _core(r, tie_default=False)
+    if r.has("layers_block_type"):
+        r.ignore("hybrid_override_pattern", "layers_block_type lists the blocks")
+        blocks = r.get("layers_block_type")
+    else:
+        chars = {"M": "linear_attention", "*": "full_attention", "E": "moe", "-": "mlp"}
+        pattern = r.get("hybrid_override_pattern")
+        if set(pattern) - set(chars):
+            raise InputError(r.path, "hybrid_override_pattern", f"{pattern!r}: blocks are M, *, E or -")
+        blocks = [chars[ch] for ch in pattern]
+    r.ignore("num_hidden_layers", "the blocks listed are the layers transformers builds")
+    mixers, ffns = {"linear_attention": "linear", "full_attention": "global"}, {"moe": "moe", "mlp": "dense"}
+    if set(blocks) - set(mixers) - set(ffns):
+        raise InputError(r.path, "layers_block_type", "blocks are linear_attention, full_attention, moe or mlp")
+    layers: list[list] = []  # [mixer kind or "none", FFN kind or "none"]
+    for block in blocks:
+        if block in mixers:
+            layers.append([mixers[block], "none"])
+        elif layers and layers[-1][1] == "none" and layers[-1][0] != "none":
+            layers[-1][1] = ffns[block]
+        else:
+            layers.append(["none", ffns[block]])
+    L = len(layers)
+    spec["n_layers"] = L
+    att = _heads(r)
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    att["layer_types"] = [mixer for mixer, _ in layers]
+    spec["linear"] = {"kind": "mamba2", "n_heads": r.get("mamba_num_heads"), "head_dim": r.get("mamba_head_dim"),
+                      "d_state": r.get("ssm_state_size"), "n_groups": r.get("n_groups", default=1),
+                      "conv_kernel": r.get("conv_kernel", default=4), "chunk": r.get("chunk_size", default=256),
+                      "conv_bias": bool(r.get("use_conv_bias", default=True)),
+                      "proj_bias": bool(r.get("use_bias", default=False))}
+    if r.get("mamba_hidden_act", default="silu") != "silu":
+        raise InputError(r.path, "mamba_hidden_act", "only silu (the conv's activation) is supported")
+    if r.get("moe_latent_size", default=None) is not None:
+        raise InputError(r.path, "moe_latent_size", "Nemotron-H's latent MoE projections are not supported")
+    for key in ("mamba_ssm_cache_dtype", "time_step_min", "time_step_max", "time_step_floor", "time_step_limit",
+                "rescale_prenorm_residual", "residual_in_fp32", "use_mamba_kernels", "num_logits_to_keep",
+                "mtp_layers_block_type", "mtp_hybrid_override_pattern", "num_nextn_predict_layers"):
+        r.ignore(key, "a kernel, initialisation, cache-dtype or multi-token-prediction setting: no parameter of the "
+                 "model transformers builds")
+    r.ignore("expand", "transformers' Mamba-2 mixer is mamba_num_heads × mamba_head_dim wide, whatever expand says")
+    r.ignore("mamba_proj_bias", "transformers' NemotronH biases in_proj and out_proj by use_bias")
+    if r.get("mlp_bias", default=False):
+        raise InputError(r.path, "mlp_bias", "Nemotron-H with MLP biases (its experts have none) is not supported")
+    r.ignore("partial_rotary_factor", "Nemotron-H's attention has no position encoding")
+    r.ignore("rope_theta", "Nemotron-H's attention has no position encoding")
+    r.ignore("sliding_window", "null")
+    ffn: dict = {"activation": _activation(r, False, "relu2", keys=("mlp_hidden_act",)),
+                 "d_ff": r.get("intermediate_size")}
+    none = [i for i, (_, f) in enumerate(layers) if f == "none"]
+    if none:
+        ffn["none_layers"] = none
+    moe_layers = [i for i, (_, f) in enumerate(layers) if f == "moe"]
+    if moe_layers:
+        d_expert = r.get("moe_intermediate_size")
+        moe = {"n_experts": r.get("n_routed_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+               "d_expert": d_expert, "d_shared": r.get("moe_shared_expert_intermediate_size", default=0)
+               * r.get("n_shared_experts", default=1)}
+        ffn["moe"] = {**moe, "layers": moe_layers}
+    return {**spec, "max_context": r.get("max_position_embeddings"), "attention": att,
+            "position": {"kind": "none"}, "ffn": ffn}
+
+
 def _dt_rank(r: ConfigReader, d_model: int) -> int:
     """mamba_dt_rank, or Mamba's "auto": ceil(d_model / 16)."""
     rank = r.cfg.get("mamba_dt_rank", "auto")
@@ -819,7 +891,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
-    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "jamba": _jamba,
+    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "jamba": _jamba, "nemotron_h": _nemotron_h,
 }
 # Multimodal checkpoints keep the language model under text_config.
 TEXT_CONFIG_KEYS = ("text_config",)

@@ -26,8 +26,9 @@ Activation = Literal["relu", "gelu", "silu", "relu2", "xielu", "reglu", "geglu",
 LEARNED_ACTIVATION_PARAMS = {"xielu": 2}  # alpha_p and alpha_n, one each per MLP (beta and eps are buffers)
 # global: full causal attention; local: a sliding window; chunked: attention within fixed chunks of
 # chunk_size tokens (Llama 4's chunked local attention: the query at p sees p - p mod C ... p);
-# linear: a linear-attention mixer with a fixed-size state instead of a KV cache (ModelSpec.linear).
-LayerKind = Literal["global", "local", "chunked", "linear"]
+# linear: a linear-attention mixer with a fixed-size state instead of a KV cache (ModelSpec.linear);
+# none: no mixer, the layer is its FFN alone (Nemotron-H's blocks are one sublayer each).
+LayerKind = Literal["global", "local", "chunked", "linear", "none"]
 
 # Default d_ff ratios when neither d_ff nor d_ff_ratio is given: 4·D for a plain
 # MLP; 8/3·D for a gated one, which keeps 3·D·F equal to the plain 2·D·4D.
@@ -213,8 +214,42 @@ class MambaSpec(_Frozen):
     bc_norms: bool = False  # Jamba's dt_layernorm, b_layernorm, c_layernorm
 
 
+class Mamba2Spec(_Ruled):
+    """A `linear` layers' mixer: Mamba-2's state-space duality (Dao & Gu 2024, arXiv:2405.21060), as
+    Nemotron-H runs it.  Per layer, with I = n_heads · head_dim inner channels and G groups of B and C
+    of d_state each: D -> 2I + 2·G·N + H (the gate z; x, B, C; Δ per head), a depthwise causal conv of
+    conv_kernel taps over x, B, C (I + 2GN channels), dt_bias, A_log and D per head, a gated RMSNorm
+    of I and I -> D.  Its state per sequence: H × head_dim × N values (fp32) and the conv's last
+    conv_kernel − 1 inputs."""
+
+    kind: Literal["mamba2"]
+    n_heads: Heads
+    head_dim: Width
+    d_state: Width
+    n_groups: Heads = 1
+    conv_kernel: int = Field(default=4, ge=1, le=64)
+    chunk: Tokens = 256  # the chunk of the SSD's chunked form (config chunk_size)
+    conv_bias: bool = True
+    proj_bias: bool = False
+
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
+        NumericRule(lambda m: m.n_heads % m.n_groups == 0,
+                    lambda m: f"n_heads ({m.n_heads}) must be divisible by n_groups ({m.n_groups})",
+                    "mamba2 n_heads divisible by n_groups"),
+    )
+
+    @property
+    def inner(self) -> int:
+        return self.n_heads * self.head_dim
+
+    @property
+    def conv_channels(self) -> int:
+        """x, B and C go through the conv: I + 2·G·N channels."""
+        return self.inner + 2 * self.n_groups * self.d_state
+
+
 # The mixer of the `linear` layers, told apart by `kind` (gated_deltanet when absent).
-LinearMixer = GatedDeltaNetSpec | ShortConvSpec | MambaSpec
+LinearMixer = GatedDeltaNetSpec | ShortConvSpec | MambaSpec | Mamba2Spec
 
 
 class MoESpec(_Ruled):
@@ -245,6 +280,7 @@ class FFNSpec(_Frozen):
     d_ff_multiple_of: Width = 1
     bias: bool = False  # every FFN projection (experts too) has a bias
     moe: MoESpec | None = None
+    none_layers: list[LayerIndex] | None = None  # layers with no FFN (Nemotron-H's blocks without one)
 
     @model_validator(mode="after")
     def _check(self) -> FFNSpec:
@@ -412,6 +448,9 @@ class ModelSpec(_Frozen):
         NumericRule(lambda s: s.d_ff >= 1,
                     lambda s: f"ffn.d_ff_ratio {s.ffn.d_ff_ratio} × d_model {s.d_model} rounds down to d_ff 0",
                     "d_ff at least 1"),
+        NumericRule(lambda s: not s.ffn.none_layers or max(s.ffn.none_layers) < s.n_layers,
+                    lambda s: f"ffn.none_layers names layer {max(s.ffn.none_layers)} of {s.n_layers}",
+                    "ffn.none_layers within n_layers"),
         NumericRule(lambda s: not s.attention.nope_layers or max(s.attention.nope_layers) < s.n_layers,
                     lambda s: f"attention.nope_layers names layer {max(s.attention.nope_layers)} of {s.n_layers}",
                     "nope_layers within n_layers"),
@@ -438,6 +477,15 @@ class ModelSpec(_Frozen):
             raise ValueError("attention.layer_types has chunked layers but attention.chunk_size is not set")
         if ("linear" in self.layer_attention) != (self.linear is not None):
             raise ValueError("attention.layer_types names linear layers exactly when `linear` describes their mixer")
+        no_ffn = set(self.ffn.none_layers or ())
+        if "none" in self.layer_attention or no_ffn:
+            if self.residual.kind != "standard":
+                raise ValueError("layers without a mixer or an FFN need residual kind standard")
+            empty = [i for i, k in enumerate(self.layer_attention) if k == "none" and i in no_ffn]
+            if empty:
+                raise ValueError(f"layer {empty[0]} has neither a mixer nor an FFN")
+            if no_ffn & {i for i, k in enumerate(self._routed_ffn()) if k == "moe"}:
+                raise ValueError("ffn.none_layers names an MoE layer")
         _check_numeric(self, self.NUMERIC_RULES)
         r = self.residual
         if r.kind == "parallel" and self.norm.placement != "pre":
@@ -496,7 +544,7 @@ class ModelSpec(_Frozen):
         """Whether each layer rotates q and k (RoPE models; all False otherwise)."""
         a = self.attention
         nope = set(a.nope_layers or ())
-        return tuple(self.position.kind == "rope" and i not in nope and kind != "linear"
+        return tuple(self.position.kind == "rope" and i not in nope and kind not in ("linear", "none")
                      and (kind != "global" or a.global_rope) for i, kind in enumerate(self.layer_attention))
 
     @property
@@ -509,7 +557,8 @@ class ModelSpec(_Frozen):
         rotating = kinds["local"] + kinds["chunked"] + (kinds["global"] if a.global_rope else 0)
         for i in set(a.nope_layers or ()):  # each NoPE layer that exists and would otherwise rotate
             kind = self._kind_at(i)
-            rotating = rotating - (self.n_layers > i) * (kind != "linear" and (a.global_rope or kind != "global"))
+            rotating = rotating - (self.n_layers > i) * (kind not in ("linear", "none")
+                                                         and (a.global_rope or kind != "global"))
         return rotating
 
     def _kind_at(self, i: int) -> LayerKind:
@@ -532,9 +581,9 @@ class ModelSpec(_Frozen):
         """Layers of each attention kind, {"global": n, "local": n, "chunked": n, "linear": n}: the counts of
         layer_attention in closed form (n_layers may be an array)."""
         a, L = self.attention, self.n_layers
-        chunked = linear = 0
+        chunked = linear = none = 0
         if isinstance(a.layer_types, list):
-            local, chunked, linear = (a.layer_types.count(k) for k in ("local", "chunked", "linear"))
+            local, chunked, linear, none = (a.layer_types.count(k) for k in ("local", "chunked", "linear", "none"))
         elif a.layer_types is None:
             local = L if a.sliding_window is not None else 0
             chunked = L if a.sliding_window is None and a.chunk_size is not None else 0
@@ -542,11 +591,13 @@ class ModelSpec(_Frozen):
             n_local, n_global = _parse_ratio(a.layer_types)
             period = n_local + n_global  # whole periods, then the first layers of the next
             local = L // period * n_local + lesser(L % period, n_local)
-        return {"global": L - local - chunked - linear, "local": local, "chunked": chunked, "linear": linear}
+        return {"global": L - local - chunked - linear - none, "local": local, "chunked": chunked, "linear": linear,
+                "none": none}
 
     @property
     def ffn_layers(self) -> dict[str, int]:
-        """Layers of each FFN kind, {"dense": n, "moe": n}: the counts of layer_ffn in closed form."""
+        """Layers of each FFN kind, {"dense": n, "moe": n, "none": n}: the counts of layer_ffn in closed
+        form (ffn.none_layers are never MoE layers: a rule of the spec)."""
         moe, L = self.ffn.moe, self.n_layers
         if moe is None:
             n_moe = 0
@@ -554,10 +605,15 @@ class ModelSpec(_Frozen):
             n_moe = len(set(moe.layers))
         else:  # layers i ≥ first with (i + 1) % every == 0: multiples of `every` in (first, L]
             n_moe = L // moe.every - lesser(moe.first_dense_layers, L) // moe.every
-        return {"dense": L - n_moe, "moe": n_moe}
+        n_none = len(set(self.ffn.none_layers or ()))
+        return {"dense": L - n_moe - n_none, "moe": n_moe, "none": n_none}
 
     @property
-    def layer_ffn(self) -> tuple[Literal["dense", "moe"], ...]:
+    def layer_ffn(self) -> tuple[Literal["dense", "moe", "none"], ...]:
+        none = set(self.ffn.none_layers or ())
+        return tuple("none" if i in none else kind for i, kind in enumerate(self._routed_ffn()))
+
+    def _routed_ffn(self) -> tuple[Literal["dense", "moe"], ...]:
         moe = self.ffn.moe
         if moe is None:
             return ("dense",) * self.n_layers

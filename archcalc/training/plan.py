@@ -131,9 +131,10 @@ def plan(spec: ModelSpec, hw: HardwareProfile, o: TrainOptions) -> TrainPlan:
     if spec.ffn.activation == "xielu":
         raise InputError(None, "MODEL", f"{spec.name}'s xIELU activation: what it keeps for backward is not modelled "
                          "yet, so train cannot plan it (size, fit, roofline and compare can)")
-    if spec.linear is not None:
-        raise InputError(None, "MODEL", f"{spec.name} has linear-attention layers; what their chunked scan keeps for "
-                         "backward is not modelled yet, so train cannot plan it (size, fit, roofline and compare can)")
+    if spec.linear is not None or "none" in spec.layer_attention or spec.ffn.none_layers:
+        raise InputError(None, "MODEL", f"{spec.name} has linear-attention layers or single-sublayer blocks; what "
+                         "they keep for backward is not modelled yet, so train cannot plan it (size, fit, roofline "
+                         "and compare can)")
     recipe = recipe_of(spec, o)
     base = layout_of(spec, o, recipe)
     goal = o.solve

@@ -161,6 +161,8 @@ def hf_forward(name: str, tokens: int, static: bool = False):
     # in how they should behave, only the mask differs"); the config's layer_types tells them apart.
     types = getattr(model.config, "layer_types", None) or [None] * len(out.cache.layers)
     for layer, layer_type in zip(out.cache.layers, types):
+        if type(layer).__name__ == "DummyLayer":  # Nemotron-H's MoE and MLP blocks: no cache
+            continue
         if hasattr(layer, "conv_states"):  # a linear layer (GatedDeltaNet, LFM2's conv): a fixed state, no tokens
             state = sum(t.numel() * t.element_size() for d in (layer.conv_states, layer.recurrent_states)
                         for t in d.values() if t is not None)  # LFM2 has no recurrent state
@@ -175,6 +177,19 @@ def hf_forward(name: str, tokens: int, static: bool = False):
         kind = "chunked" if layer_type == "chunked_attention" else "local" if layer.is_sliding else "global"
         layers.append((kind, window if layer.is_sliding else None, k.shape[2] * per_token, per_token))
     return flops, layers
+
+
+def _mixer_layers(spec: ModelSpec) -> ModelSpec:
+    """The spec's layers that have a mixer (the ones whose cache HF keeps): Nemotron-H's FFN-only
+    blocks become DummyLayers in HF's cache and "none" layers here; dropping them changes no number
+    compared (they hold no cache)."""
+    kinds = [k for k in spec.layer_attention if k != "none"]
+    if len(kinds) == spec.n_layers:
+        return spec
+    return ModelSpec.model_validate({**spec.model_dump(exclude_defaults=True), "n_layers": len(kinds),
+                                     "attention": {**spec.attention.model_dump(exclude_defaults=True),
+                                                   "layer_types": kinds},
+                                     "ffn": {"d_ff": 1}})
 
 
 def _is_sliding(name: str) -> bool:
@@ -268,7 +283,11 @@ def test_decoder_layers_and_mtp(name):
     if decoder is model:  # Llama4ForCausalLM.get_decoder returns the model itself; its decoder is .model
         decoder = model.model
     stacks = [m for m in decoder.children() if isinstance(m, torch.nn.ModuleList)]
-    assert len(stacks) == 1 and len(stacks[0]) == spec_of(name).n_layers
+    spec = spec_of(name)
+    # Nemotron-H's blocks are one sublayer each: HF's stack has one block per mixer and per FFN.
+    blocks = 2 * spec.n_layers - spec.attention_layers["none"] - spec.ffn_layers["none"]
+    assert len(stacks) == 1 and len(stacks[0]) == (blocks if spec_of(name).ffn.none_layers or
+                                                   "none" in spec.layer_attention else spec.n_layers)
     if name in MTP_CONFIGS:
         assert _raw(name)["num_nextn_predict_layers"] >= 1 and len(stacks[0]) == _raw(name)["num_hidden_layers"]
 
@@ -307,6 +326,7 @@ def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
     result = ours(name, tokens)
     _, layers = hf_forward(name, tokens)
     factor = _kv_factor(name)
+    spec = _mixer_layers(spec)
     state = {k.kind: k for k in result.kv.by_kind}.get("linear")
     for kind, _, seq_bytes, per_token in layers:
         if kind == "linear":  # the fixed state: HF's conv state holds one column more (see _conv_state_extra)
@@ -371,7 +391,8 @@ def test_forward_flops_equal_flop_counter(name):
 
 
 def _linear_convs(name: str) -> list[torch.nn.Conv1d]:
-    convs = {"Qwen3NextGatedDeltaNet": "conv1d", "Lfm2ShortConv": "conv", "JambaMambaMixer": "conv1d"}  # causal convs
+    convs = {"Qwen3NextGatedDeltaNet": "conv1d", "Lfm2ShortConv": "conv", "JambaMambaMixer": "conv1d",
+             "NemotronHMamba2Mixer": "conv1d"}  # each linear mixer's causal conv
     return [getattr(m, convs[type(m).__name__]) for m in hf_model(name).modules() if type(m).__name__ in convs]
 
 
@@ -434,7 +455,7 @@ LINEAR = [n for n in CONFIGS if spec_of(n).linear is not None]
 def test_linear_layer_flops_over_several_chunks(name):
     """A prefill of 2 chunks and 3 tokens (Gated DeltaNet's chunks of 64: the last one padded), so
     that the chunk count, not only the per-chunk work, is what FlopCounterMode checks."""
-    assert LINEAR == ["jamba-1.5-mini", "lfm2-1.2b", "qwen3-next-80b-a3b"]
+    assert LINEAR == ["jamba-1.5-mini", "lfm2-1.2b", "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b"]
     tokens = 2 * 64 + 3
     flops, _ = hf_forward(name, tokens)
     assert ours(name, tokens).flops.forward + _conv_padding_flops(name) == flops

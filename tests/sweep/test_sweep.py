@@ -247,8 +247,9 @@ def test_layer_counts_in_closed_form_equal_the_per_layer_lists(n_layers, pattern
     moe = {"n_experts": 4, "top_k": 1, "d_expert": 8, "first_dense_layers": first, "every": every}
     spec = ModelSpec(d_model=32, n_layers=n_layers, vocab_size=10, max_context=128, attention=attention,
                      ffn={"d_ff": 16, "moe": moe})
-    assert spec.attention_layers == {k: Counter(spec.layer_attention)[k] for k in ("global", "local", "chunked", "linear")}
-    assert spec.ffn_layers == {k: Counter(spec.layer_ffn)[k] for k in ("dense", "moe")}
+    kinds = ("global", "local", "chunked", "linear", "none")
+    assert spec.attention_layers == {k: Counter(spec.layer_attention)[k] for k in kinds}
+    assert spec.ffn_layers == {k: Counter(spec.layer_ffn)[k] for k in ("dense", "moe", "none")}
     arr = space.with_values(spec, {"n_layers": np.array([n_layers, n_layers + 1])})
     assert [int(v) for v in arr.attention_layers["local"]] == [
         Counter(spec.model_copy(update={"n_layers": n}).layer_attention)["local"] for n in (n_layers, n_layers + 1)]
