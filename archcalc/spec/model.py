@@ -75,6 +75,12 @@ def _check_numeric(model, rules: tuple[NumericRule, ...]) -> None:
             raise ValueError(rule.message(model))
 
 
+def _divisible(field: str, by: str, what: str) -> NumericRule:
+    """The rule `field` % `by` == 0 between two integer fields of one model."""
+    return NumericRule(lambda m: getattr(m, field) % getattr(m, by) == 0,
+                       lambda m: f"{field} ({getattr(m, field)}) must be divisible by {by} ({getattr(m, by)})", what)
+
+
 class _Ruled(_Frozen):
     """A part of the spec whose only cross-field checks are its NUMERIC_RULES."""
 
@@ -168,10 +174,7 @@ class GatedDeltaNetSpec(_Ruled):
     chunk: Tokens = 64  # the chunk of the chunked form (transformers and flash-linear-attention: 64)
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
-        NumericRule(lambda g: g.n_heads % g.n_key_heads == 0,
-                    lambda g: f"n_heads ({g.n_heads}) must be divisible by n_key_heads ({g.n_key_heads})",
-                    "linear n_heads divisible by n_key_heads"),
-    )
+        _divisible("n_heads", "n_key_heads", "linear n_heads divisible by n_key_heads"),)
 
     @property
     def key_width(self) -> int:
@@ -233,10 +236,7 @@ class Mamba2Spec(_Ruled):
     proj_bias: bool = False
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
-        NumericRule(lambda m: m.n_heads % m.n_groups == 0,
-                    lambda m: f"n_heads ({m.n_heads}) must be divisible by n_groups ({m.n_groups})",
-                    "mamba2 n_heads divisible by n_groups"),
-    )
+        _divisible("n_heads", "n_groups", "mamba2 n_heads divisible by n_groups"),)
 
     @property
     def inner(self) -> int:
