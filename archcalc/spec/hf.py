@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from archcalc.errors import InputError
 from archcalc.files import read_json
+from archcalc.limits import MAX_CONTEXT
 from archcalc.spec.hf_keys import checked
 
 _MISSING = object()
@@ -793,13 +794,51 @@ def _nemotron_h(r: ConfigReader) -> dict:
             "position": {"kind": "none"}, "ffn": ffn}
 
 
-def _dt_rank(r: ConfigReader, d_model: int) -> int:
-    """mamba_dt_rank, or Mamba's "auto": ceil(d_model / 16)."""
-    rank = r.cfg.get("mamba_dt_rank", "auto")
+def _pure_ssm(r: ConfigReader, mixer: dict) -> dict:
+    """A stack of Mamba blocks, each x + mixer(RMSNorm(x)) with no attention and no FFN: every layer
+    linear, none with an FFN.  attention.n_heads is a placeholder the schema needs; no layer uses it."""
+    spec = _core(r, tie_default=r.cfg.get("model_type") == "mamba")
+    L = spec["n_layers"]
+    for key in ("residual_in_fp32", "rescale_prenorm_residual", "time_step_min", "time_step_max", "time_step_floor",
+                "time_step_limit", "time_step_init_scheme", "time_step_scale", "use_mambapy", "use_cache",
+                "layer_norm_epsilon", "num_logits_to_keep"):
+        r.ignore(key, "initialisation, precision or kernel choice: no parameter, FLOP or state byte")
+    if r.get("hidden_act", default="silu") != "silu":
+        raise InputError(r.path, "hidden_act", "only silu (the conv's activation) is supported")
+    return {**spec, "max_context": r.get("max_position_embeddings", default=MAX_CONTEXT),
+            "attention": {"n_heads": 1, "layer_types": ["linear"] * L}, "linear": mixer,
+            "ffn": {"none_layers": list(range(L))}, "position": {"kind": "none"}}
+
+
+def _mamba_lm(r: ConfigReader) -> dict:
+    """Mamba-1 (state-spaces/mamba-*-hf): MambaMixer blocks, E = expand · D."""
+    return _pure_ssm(r, {"kind": "mamba", "d_state": r.get("state_size", default=16),
+                         "d_conv": r.get("conv_kernel", default=4), "expand": r.get("expand", default=2),
+                         "dt_rank": _dt_rank(r, r.get("hidden_size"), key="time_step_rank"),
+                         "conv_bias": bool(r.get("use_conv_bias", default=True)),
+                         "proj_bias": bool(r.get("use_bias", default=False))})
+
+
+def _mamba2_lm(r: ConfigReader) -> dict:
+    """Mamba-2 (Mamba-Codestral, mamba2-*-hf): Mamba2Mixer blocks."""
+    heads, head_dim, d = r.get("num_heads", default=128), r.get("head_dim", default=64), r.get("hidden_size")
+    if r.get("expand", default=2) * d != heads * head_dim:
+        raise InputError(r.path, "expand", f"expand × hidden_size must be num_heads × head_dim ({heads * head_dim})")
+    r.ignore("time_step_rank", "Mamba-2 has one Δ per head, no time-step projection")
+    return _pure_ssm(r, {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim,
+                         "d_state": r.get("state_size", default=128), "n_groups": r.get("n_groups", default=8),
+                         "conv_kernel": r.get("conv_kernel", default=4), "chunk": r.get("chunk_size", default=256),
+                         "conv_bias": bool(r.get("use_conv_bias", default=True)),
+                         "proj_bias": bool(r.get("use_bias", default=False))})
+
+
+def _dt_rank(r: ConfigReader, d_model: int, key: str = "mamba_dt_rank") -> int:
+    """The time-step rank, or Mamba's "auto": ceil(d_model / 16)."""
+    rank = r.cfg.get(key, "auto")
     if rank == "auto":
-        r.report.used[r.prefix + "mamba_dt_rank"] = "auto"
+        r.report.used[r.prefix + key] = "auto"
         return -(-d_model // 16)
-    return r.get("mamba_dt_rank")
+    return r.get(key)
 
 
 def _starcoder2(r: ConfigReader) -> dict:
@@ -892,6 +931,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "mamba": _mamba_lm, "mamba2": _mamba2_lm,
 }
 # Multimodal checkpoints keep the language model under text_config.
 TEXT_CONFIG_KEYS = ("text_config",)

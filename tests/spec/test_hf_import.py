@@ -53,8 +53,8 @@ def test_every_key_lands_in_one_list():
 
 
 def test_unknown_model_type_is_an_error():
-    with pytest.raises(InputError, match="'mamba' is not supported"):
-        _spec({**LLAMA, "model_type": "mamba"})
+    with pytest.raises(InputError, match="'rwkv' is not supported"):
+        _spec({**LLAMA, "model_type": "rwkv"})
 
 
 def test_qwen2_sliding_window_voided_by_use_sliding_window():
