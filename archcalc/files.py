@@ -224,8 +224,21 @@ def read_yaml(path: Path) -> dict:
     return data
 
 
-def read_json(path: Path) -> dict:
-    """A JSON object; duplicate keys, NaN and Infinity are errors (JSON has neither)."""
+class NonFinite:
+    """NaN or ±Infinity where a file wrote one (Python's json.dump writes them): no type a key
+    takes, so reading it as any number, string or flag is an error naming the key."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def read_json(path: Path, non_finite: bool = False) -> dict:
+    """A JSON object; duplicate keys are errors, and so are NaN and Infinity (JSON has neither)
+    unless `non_finite`: then each is a NonFinite, which only a key nobody reads may hold
+    (transformers writes Mamba-2's time_step_limit as [0.0, Infinity])."""
     def pairs(items):
         out = {}
         for key, value in items:
@@ -235,6 +248,8 @@ def read_json(path: Path) -> dict:
         return out
 
     def constant(name):
+        if non_finite:
+            return NonFinite(name)
         raise InputError(str(path), None, f"{name} is not JSON")
 
     try:

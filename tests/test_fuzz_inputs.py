@@ -71,7 +71,7 @@ def test_special_files_are_one_line_each(tmp_path):
         "folder.yaml": "is a folder", "pipe.yaml": "not a regular file", "loop-a.yaml": "cannot read",
         "latin1.yaml": "not UTF-8", "nul.yaml": "NUL byte", "deep.yaml": "", "deep.json": "nested too deep",
         "dup.yaml": "duplicate key 'd_model'", "dup.json": "duplicate key", "list.json": "JSON object",
-        "nan.json": "NaN is not JSON", "big.yaml": "at most",
+        "nan.json": "n_embd: NaN is not valid; expected an integer", "big.yaml": "at most",
     }
     for name, words in cases.items():
         r = invoke("size", str(tmp_path / name))

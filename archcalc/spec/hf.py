@@ -805,6 +805,18 @@ def _pure_ssm(r: ConfigReader, mixer: dict) -> dict:
         r.ignore(key, "initialisation, precision or kernel choice: no parameter, FLOP or state byte")
     if r.get("hidden_act", default="silu") != "silu":
         raise InputError(r.path, "hidden_act", "only silu (the conv's activation) is supported")
+    # transformers derives the mixer's width from expand (Mamba-2: checks it against heads × head_dim)
+    # and always builds RMSNorms: these legacy mamba_ssm keys change nothing it builds.
+    inner = r.get("expand", default=2) * spec["d_model"]
+    for key in ("intermediate_size", "d_inner"):
+        if r.cfg.get(key) is not None and r.get(key) != inner:
+            raise InputError(r.path, key, f"{r.cfg[key]} differs from expand × hidden_size = {inner}, which "
+                             "transformers builds")
+    if r.get("rms_norm", default=True) is not True:
+        raise InputError(r.path, "rms_norm", "transformers' Mamba always uses RMSNorm")
+    for key in ("fused_add_norm", "norm_before_gate", "ssm_cfg"):
+        r.ignore(key, "a mamba_ssm kernel or layout option: the same weights")
+    r.ignore("pad_vocab_size_multiple", "vocab_size is already the padded size")
     return {**spec, "max_context": r.get("max_position_embeddings", default=MAX_CONTEXT),
             "attention": {"n_heads": 1, "layer_types": ["linear"] * L}, "linear": mixer,
             "ffn": {"none_layers": list(range(L))}, "position": {"kind": "none"}}
@@ -972,7 +984,7 @@ def read_config(path: str | Path) -> dict:
         if not (p / "config.json").exists():
             raise InputError(str(path), None, "is a folder without a config.json")
         p = p / "config.json"
-    return read_json(p)
+    return read_json(p, non_finite=True)
 
 
 def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
