@@ -23,8 +23,8 @@ from archcalc.spec.model import ModelSpec
 # training step costs 3× the forward matmul and attention FLOPs (the "6N" of
 # 2N forward + 4N backward).  Activation recomputation would add one forward.
 TRAIN_FLOPS_FACTOR = 3
-COMPONENTS = ("embedding", "projection", "position", "attention", "ffn", "experts", "router", "norms", "residual",
-              "lm_head")
+COMPONENTS = ("embedding", "projection", "position", "attention", "linear", "ffn", "experts", "router", "norms",
+              "residual", "lm_head")
 
 
 @dataclass(frozen=True)

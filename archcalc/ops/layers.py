@@ -179,11 +179,11 @@ def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op
     m, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
     H, I, C = m.n_heads, m.inner, m.conv_channels
     in_width = I + C + H  # the gate z; x, B, C; Δ
-    norm = ops.norm("layers.linear.norm", wl, I, "rmsnorm", False, count=n, component="attention")
+    norm = ops.norm("layers.linear.norm", wl, I, "rmsnorm", False, count=n, component="linear")
     return [
-        ops.matmul("layers.linear.in_proj", "attention", wl, D, in_width, bias_width=in_width if m.proj_bias else 0,
+        ops.matmul("layers.linear.in_proj", "linear", wl, D, in_width, bias_width=in_width if m.proj_bias else 0,
                    count=n),
-        ops.contraction("layers.linear.conv", "attention", wl, C * m.conv_kernel, 2 * C, count=n,
+        ops.contraction("layers.linear.conv", "linear", wl, C * m.conv_kernel, 2 * C, count=n,
                         params=C * m.conv_kernel + (C if m.conv_bias else 0),
                         shapes=((C, 1, m.conv_kernel),) + (((C,),) if m.conv_bias else ())),
         replace(ops.state_space_duality("layers.linear.core", wl, conv, n_heads=H, head_dim=m.head_dim,
@@ -191,7 +191,7 @@ def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op
                                         count=n), shapes=((H,),) * 3),  # dt_bias, A_log, D
         # norm(y ⊙ silu(z)) over I, in n_groups groups: one weight of I
         replace(norm, vector_flops=norm.vector_flops + (ops.ACTIVATION_FLOPS["silu"] + 1) * wl.tokens * I),
-        ops.matmul("layers.linear.out_proj", "attention", wl, I, D, bias_width=D if m.proj_bias else 0, count=n,
+        ops.matmul("layers.linear.out_proj", "linear", wl, I, D, bias_width=D if m.proj_bias else 0, count=n,
                    tp="row"),
     ]
 
@@ -201,21 +201,21 @@ def _mamba_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     m, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
     E, N, R, K = m.expand * D, m.d_state, m.dt_rank, m.d_conv
     out = [
-        ops.matmul("layers.linear.in_proj", "attention", wl, D, 2 * E, bias_width=2 * E if m.proj_bias else 0,
+        ops.matmul("layers.linear.in_proj", "linear", wl, D, 2 * E, bias_width=2 * E if m.proj_bias else 0,
                    count=n, parts=(E, E)),  # x and the gate z, one nn.Linear of 2E rows
-        ops.contraction("layers.linear.conv", "attention", wl, E * K, 2 * E, count=n,
+        ops.contraction("layers.linear.conv", "linear", wl, E * K, 2 * E, count=n,
                         params=E * K + (E if m.conv_bias else 0),
                         shapes=((E, 1, K),) + (((E,),) if m.conv_bias else ())),
-        ops.matmul("layers.linear.x_proj", "attention", wl, E, R + 2 * N, count=n, tp="row"),
+        ops.matmul("layers.linear.x_proj", "linear", wl, E, R + 2 * N, count=n, tp="row"),
     ]
     if m.bc_norms:  # Jamba: RMSNorms of Δ (dt_rank), B and C (d_state each), whatever norm.kind says
-        out += [ops.norm(f"layers.linear.{x}_norm", wl, w, "rmsnorm", False, count=n, component="attention")
+        out += [ops.norm(f"layers.linear.{x}_norm", wl, w, "rmsnorm", False, count=n, component="linear")
                 for x, w in (("dt", R), ("b", N), ("c", N))]
     out += [
-        ops.matmul("layers.linear.dt_proj", "attention", wl, R, E, bias_width=E, count=n),
+        ops.matmul("layers.linear.dt_proj", "linear", wl, R, E, bias_width=E, count=n),
         replace(ops.selective_scan("layers.linear.core", wl, channels=E, d_state=N, conv_values=E * (K - 1), count=n),
                 shapes=((E, N), (E,))),  # A_log and D
-        ops.matmul("layers.linear.out_proj", "attention", wl, E, D, bias_width=D if m.proj_bias else 0, count=n,
+        ops.matmul("layers.linear.out_proj", "linear", wl, E, D, bias_width=D if m.proj_bias else 0, count=n,
                    tp="row"),
     ]
     return out
@@ -226,13 +226,13 @@ def _short_conv_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     c, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
     bias = D if c.bias else 0
     return [
-        ops.matmul("layers.linear.in_proj", "attention", wl, D, 3 * D, bias_width=3 * bias, count=n),
+        ops.matmul("layers.linear.in_proj", "linear", wl, D, 3 * D, bias_width=3 * bias, count=n),
         # B ⊙ x, then C ⊙ conv(B ⊙ x): two products per channel; the state is the conv's last inputs.
         ops.conv_state("layers.linear.gates", wl, D, 2, conv_values=D * (c.conv_kernel - 1), count=n),
-        ops.contraction("layers.linear.conv", "attention", wl, D * c.conv_kernel, 2 * D, count=n,
+        ops.contraction("layers.linear.conv", "linear", wl, D * c.conv_kernel, 2 * D, count=n,
                         params=D * c.conv_kernel + bias,
                         shapes=((D, 1, c.conv_kernel),) + (((D,),) if c.bias else ())),
-        ops.matmul("layers.linear.out_proj", "attention", wl, D, D, bias_width=bias, count=n, tp="row"),
+        ops.matmul("layers.linear.out_proj", "linear", wl, D, D, bias_width=bias, count=n, tp="row"),
     ]
 
 
@@ -242,11 +242,11 @@ def _gated_deltanet_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     g, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
     Hv, Kd, Vd, C = g.n_heads, g.key_width, g.value_width, g.conv_channels
     qkvz, ba = 2 * Kd + 2 * Vd, 2 * Hv  # q, k, v and the gate z; β and α per value head
-    proj = ops.matmul("layers.linear.in_proj", "attention", wl, D, qkvz + ba, count=n, parts=(qkvz, ba))
+    proj = ops.matmul("layers.linear.in_proj", "linear", wl, D, qkvz + ba, count=n, parts=(qkvz, ba))
     return [
         proj,
         # Depthwise causal conv over q, k, v: conv_kernel MACs per channel per token (no bias).
-        ops.contraction("layers.linear.conv", "attention", wl, C * g.conv_kernel, 2 * C, count=n,
+        ops.contraction("layers.linear.conv", "linear", wl, C * g.conv_kernel, 2 * C, count=n,
                         params=C * g.conv_kernel, shapes=((C, 1, g.conv_kernel),)),
         replace(ops.linear_attention("layers.linear.core", wl, n_heads=Hv, key_heads=g.n_key_heads,
                                      key_dim=g.key_head_dim, value_dim=g.value_head_dim, chunk=g.chunk,
@@ -254,9 +254,9 @@ def _gated_deltanet_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
                 shapes=((Hv,), (Hv,))),  # dt_bias and A_log, one each per value head
         # RMSNorm of each value head, times silu(z): one weight of value_head_dim per layer.
         replace(ops.norm("layers.linear.norm", wl, g.value_head_dim, "rmsnorm", False, count=n, tokens=wl.tokens * Hv,
-                         component="attention"), vector_flops=(ops.RMSNORM_FLOPS + ops.ACTIVATION_FLOPS["silu"] + 1)
+                         component="linear"), vector_flops=(ops.RMSNORM_FLOPS + ops.ACTIVATION_FLOPS["silu"] + 1)
                 * wl.tokens * Vd),
-        ops.matmul("layers.linear.out_proj", "attention", wl, Vd, D, count=n, tp="row"),
+        ops.matmul("layers.linear.out_proj", "linear", wl, Vd, D, count=n, tp="row"),
     ]
 
 

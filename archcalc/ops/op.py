@@ -34,7 +34,8 @@ OpKind = Literal["matmul", "attention", "norm", "elementwise", "gather", "collec
 Sharding = Literal["split", "row", "replicated", "qkv"]
 # projection: OPT-350m's project_in / project_out between the embedding width and d_model.
 # vision: a multimodal checkpoint's image encoder (ops/vision.py, not in model_ops).
-Component = Literal["embedding", "projection", "position", "attention", "ffn", "experts", "router", "norms",
+# linear: the mixers of linear layers (Gated DeltaNet, short conv, Mamba, Mamba-2).
+Component = Literal["embedding", "projection", "position", "attention", "linear", "ffn", "experts", "router", "norms",
                     "residual", "lm_head", "vision"]
 
 
@@ -331,7 +332,7 @@ def linear_attention(name: str, wl: Workload, *, n_heads: int, key_heads: int, k
         chunks = ceil_div(t, c)
         flops, vector = b * n_heads * chunks * (4 * c * c * dk + 2 * c * c * dv + 6 * c * dk * dv), 0
     return Op(
-        name, "attention", "attention",
+        name, "attention", "linear",
         AttentionDims(b, t, wl.context, n_heads, key_heads, dk, dv, None, 0, "linear", state, conv_values), count,
         params=params, active_params=params, flops=flops, vector_flops=vector,
         weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
@@ -356,7 +357,7 @@ def selective_scan(name: str, wl: Workload, *, channels: int, d_state: int, conv
     state = channels * d_state
     params = state + channels
     return Op(
-        name, "attention", "attention",
+        name, "attention", "linear",
         # Channels stand as the "heads": tensor parallelism splits them, and the state with them.
         AttentionDims(b, wl.new_tokens, wl.context, channels, channels, d_state, 1, None, 0, "linear", state,
                       conv_values),
@@ -396,7 +397,7 @@ def state_space_duality(name: str, wl: Workload, convention: FlopsConvention, *,
             vector = passing * c
     params = 3 * n_heads
     return Op(
-        name, "attention", "attention",
+        name, "attention", "linear",
         # Heads as the "heads": tensor parallelism splits them, and the state with them.
         AttentionDims(b, t, wl.context, n_heads, n_heads, N, P, None, 0, "linear", state, conv_values), count,
         # + D·x per channel (mul, add); the gate silu(z) sits in the gated norm after the scan
@@ -413,7 +414,7 @@ def conv_state(name: str, wl: Workload, width: int, flops_per_element: int, *, c
     gating over `width` channels, held as an attention-kind op so that its state is cached like one."""
     b, t = wl.batch, wl.new_tokens
     return Op(
-        name, "attention", "attention",
+        name, "attention", "linear",
         AttentionDims(b, t, wl.context, width, width, 1, 1, None, 0, "linear", 0, conv_values), count,  # channels as heads
         vector_flops=flops_per_element * wl.tokens * width,
         act_bytes=nbytes(3 * wl.tokens * width, wl.act_dtype),  # B, C, x in; the gated output out

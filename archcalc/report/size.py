@@ -112,7 +112,8 @@ def size_tables(r: SizeResult) -> Group:
     tok = r.tokens
     flops.add_row("forward", si(r.forward_per_token, "FLOP"), si(f.forward, "FLOP"))
     flops.add_row("  matmul", si(f.matmul / tok, "FLOP"), si(f.matmul, "FLOP"))
-    flops.add_row("  attention (QKᵀ, PV)", si(f.attention / tok, "FLOP"), si(f.attention, "FLOP"))
+    core = "attention (QKᵀ, PV) and linear cores (scans)" if spec.linear is not None else "attention (QKᵀ, PV)"
+    flops.add_row(f"  {core}", si(f.attention / tok, "FLOP"), si(f.attention, "FLOP"))
     vector_note = "" if r.convention.count_vector else " (not in total)"
     flops.add_row(f"  elementwise{vector_note}", si(f.vector / tok, "FLOP"), si(f.vector, "FLOP"))
     flops.add_row(f"training (forward + backward = {TRAIN_FLOPS_FACTOR}× forward)",

@@ -222,3 +222,19 @@ def test_linear_layer_state_per_sequence(engine, per_layer):
     # 3 sequences; 2 GPUs split the heads (llama.cpp: the layers), so the state, in two; nothing grows with context.
     assert (linear.layers, linear.cells, linear.state_bytes) == (36, 0, 3 * per_layer / 2)
     assert linear.bytes == 36 * 3 * per_layer / 2
+
+
+def test_vllm_pure_state_space_model_pools_whole_states():
+    """mistralai/Mamba-Codestral-7B-v0.1: 64 Mamba-2 layers, no attention.  vLLM's pool is whole
+    requests' states: per layer (128 heads · 64 · 128 state + 10,240 conv channels · 3) · 2 B =
+    2,158,592 B, 138,149,888 B for the 64 layers, whatever max_model_len is; the concurrency is the
+    memory available for the cache over that."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model("tests/data/hf/mamba-codestral-7b.json")[0]
+    plan = Planner(spec, load_hardware("h100-sxm"), Deployment(engine="vllm")).plan(1_000_000, 1)
+    per_request = 64 * (128 * 64 * 128 + 10_240 * 3) * 2
+    assert per_request == 138_149_888 and plan.startup.needed == per_request
+    assert plan.startup.max_batch() == plan.startup.available // per_request
+    assert [k.kind for k in plan.kv] == ["linear"] and plan.kv[0].bytes == per_request

@@ -81,6 +81,8 @@ def vllm_groups(kinds: list[AttnKind]) -> tuple[int, dict[str, int]]:
     group of all layers.  Hybrid: every group has `size` layer slots, the last
     group of a kind padded (Gemma-3-27B: 52 local + 10 global layers -> size
     10, 6 + 1 groups, 8 padding layers)."""
+    if not kinds:  # no attention layer at all (a pure state-space model)
+        return 0, {}
     if len(kinds) == 1:
         return kinds[0].layers, {kinds[0].kind: 1}
     counts = [k.layers for k in kinds]
@@ -120,6 +122,8 @@ class VllmReport:
 
     @property
     def note(self) -> str:
+        if not self.groups:
+            return f"One request of {self.max_model_len:,} holds the linear layers' states: {binary(self.needed)}."
         groups = f"{self.groups} group{'s' * (self.groups > 1)} of {self.group_size} layers"
         padding = f" ({self.padding_layers} of them padding)" if self.padding_layers else ""
         return (f"KV for one request of {self.max_model_len:,}: the layers need {binary(self.layers_needed)}; "
@@ -212,7 +216,7 @@ class VllmEngine(Engine):
 
     def page_bytes(self, kinds: list[AttnKind], block: int = VLLM_BLOCK_SIZE) -> int:
         # All our layer kinds share one page size (same KV width); vLLM requires it.
-        return int(block * max(k.token_bytes for k in kinds))
+        return int(block * max((k.token_bytes for k in kinds), default=0))
 
     def blocks_per_request(self, kinds: list[AttnKind], max_model_len: int, mnbt: int,
                            block: int = VLLM_BLOCK_SIZE) -> int:
@@ -261,6 +265,9 @@ class VllmEngine(Engine):
         available_blocks = available - states
         size, groups = vllm_groups(kinds)
         page = self.page_bytes(kinds, block)
+        blocks_per_request = self.blocks_per_request(kinds, max_model_len, mnbt, block)
+        if not kinds:  # every layer linear: the pool is whole requests' states, one "block" each
+            page, size, blocks_per_request, available_blocks, states = states, 1, 1, available, 0
         estimated, error = None, None
         if available <= 0:
             error = VLLM_NO_MEMORY
@@ -273,5 +280,4 @@ class VllmEngine(Engine):
             max_model_len, available, needed, self.layers_needed(full, max_model_len, mnbt, block), page, size,
             sum(groups.values()), sum(groups[k.kind] * size - k.layers for k in kinds),
             num_blocks=max(0, available_blocks) // (page * size),
-            blocks_per_request=self.blocks_per_request(kinds, max_model_len, mnbt, block),
-            estimated_max_model_len=estimated, error=error, state_bytes=states)
+            blocks_per_request=blocks_per_request, estimated_max_model_len=estimated, error=error, state_bytes=states)
