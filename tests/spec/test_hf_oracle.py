@@ -460,3 +460,37 @@ def test_linear_layer_flops_over_several_chunks(name):
     tokens = 2 * 64 + 3
     flops, _ = hf_forward(name, tokens)
     assert ours(name, tokens).flops.forward + _conv_padding_flops(name) == flops
+
+
+# Families read by the mapping for which no real config.json was found (tests/data/hf/SOURCES.md,
+# "Missing"): pinned instead on configs transformers' own config classes build (their defaults,
+# shrunk), so that the mapping still meets the modules it describes.
+NO_FIXTURE = {
+    "cohere2": {"sliding_window": 4},
+    "olmo3": {"sliding_window": 4},
+    "codegen": {"n_embd": 64, "n_layer": 2, "n_head": 4, "rotary_dim": 8, "n_positions": 64},
+    "granitemoe": {"num_local_experts": 4, "num_experts_per_tok": 2},
+    "granitemoeshared": {"num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 48},
+}
+SMALL = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4,
+         "num_attention_heads": 4, "num_key_value_heads": 2}
+
+
+@pytest.mark.parametrize("model_type", sorted(NO_FIXTURE))
+def test_families_without_a_fixture_equal_hf_on_its_own_config(model_type):
+    from archcalc.spec.hf import spec_dict_from_config
+
+    small = {} if model_type == "codegen" else SMALL
+    config = AutoConfig.for_model(model_type, **{**small, "vocab_size": 100, **NO_FIXTURE[model_type]})
+    raw = json.loads(config.to_json_string())  # the config.json transformers itself would write
+    data, _ = spec_dict_from_config(raw, "config.json")
+    spec = ModelSpec.model_validate({"name": model_type, **data})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                 experts_implementation="batched_mm", dtype=DTYPE)
+    ids = torch.zeros(1, SHORT, dtype=torch.long, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(input_ids=ids)
+    ours_ = size(spec, Workload.forward(SHORT), CONVENTIONS["torch"])
+    assert ours_.params.total == sum(p.numel() for p in model.parameters())
+    assert ours_.flops.forward == counter.get_total_flops()
