@@ -207,15 +207,16 @@ def fit(model: Model, gpu: Gpu, *, gpus: int = 1, tp: int | None = None, context
         dtype: str = "bf16", kv_dtype: str | None = None, engine: str = "vllm", gpu_memory_utilization: float = 0.9,
         max_num_batched_tokens: int | None = None, ubatch: int | None = None,
         reserve: float | str | None = None, weights: str | None = None, kv_unified: bool = True,
-        swa_full: bool = False, block_size: int = 16, kv_dtype_v: str | None = None) -> FitResult:
+        swa_full: bool = False, block_size: int = 16, kv_dtype_v: str | None = None, mtp: bool = False) -> FitResult:
     """The memory plan per GPU at `context` (default: the model's max) × `batch`,
     the verdict, and the largest context, largest batch and fewest GPUs.
-    weights: a checkpoint format ("gguf:Q4_K_M") for the weights instead of `dtype`."""
+    weights: a checkpoint format ("gguf:Q4_K_M") for the weights instead of `dtype`.
+    mtp: also load the checkpoint's multi-token-prediction modules (for MTP speculative decoding)."""
     from archcalc.serving.planner import solve
 
     spec, warnings, dep, context = _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine,
                                                gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve,
-                                               weights, kv_unified, swa_full, block_size, kv_dtype_v)
+                                               weights, kv_unified, swa_full, block_size, kv_dtype_v, mtp)
     result = solve(spec, load_gpu(gpu), dep, context, batch)
     return replace(result, warnings=tuple(warnings) + result.warnings)
 
@@ -225,14 +226,14 @@ def fit_all_gpus(model: Model, *, gpus: int = 1, tp: int | None = None, context:
                  gpu_memory_utilization: float = 0.9, max_num_batched_tokens: int | None = None,
                  ubatch: int | None = None, reserve: float | str | None = None,
                  weights: str | None = None, kv_unified: bool = True, swa_full: bool = False,
-                 block_size: int = 16, kv_dtype_v: str | None = None) -> FitAllResult:
+                 block_size: int = 16, kv_dtype_v: str | None = None, mtp: bool = False) -> FitAllResult:
     """`fit` on every bundled device: the plan and the largest context on each."""
     from archcalc.serving.planner import FitAllResult, fit_all
     from archcalc.serving.planner import warnings as fit_warnings
 
     spec, warnings, dep, context = _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine,
                                                gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve,
-                                               weights, kv_unified, swa_full, block_size, kv_dtype_v)
+                                               weights, kv_unified, swa_full, block_size, kv_dtype_v, mtp)
     rows = fit_all(spec, dep, context, batch)
     return FitAllResult(rows, tuple(warnings + fit_warnings(spec, dep, context)))
 
@@ -462,7 +463,7 @@ def _fraction(option: str, value) -> float:
 
 def _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
                 max_num_batched_tokens, ubatch, reserve, weights=None, kv_unified=True, swa_full=False,
-                block_size=16, kv_dtype_v=None):
+                block_size=16, kv_dtype_v=None, mtp=False):
     """The spec, its load warnings, a checked Deployment and the context (default: the model's max)."""
     from archcalc.serving.deployment import Deployment, check_reserve, parse_bytes
     from archcalc.serving.planner import check_deployment
@@ -483,7 +484,7 @@ def _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_me
     spec, warnings = load(model)
     dep = Deployment(engine=engine, gpus=gpus, tp=tp, weight_dtype=dtype, kv_dtype=kv_dtype, weights=weights,
                      kv_unified=bool(kv_unified), swa_full=bool(swa_full), block_size=block_size,
-                     kv_dtype_v=kv_dtype_v,
+                     kv_dtype_v=kv_dtype_v, mtp=bool(mtp),
                      gpu_memory_utilization=_fraction("--gpu-memory-utilization", gpu_memory_utilization),
                      reserve=reserve, **options)
     check_deployment(spec, dep)

@@ -53,11 +53,13 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
 @click.option("--swa-full", is_flag=True, help="llama.cpp: sliding-window layers cache the whole context.")
 @click.option("--weights", type=click.Choice(list(WEIGHT_FORMATS)),
               help="A GGUF checkpoint's mix instead of --dtype for the weights (llama.cpp's per-tensor types).")
+@click.option("--mtp", is_flag=True, help="Also load the checkpoint's multi-token-prediction modules (MTP speculative "
+                                         "decoding); size reports them apart.")
 @click.option("--reserve", help="Runtime reserve per GPU, e.g. 2GiB or bytes (default per engine: plain 512 MiB, "
                                 "vllm non-torch 1 GiB, 2 GiB with TP; llamacpp 1024 MiB fit margin).")
 @json_option
 def fit(model, gpu, all_gpus, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
-        max_num_batched_tokens, ubatch, kv_dtype_v, block_size, kv_unified, swa_full, weights, reserve, as_json):
+        max_num_batched_tokens, ubatch, kv_dtype_v, block_size, kv_unified, swa_full, weights, mtp, reserve, as_json):
     """Does MODEL fit: a memory plan per GPU, a verdict, and the largest
     context, largest batch and fewest GPUs that fit."""
     if bool(gpu) == all_gpus:
@@ -65,7 +67,7 @@ def fit(model, gpu, all_gpus, gpus, tp, context, batch, dtype, kv_dtype, engine,
     options = dict(gpus=gpus, tp=tp, context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, engine=engine,
                    gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
                    ubatch=ubatch, reserve=reserve, weights=weights, kv_unified=kv_unified, swa_full=swa_full,
-                   block_size=int(block_size), kv_dtype_v=kv_dtype_v)
+                   block_size=int(block_size), kv_dtype_v=kv_dtype_v, mtp=mtp)
     from archcalc.report import fit as views
 
     if all_gpus:

@@ -13,6 +13,7 @@ from archcalc.ops.arrays import nonzero
 from archcalc.ops.conventions import FlopsConvention
 from archcalc.ops.dtypes import WEIGHT_DTYPES, kept_dtype, nbytes
 from archcalc.ops.layers import model_ops
+from archcalc.ops.mtp import mtp_ops
 from archcalc.ops.vision import vision_ops
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
@@ -133,6 +134,7 @@ class SizeResult:
     kv: KVCache
     warnings: tuple[str, ...] = ()  # e.g. a context beyond the model's maximum
     vision_params: int = 0  # a multimodal checkpoint's image encoder + projector: NOT in params (ops/vision.py)
+    mtp_params: int = 0  # the checkpoint's multi-token-prediction modules: NOT in params (ops/mtp.py)
     checkpoint: object = None  # ops.checkpoints.CheckpointSize with --weights: the stored tensor types and bytes
 
     def to_dict(self, ops: bool = False) -> dict:
@@ -165,4 +167,5 @@ def size(spec: ModelSpec, wl: Workload, convention: FlopsConvention) -> SizeResu
         flops=flop_counts(op_list, convention),
         kv=kv_cache(op_list, wl.context, wl.batch, wl.kv_dtype),
         vision_params=param_counts(vision_ops(spec)).total,
+        mtp_params=param_counts(mtp_ops(spec)).total,
     )

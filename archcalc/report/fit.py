@@ -52,7 +52,8 @@ def fit_json(plan: FitPlan, solutions: dict[str, Solution], warnings: list[str] 
         "plan": {
             "capacity": plan.capacity,
             "weights": {"bytes": plan.weights.bytes, "split": plan.weights.split,
-                        "replicated": plan.weights.replicated, "vision": plan.weights.vision},
+                        "replicated": plan.weights.replicated, "vision": plan.weights.vision,
+                        "mtp": plan.weights.mtp},
             "kv_cache": {
                 "bytes": plan.kv_bytes,
                 "by_layer_kind": [{"kind": k.kind, "layers": k.layers, "charged_layers": k.charged_layers,
@@ -105,6 +106,8 @@ def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
                                          if dep.tensor_parallel > 1 else "")
     if w.vision:
         how += f"; with the vision tower + projector, {binary(w.vision)}"
+    if w.mtp:
+        how += f"; with the MTP modules, {binary(w.mtp)}"
     table.add_row("weights", nbytes(w.bytes), _pct(w.bytes, cap), how)
     per_value = "" if plan.kv_type.startswith("K ") else f", {plan.kv_bytes_per_value:g} B per value"
     table.add_row("KV cache", nbytes(plan.kv_bytes), _pct(plan.kv_bytes, cap), f"{plan.kv_type}{per_value}")

@@ -34,6 +34,7 @@ def size_json(r: SizeResult, ops: bool = False) -> dict:
             "total": p.total, "active": p.active, "embedding": p.embedding, "non_embedding": p.non_embedding,
             "tied_embeddings": spec.tie_embeddings, "by_component": p.by_component,
             "vision": r.vision_params,  # the checkpoint's image encoder + projector, not in total
+            "mtp": r.mtp_params,  # the checkpoint's multi-token-prediction modules, not in total
         },
         "weights": {
             "bytes": r.weight_bytes[wl.weight_dtype] if wl.weight_dtype in r.weight_bytes else None,
@@ -87,6 +88,9 @@ def size_tables(r: SizeResult) -> Group:
     params.add_row("non-embedding", count(p.non_embedding), f"{p.non_embedding / p.total:.1%}")
     for component, n in p.by_component.items():
         params.add_row(f"  {component}", count(n), f"{n / p.total:.1%}")
+    if r.mtp_params:
+        params.add_row("multi-token-prediction modules (checkpoint only; not in the total)", count(r.mtp_params),
+                       f"+{r.mtp_params / p.total:.1%}")
     if r.vision_params:
         params.add_row("vision tower + projector (not in the total; fit loads them)", count(r.vision_params),
                        f"+{r.vision_params / p.total:.1%}")

@@ -27,6 +27,7 @@ class Deployment:
     kv_unified: bool = True  # llama.cpp --kv-unified: one cache for every slot (False: one stream per slot)
     swa_full: bool = False  # llama.cpp --swa-full: sliding-window layers cache the whole context
     weights: str | None = None  # a checkpoint format ("gguf:Q4_K_M", ops/checkpoints.py) instead of --dtype for the weights
+    mtp: bool = False  # --mtp: also load the checkpoint's multi-token-prediction modules (MTP speculative decoding)
 
     @property
     def tensor_parallel(self) -> int:

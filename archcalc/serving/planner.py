@@ -34,6 +34,7 @@ from archcalc.ops import op as opsmod
 from archcalc.ops.dtypes import WEIGHT_DTYPES
 from archcalc.ops.layers import model_ops
 from archcalc.ops.checkpoints import WEIGHT_FORMATS, checkpoint_size
+from archcalc.ops.mtp import mtp_ops
 from archcalc.ops.vision import vision_ops
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
@@ -55,10 +56,11 @@ class Weights:
     split: float  # bytes of ops divided among the GPUs, this GPU's part
     replicated: float  # bytes of ops every GPU holds whole (norms, routers, MLA down-projections, ...)
     vision: float = 0.0  # this GPU's part of a multimodal checkpoint's image encoder + projector
+    mtp: float = 0.0  # with --mtp, this GPU's part of the multi-token-prediction modules
 
     @property
     def bytes(self) -> float:
-        return self.split + self.replicated + self.vision
+        return self.split + self.replicated + self.vision + self.mtp
 
 
 @dataclass(frozen=True)
@@ -206,9 +208,11 @@ class Planner:
         # A multimodal checkpoint's image encoder and projector load too, split like the other
         # layers under TP (vLLM's SigLIP runs on parallel linear layers).
         vision = weight_bytes(vision_ops(spec), dep.weight_dtype) / self.tp
+        # --mtp: the MTP modules load too, split like the layers (vLLM's MTP drafter runs under the same TP).
+        mtp = weight_bytes(mtp_ops(spec, dep.weight_dtype), dep.weight_dtype) / self.tp if dep.mtp else 0.0
         if dep.weights:  # a stored checkpoint (a GGUF file, MXFP4 experts): every tensor at its type, over the GPUs
             split, replicated = checkpoint_size(spec, base, dep.weights).bytes / self.tp, 0.0
-        self.weights = Weights(split, replicated, vision)
+        self.weights = Weights(split, replicated, vision, mtp)
         self.kinds = [AttnKind(op.dims.layer_kind, op.count, op.dims.window,
                                self.engine.token_bytes(op, self.kv_bytes_per_value, v_bytes,
                                                        self.engine.kv_share(op, self.tp)),

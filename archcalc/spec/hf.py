@@ -375,6 +375,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     moe = _moe(r, family, spec["n_layers"])
     if moe:
         ffn["moe"] = moe
+    if family in ("glm4_moe", "dots1"):
+        spec["mtp"] = _mtp(r)
     return {**spec, "max_context": limit, "attention": att, "ffn": ffn, "norm": norm, "position": pos,
             "residual": residual}
 
@@ -895,9 +897,16 @@ def _deepseek(r: ConfigReader) -> dict:
     att = {"kind": "mla", "n_heads": r.get("num_attention_heads"), "q_lora_rank": r.get("q_lora_rank", default=None),
            "kv_lora_rank": r.get("kv_lora_rank"), "qk_nope_head_dim": r.get("qk_nope_head_dim"),
            "qk_rope_head_dim": r.get("qk_rope_head_dim"), "v_head_dim": r.get("v_head_dim")}
-    return {**spec, "max_context": limit, "attention": att, "position": pos,
+    return {**spec, "max_context": limit, "attention": att, "position": pos, "mtp": _mtp(r),
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
                     "moe": _deepseek_moe(r, n_layers)}}
+
+
+def _mtp(r: ConfigReader) -> dict | None:
+    """num_nextn_predict_layers (DeepSeek-V3, GLM-4.5): MTP modules with their own embedding and
+    head copies, in the checkpoint only (spec.mtp: reported apart, in no total)."""
+    n = r.get("num_nextn_predict_layers", default=0)
+    return {"layers": n, "copies": True} if n else None
 
 
 def _deepseek_moe(r: ConfigReader, n_layers: int) -> dict:
@@ -909,9 +918,6 @@ def _deepseek_moe(r: ConfigReader, n_layers: int) -> dict:
     moe = {"n_experts": r.get("n_routed_experts"), "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
            # The shared experts run as one MLP of n_shared × the expert width.
            "d_shared": r.get("n_shared_experts", default=0) * d_expert}
-    if r.has("num_nextn_predict_layers"):
-        r.ignore("num_nextn_predict_layers", "multi-token-prediction layers are in the checkpoint, not in the "
-                 "HF model: not counted")
     return _with_layers(moe, [i for i in range(n_layers) if i >= first_dense and i % freq == 0], n_layers)
 
 

@@ -393,6 +393,14 @@ class VisionSpec(_Frozen):
         return (self.image_size // self.patch_size) ** 2
 
 
+class MTPSpec(_Frozen):
+    """Multi-token-prediction modules the checkpoint stores (ops/mtp.py): not part of the model
+    transformers builds, so in no total; `size` reports them apart."""
+
+    layers: Layers = 1
+    copies: bool = False  # each module stores its own embedding and head (DeepSeek-V3, GLM-4.5)
+
+
 class ModelSpec(_Frozen):
     name: str = "model"
     source: str | None = None  # where the numbers come from (a config.json URL)
@@ -418,6 +426,7 @@ class ModelSpec(_Frozen):
     residual: ResidualSpec = Field(default_factory=ResidualSpec)
     training: TrainingSpec | None = None
     vision: VisionSpec | None = None
+    mtp: MTPSpec | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -91,3 +91,20 @@ def test_kv_at_context_caps_windows():
 
 def test_kv_dtype_scales_bytes():
     assert sized(spec_of("llama-3.1-8b"), kv_dtype="fp8").kv.bytes_per_token == 65_536
+
+
+def test_multi_token_prediction_modules_as_checkpoints_store_them():
+    """The MTP modules, reported apart from the totals (ops/mtp.py), against two stored counts.
+    Qwen3-Next-80B-A3B: the `mtp.*` tensors of its 41 safetensors shards sum to 1,650,471,424 (the
+    checkpoint's 81,324,862,720 less the model's 79,674,391,296; index id 62751147890); its
+    config.json states no MTP key, so the module is given here.  GLM-4.5-Air: llmfit's HF
+    safetensors total 110,468,824,832 (AlexsJones/llmfit at a3e0eb2) less our 106,852,245,504 and
+    the 46 MoE layers' 128-value e_score_correction_bias buffers is 3,616,573,440 for the MTP layer
+    (num_nextn_predict_layers 1) with its own embedding and head copies."""
+    from archcalc.spec.model import MTPSpec
+
+    qwen = spec_of("qwen3-next-80b-a3b").model_copy(update={"mtp": MTPSpec(layers=1)})
+    assert sized(qwen).mtp_params == 81_324_862_720 - 79_674_391_296 == 1_650_471_424
+    glm = sized(spec_of("glm-4.5-air"))
+    assert glm.mtp_params == 110_468_824_832 - 106_852_245_504 - 46 * 128 == 3_616_573_440
+    assert glm.params.total == 106_852_245_504  # never in the total

@@ -452,3 +452,15 @@ def test_the_output_names_the_engine_code_its_rules_follow(engine, words):
     assert words in json.loads(r.stdout)["deployment"]["engine_rules_from"]
     text = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "h100", "--context", "8192", "--engine", engine])
     assert "rules from" in " ".join(text.stdout.split())  # rich wraps the assumption lines
+
+
+def test_mtp_flag_loads_the_checkpoints_mtp_modules():
+    """--mtp (MTP speculative decoding) loads GLM-4.5-Air's MTP layer too: 3,616,573,440 parameters
+    (tests/cost/test_published.py: the HF safetensors total less the model and its router buffers)
+    in bf16, split over TP 4; without it the weights are the model's alone."""
+    import archcalc
+
+    with_mtp, without = (archcalc.fit("glm-4.5-air", "h200", gpus=4, context=4096, mtp=m) for m in (True, False))
+    w, w0 = with_mtp.plan.weights, without.plan.weights
+    assert w0.mtp == 0 and w.mtp == 3_616_573_440 * 2 / 4
+    assert w.bytes - w0.bytes == w.mtp

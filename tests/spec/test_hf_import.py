@@ -111,9 +111,10 @@ def test_alias_disagreement_is_a_warning():
 
 
 def test_mla_ignores_the_meaningless_kv_head_count():
-    _, report = load_model(str(DATA / "deepseek-v3.json"))
+    spec, report = load_model(str(DATA / "deepseek-v3.json"))
     assert "meaningless" in report.ignored["num_key_value_heads"]
-    assert "not counted" in report.ignored["num_nextn_predict_layers"]
+    # the MTP layer is read into spec.mtp (reported apart, in no total)
+    assert report.used["num_nextn_predict_layers"] == 1 and spec.mtp.layers == 1 and spec.mtp.copies
 
 
 def test_falcon_remote_code_names():
