@@ -796,6 +796,88 @@ def _nemotron_h(r: ConfigReader) -> dict:
             "position": {"kind": "none"}, "ffn": ffn}
 
 
+def _mamba2_mixer(r: ConfigReader, d_model: int) -> dict:
+    """The mamba_* keys of Bamba and Granite 4.0-H: a Mamba-2 mixer (mamba_d_head "auto": expand · D / heads)."""
+    heads = r.get("mamba_n_heads", default=128)
+    head_dim = r.cfg.get("mamba_d_head", "auto")
+    if head_dim == "auto":
+        r.report.used[r.prefix + "mamba_d_head"] = "auto"
+        head_dim = r.get("mamba_expand", default=2) * d_model // heads
+    else:
+        head_dim = r.get("mamba_d_head")
+        r.ignore("mamba_expand", "mamba_d_head is given")
+    for key in ("time_step_limit", "z_loss_coefficient", "num_logits_to_keep"):
+        r.ignore(key, "a scan clamp, a training loss or a generation switch: no parameter, FLOP or state byte")
+    return {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim, "d_state": r.get("mamba_d_state", default=256),
+            "n_groups": r.get("mamba_n_groups", default=1), "conv_kernel": r.get("mamba_d_conv", default=4),
+            "chunk": r.get("mamba_chunk_size", default=256), "conv_bias": bool(r.get("mamba_conv_bias", default=True)),
+            "proj_bias": bool(r.get("mamba_proj_bias", default=False))}
+
+
+HYBRID_BLOCKS = {"mamba": "linear", "linear_attention": "linear", "attention": "global", "full_attention": "global"}
+
+
+def _hybrid_kinds(r: ConfigReader, n_layers: int, default: str) -> list[str]:
+    """Each layer's mixer from layer_types / layers_block_type, else attn_layer_indices (the rest Mamba)."""
+    types = r.get("layer_types", "layers_block_type", default=None)
+    if types is None:
+        idxs = set(r.get("attn_layer_indices", default=[]) or [])
+        return ["global" if i in idxs else default for i in range(n_layers)]
+    r.ignore("attn_layer_indices", "layer_types lists the layers")
+    if set(types) - set(HYBRID_BLOCKS) or len(types) != n_layers:
+        raise InputError(r.path, "layer_types", f"{n_layers} entries of {', '.join(HYBRID_BLOCKS)} expected")
+    return [HYBRID_BLOCKS[t] for t in types]
+
+
+def _bamba(r: ConfigReader) -> dict:
+    """Bamba: Mamba-2 layers and attention layers (RoPE on half of each head, hard-coded in
+    BambaConfig), each followed by a SwiGLU MLP."""
+    spec = _core(r, tie_default=False)
+    kinds = _hybrid_kinds(r, spec["n_layers"], "linear")
+    att = {**_heads(r), "layer_types": kinds}
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    r.ignore("partial_rotary_factor", "BambaConfig hard-codes 0.5")
+    pos, limit = _position(r, rotary_fraction=0.5)
+    out = {**spec, "max_context": limit, "attention": att, "position": pos,
+           "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
+                   "bias": bool(r.get("mlp_bias", default=False))}}
+    if "linear" in kinds:
+        out["linear"] = _mamba2_mixer(r, spec["d_model"])
+    return out
+
+
+def _granitemoehybrid(r: ConfigReader) -> dict:
+    """Granite 4.0-H: Mamba-2 and attention layers, each followed by a shared SwiGLU MLP
+    (shared_intermediate_size) beside, when num_local_experts > 0, an MoE of intermediate_size
+    experts; Granite's multipliers; RoPE only with position_embedding_type "rope"."""
+    spec = _core(r, tie_default=False)
+    kinds = _hybrid_kinds(r, spec["n_layers"], "linear")
+    att = {**_heads(r), "layer_types": kinds}
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
+        r.ignore(key, "scales activations, scores or logits: no parameter, FLOP or byte changes")
+    if r.get("position_embedding_type", default=None) == "rope":
+        pos, limit = _position(r)
+    else:
+        r.ignore("rope_theta", "no position encoding (position_embedding_type is not rope)")
+        pos, limit = {"kind": "none"}, r.get("max_position_embeddings", default=2048)
+    shared = r.get("shared_intermediate_size", default=1024)
+    experts = r.get("num_local_experts", default=8)
+    ffn: dict = {"activation": _activation(r, True, "silu")}
+    if experts:
+        ffn["moe"] = {"n_experts": experts, "top_k": r.get("num_experts_per_tok", default=2),
+                      "d_expert": r.get("intermediate_size"), "d_shared": shared}
+    else:
+        ffn["d_ff"] = shared
+        r.ignore("intermediate_size", "no experts: the shared MLP is the FFN")
+    out = {**spec, "max_context": limit, "attention": att, "position": pos, "ffn": ffn}
+    if "linear" in kinds:
+        out["linear"] = _mamba2_mixer(r, spec["d_model"])
+    return out
+
+
 def _pure_ssm(r: ConfigReader, mixer: dict) -> dict:
     """A stack of Mamba blocks, each x + mixer(RMSNorm(x)) with no attention and no FFN: every layer
     linear, none with an FFN.  attention.n_heads is a placeholder the schema needs; no layer uses it."""
@@ -949,7 +1031,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "jamba": _jamba, "nemotron_h": _nemotron_h,
-    "mamba": _mamba_lm, "mamba2": _mamba2_lm,
+    "mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid,
 }
 # Multimodal checkpoints keep the language model under text_config.
 TEXT_CONFIG_KEYS = ("text_config",)
