@@ -209,8 +209,8 @@ def _mamba_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         ops.matmul("layers.linear.x_proj", "linear", wl, E, R + 2 * N, count=n, tp="row"),
     ]
     if m.bc_norms:  # Jamba: RMSNorms of Δ (dt_rank), B and C (d_state each), whatever norm.kind says
-        out += [ops.norm(f"layers.linear.{x}_norm", wl, w, "rmsnorm", False, count=n, component="linear")
-                for x, w in (("dt", R), ("b", N), ("c", N))]
+        out += [ops.norm(f"layers.linear.{x}_norm", wl, w, "rmsnorm", False, weight=m.bc_norm_weight, count=n,
+                         component="linear") for x, w in (("dt", R), ("b", N), ("c", N))]
     out += [
         ops.matmul("layers.linear.dt_proj", "linear", wl, R, E, bias_width=E, count=n),
         replace(ops.selective_scan("layers.linear.core", wl, channels=E, d_state=N, conv_values=E * (K - 1), count=n),

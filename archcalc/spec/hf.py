@@ -881,7 +881,7 @@ def _granitemoehybrid(r: ConfigReader) -> dict:
 def _pure_ssm(r: ConfigReader, mixer: dict) -> dict:
     """A stack of Mamba blocks, each x + mixer(RMSNorm(x)) with no attention and no FFN: every layer
     linear, none with an FFN.  attention.n_heads is a placeholder the schema needs; no layer uses it."""
-    spec = _core(r, tie_default=r.cfg.get("model_type") == "mamba")
+    spec = _core(r, tie_default=r.cfg.get("model_type") in ("mamba", "falcon_mamba"))
     L = spec["n_layers"]
     for key in ("residual_in_fp32", "rescale_prenorm_residual", "time_step_min", "time_step_max", "time_step_floor",
                 "time_step_limit", "time_step_init_scheme", "time_step_scale", "use_mambapy", "use_cache",
@@ -889,13 +889,7 @@ def _pure_ssm(r: ConfigReader, mixer: dict) -> dict:
         r.ignore(key, "initialisation, precision or kernel choice: no parameter, FLOP or state byte")
     if r.get("hidden_act", default="silu") != "silu":
         raise InputError(r.path, "hidden_act", "only silu (the conv's activation) is supported")
-    # transformers derives the mixer's width from expand (Mamba-2: checks it against heads × head_dim)
-    # and always builds RMSNorms: these legacy mamba_ssm keys change nothing it builds.
-    inner = r.get("expand", default=2) * spec["d_model"]
-    for key in ("intermediate_size", "d_inner"):
-        if r.cfg.get(key) is not None and r.get(key) != inner:
-            raise InputError(r.path, key, f"{r.cfg[key]} differs from expand × hidden_size = {inner}, which "
-                             "transformers builds")
+    # transformers always builds RMSNorms: these legacy mamba_ssm keys change nothing it builds.
     if r.get("rms_norm", default=True) is not True:
         raise InputError(r.path, "rms_norm", "transformers' Mamba always uses RMSNorm")
     for key in ("fused_add_norm", "norm_before_gate", "ssm_cfg"):
@@ -907,12 +901,27 @@ def _pure_ssm(r: ConfigReader, mixer: dict) -> dict:
 
 
 def _mamba_lm(r: ConfigReader) -> dict:
-    """Mamba-1 (state-spaces/mamba-*-hf): MambaMixer blocks, E = expand · D."""
+    """Mamba-1 (state-spaces/mamba-*-hf) and Falcon-Mamba: MambaMixer blocks of E inner channels:
+    intermediate_size when the config gives it (transformers' config keeps it over expand: Falcon-
+    Mamba-7B says expand 16 and builds 8,192 = 2 · 4,096), else expand · D.  Falcon-Mamba adds
+    weightless RMSNorms on Δ, B and C."""
+    d = r.get("hidden_size", "d_model")
+    inner = r.get("intermediate_size", "d_inner", default=None)
+    if inner is None:
+        inner = r.get("expand", default=2) * d
+    else:
+        r.ignore("expand", "intermediate_size gives the mixer's width")
+    if inner % d:
+        raise InputError(r.path, "intermediate_size", f"{inner} is not a multiple of hidden_size {d}")
+    falcon = r.cfg.get("model_type") == "falcon_mamba"
+    for key in ("use_falcon_mambapy", "use_associative_scan", "mixer_rms_eps"):
+        r.ignore(key, "a scan implementation or an epsilon: the same math")
     return _pure_ssm(r, {"kind": "mamba", "d_state": r.get("state_size", default=16),
-                         "d_conv": r.get("conv_kernel", default=4), "expand": r.get("expand", default=2),
-                         "dt_rank": _dt_rank(r, r.get("hidden_size"), key="time_step_rank"),
+                         "d_conv": r.get("conv_kernel", default=4), "expand": inner // d,
+                         "dt_rank": _dt_rank(r, d, key="time_step_rank"),
                          "conv_bias": bool(r.get("use_conv_bias", default=True)),
-                         "proj_bias": bool(r.get("use_bias", default=False))})
+                         "proj_bias": bool(r.get("use_bias", default=False)),
+                         "bc_norms": falcon, "bc_norm_weight": not falcon})
 
 
 def _mamba2_lm(r: ConfigReader) -> dict:
@@ -920,6 +929,9 @@ def _mamba2_lm(r: ConfigReader) -> dict:
     heads, head_dim, d = r.get("num_heads", default=128), r.get("head_dim", default=64), r.get("hidden_size")
     if r.get("expand", default=2) * d != heads * head_dim:
         raise InputError(r.path, "expand", f"expand × hidden_size must be num_heads × head_dim ({heads * head_dim})")
+    if r.cfg.get("intermediate_size") is not None and r.get("intermediate_size") != heads * head_dim:
+        raise InputError(r.path, "intermediate_size", f"{r.cfg['intermediate_size']} differs from num_heads × "
+                         f"head_dim = {heads * head_dim}, which transformers builds")
     r.ignore("time_step_rank", "Mamba-2 has one Δ per head, no time-step projection")
     return _pure_ssm(r, {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim,
                          "d_state": r.get("state_size", default=128), "n_groups": r.get("n_groups", default=8),
@@ -1031,7 +1043,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "jamba": _jamba, "nemotron_h": _nemotron_h,
-    "mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid,
+    "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid,
 }
 # Multimodal checkpoints keep the language model under text_config.
 TEXT_CONFIG_KEYS = ("text_config",)

@@ -215,6 +215,7 @@ class MambaSpec(_Frozen):
     conv_bias: bool = True
     proj_bias: bool = False  # on in_proj and out_proj
     bc_norms: bool = False  # Jamba's dt_layernorm, b_layernorm, c_layernorm
+    bc_norm_weight: bool = True  # false: those norms have no weight (Falcon-Mamba)
 
 
 class Mamba2Spec(_Ruled):
