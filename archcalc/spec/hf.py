@@ -252,7 +252,10 @@ def _heads(r: ConfigReader, n_heads_key=("num_attention_heads", "n_head")) -> di
 
 
 def _llama_like(r: ConfigReader, *, family: str) -> dict:
-    """llama, mistral, mixtral, qwen2/3 (+ MoE), gemma 1/2/3, olmo2, phi3, cohere."""
+    """The Llama-shaped families (q/k/v/o, a gated MLP, pre-norm unless said): llama, mistral, mixtral,
+    qwen2/3 (+ MoE, Qwen3-Next), gemma 1/2/3, olmo 1/2/3, olmoe, phi3, phimoe, cohere 1/2, granite (+ MoE),
+    smollm3, stablelm, exaone4, ernie4_5 (+ MoE), seed_oss, glm4 (+ MoE), dots1, hunyuan, apertus; each
+    family's differences are the branches below."""
     gemma = family.startswith("gemma")
     spec = _core(r, tie_default=gemma or family in ("cohere", "smollm3"))
     att = _heads(r)
