@@ -174,12 +174,19 @@ def _linear_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) 
     return _gated_deltanet_ops(spec, wl)
 
 
+def _gated_norm(wl: Workload, width: int, count: int, heads: int = 1) -> Op:
+    """A linear mixer's RMSNorm(y ⊙ silu(z)) over rows of `width` (`heads` rows a token): the norm
+    plus the gate's silu and product on every value."""
+    norm = ops.norm("layers.linear.norm", wl, width, "rmsnorm", False, count=count, tokens=wl.tokens * heads,
+                    component="linear")
+    return replace(norm, vector_flops=norm.vector_flops + (ops.ACTIVATION_FLOPS["silu"] + 1) * wl.tokens * heads * width)
+
+
 def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
     """Mamba-2 on the linear layers (Mamba2Spec), as Nemotron-H's NemotronHMamba2Mixer."""
     m, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
     H, I, C = m.n_heads, m.inner, m.conv_channels
     in_width = I + C + H  # the gate z; x, B, C; Δ
-    norm = ops.norm("layers.linear.norm", wl, I, "rmsnorm", False, count=n, component="linear")
     return [
         ops.matmul("layers.linear.in_proj", "linear", wl, D, in_width, bias_width=in_width if m.proj_bias else 0,
                    count=n),
@@ -189,8 +196,7 @@ def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op
         replace(ops.state_space_duality("layers.linear.core", wl, conv, n_heads=H, head_dim=m.head_dim,
                                         d_state=m.d_state, chunk=m.chunk, conv_values=C * (m.conv_kernel - 1),
                                         count=n), shapes=((H,),) * 3),  # dt_bias, A_log, D
-        # norm(y ⊙ silu(z)) over I, in n_groups groups: one weight of I
-        replace(norm, vector_flops=norm.vector_flops + (ops.ACTIVATION_FLOPS["silu"] + 1) * wl.tokens * I),
+        _gated_norm(wl, I, n),  # over I, in n_groups groups: one weight of I
         ops.matmul("layers.linear.out_proj", "linear", wl, I, D, bias_width=D if m.proj_bias else 0, count=n,
                    tp="row"),
     ]
@@ -252,10 +258,7 @@ def _gated_deltanet_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
                                      key_dim=g.key_head_dim, value_dim=g.value_head_dim, chunk=g.chunk,
                                      conv_values=C * (g.conv_kernel - 1), count=n, params=2 * Hv),
                 shapes=((Hv,), (Hv,))),  # dt_bias and A_log, one each per value head
-        # RMSNorm of each value head, times silu(z): one weight of value_head_dim per layer.
-        replace(ops.norm("layers.linear.norm", wl, g.value_head_dim, "rmsnorm", False, count=n, tokens=wl.tokens * Hv,
-                         component="linear"), vector_flops=(ops.RMSNORM_FLOPS + ops.ACTIVATION_FLOPS["silu"] + 1)
-                * wl.tokens * Vd),
+        _gated_norm(wl, g.value_head_dim, n, heads=Hv),  # each value head: one weight of value_head_dim
         ops.matmul("layers.linear.out_proj", "linear", wl, Vd, D, count=n, tp="row"),
     ]
 

@@ -313,6 +313,28 @@ STATE_DTYPE = "fp32"
 DELTA_STEP_FLOPS = 7
 
 
+def _sequence_state_bytes(state_values: int, conv_values: int, kv_dtype: str) -> float:
+    """One sequence's fixed state in one linear layer: recurrent values in STATE_DTYPE, conv inputs at the cache type."""
+    return nbytes(state_values, STATE_DTYPE) + nbytes(conv_values, kv_dtype)
+
+
+def _linear_op(name: str, wl: Workload, count: int, *, heads: int, kv_heads: int, qk_dim: int, v_dim: int,
+               state_values: int, conv_values: int, act_values: int, flops: int = 0, vector_flops: int = 0,
+               params: int = 0) -> Op:
+    """The core of a linear layer, an attention-kind op so that its fixed state is cached like a KV
+    cache: "heads" are what tensor parallelism splits (and the state with them); each step reads
+    and writes the state of each of the B sequences."""
+    b = wl.batch
+    return Op(
+        name, "attention", "linear",
+        AttentionDims(b, wl.new_tokens, wl.context, heads, kv_heads, qk_dim, v_dim, None, 0, "linear", state_values,
+                      conv_values), count,
+        params=params, active_params=params, flops=flops, vector_flops=vector_flops,
+        weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)), act_bytes=nbytes(act_values, wl.act_dtype),
+        kv_bytes=2 * b * _sequence_state_bytes(state_values, conv_values, wl.kv_dtype),
+    )
+
+
 def linear_attention(name: str, wl: Workload, *, n_heads: int, key_heads: int, key_dim: int, value_dim: int,
                      chunk: int, conv_values: int, count: int = 1, params: int = 0) -> Op:
     """The gated delta rule (Yang et al. 2024) of one linear layer over B sequences of T new tokens.
@@ -322,23 +344,17 @@ def linear_attention(name: str, wl: Workload, *, n_heads: int, key_heads: int, k
     and Q Kᵀ within the chunk (2 · 2C²d_k), the values against the state (K_cum S, Q S: 2 · 2C·d_k·d_v),
     the intra-chunk output (2C²d_v) and the state update (2C·d_k·d_v); its two triangular solves are
     not counted (FlopCounterMode counts no triangular_solve).  T = 1: the recurrent step,
-    elementwise (DELTA_STEP_FLOPS per state value).  Each step reads and writes the fixed state."""
+    elementwise (DELTA_STEP_FLOPS per state value)."""
     b, t = wl.batch, wl.new_tokens
     dk, dv, c = key_dim, value_dim, chunk
     state = n_heads * dk * dv
     if t == 1:
         flops, vector = 0, b * DELTA_STEP_FLOPS * state
     else:
-        chunks = ceil_div(t, c)
-        flops, vector = b * n_heads * chunks * (4 * c * c * dk + 2 * c * c * dv + 6 * c * dk * dv), 0
-    return Op(
-        name, "attention", "linear",
-        AttentionDims(b, t, wl.context, n_heads, key_heads, dk, dv, None, 0, "linear", state, conv_values), count,
-        params=params, active_params=params, flops=flops, vector_flops=vector,
-        weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
-        act_bytes=nbytes(wl.tokens * (2 * key_heads * dk + 2 * n_heads * dv), wl.act_dtype),  # read q, k, v; write out
-        kv_bytes=2 * b * (nbytes(state, STATE_DTYPE) + nbytes(conv_values, wl.kv_dtype)),  # read and write the state
-    )
+        flops, vector = b * n_heads * ceil_div(t, c) * (4 * c * c * dk + 2 * c * c * dv + 6 * c * dk * dv), 0
+    return _linear_op(name, wl, count, heads=n_heads, kv_heads=key_heads, qk_dim=dk, v_dim=dv, state_values=state,
+                      conv_values=conv_values, flops=flops, vector_flops=vector, params=params,
+                      act_values=wl.tokens * (2 * key_heads * dk + 2 * n_heads * dv))  # read q, k, v; write out
 
 
 # Mamba's selective scan per channel, state value and token, besides the readout y = S·C: discretise
@@ -352,21 +368,12 @@ def selective_scan(name: str, wl: Workload, *, channels: int, d_state: int, conv
     """Mamba's selective scan over E channels with N state values each, for B sequences of T new
     tokens.  The readout y_t = S_t · C_t is a [E, N] × [N] product per token (2·E·N FLOPs, a matmul
     in transformers' mamba_selective_scan and in its decode step); the rest is elementwise.  Its
-    parameters: A_log [E, N] and D [E].  Each step reads and writes the fixed state."""
-    b, m = wl.batch, wl.tokens
-    state = channels * d_state
-    params = state + channels
-    return Op(
-        name, "attention", "linear",
-        # Channels stand as the "heads": tensor parallelism splits them, and the state with them.
-        AttentionDims(b, wl.new_tokens, wl.context, channels, channels, d_state, 1, None, 0, "linear", state,
-                      conv_values),
-        count, params=params, active_params=params, flops=2 * m * state,
-        vector_flops=m * (SCAN_STATE_FLOPS * state + SCAN_CHANNEL_FLOPS * channels),
-        weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
-        act_bytes=nbytes(m * (3 * channels + 2 * d_state), wl.act_dtype),  # x, Δ, z, B, C in; y out
-        kv_bytes=2 * b * (nbytes(state, STATE_DTYPE) + nbytes(conv_values, wl.kv_dtype)),
-    )
+    parameters: A_log [E, N] and D [E]; channels are the "heads"."""
+    m, state = wl.tokens, channels * d_state
+    return _linear_op(name, wl, count, heads=channels, kv_heads=channels, qk_dim=d_state, v_dim=1, state_values=state,
+                      conv_values=conv_values, flops=2 * m * state,
+                      vector_flops=m * (SCAN_STATE_FLOPS * state + SCAN_CHANNEL_FLOPS * channels),
+                      params=state + channels, act_values=m * (3 * channels + 2 * d_state))  # x, Δ, z, B, C; y
 
 
 def state_space_duality(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, head_dim: int,
@@ -381,7 +388,7 @@ def state_space_duality(name: str, wl: Workload, convention: FlopsConvention, *,
     states (2(c + 1)²·P·N, what FlopCounterMode sees: counted under the rectangle conventions),
     a kernel as a sequential pass (c·2·P·N elementwise: the causal ones).  T = 1: the recurrent step,
     its readout S·C a bmm (2·P·N per head), the rest elementwise.  Parameters: dt_bias, A_log and D
-    per head.  Each step reads and writes the fixed state."""
+    per head.  Besides, D·x per channel (mul, add); the gate silu(z) sits in the gated norm after it."""
     b, t, m = wl.batch, wl.new_tokens, wl.tokens
     P, N, L = head_dim, d_state, chunk
     state = n_heads * P * N
@@ -395,37 +402,23 @@ def state_space_duality(name: str, wl: Workload, convention: FlopsConvention, *,
             flops, vector = flops + passing * (c + 1) * (c + 1), 0
         else:
             vector = passing * c
-    params = 3 * n_heads
-    return Op(
-        name, "attention", "linear",
-        # Heads as the "heads": tensor parallelism splits them, and the state with them.
-        AttentionDims(b, t, wl.context, n_heads, n_heads, N, P, None, 0, "linear", state, conv_values), count,
-        # + D·x per channel (mul, add); the gate silu(z) sits in the gated norm after the scan
-        params=params, active_params=params, flops=flops, vector_flops=vector + 2 * m * n_heads * P,
-        weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
-        act_bytes=nbytes(m * (2 * n_heads * P + n_heads), wl.act_dtype),  # x and Δ in (B, C small), y out
-        kv_bytes=2 * b * (nbytes(state, STATE_DTYPE) + nbytes(conv_values, wl.kv_dtype)),
-    )
+    return _linear_op(name, wl, count, heads=n_heads, kv_heads=n_heads, qk_dim=N, v_dim=P, state_values=state,
+                      conv_values=conv_values, flops=flops, vector_flops=vector + 2 * m * n_heads * P,
+                      params=3 * n_heads, act_values=m * (2 * n_heads * P + n_heads))  # x and Δ in, y out
 
 
 def conv_state(name: str, wl: Workload, width: int, flops_per_element: int, *, conv_values: int,
                count: int = 1) -> Op:
     """A linear layer whose only state is its conv's last inputs (LFM2's short conv): elementwise
-    gating over `width` channels, held as an attention-kind op so that its state is cached like one."""
-    b, t = wl.batch, wl.new_tokens
-    return Op(
-        name, "attention", "linear",
-        AttentionDims(b, t, wl.context, width, width, 1, 1, None, 0, "linear", 0, conv_values), count,  # channels as heads
-        vector_flops=flops_per_element * wl.tokens * width,
-        act_bytes=nbytes(3 * wl.tokens * width, wl.act_dtype),  # B, C, x in; the gated output out
-        kv_bytes=2 * b * nbytes(conv_values, wl.kv_dtype),  # read and write the conv state
-    )
+    gating over `width` channels (the "heads")."""
+    return _linear_op(name, wl, count, heads=width, kv_heads=width, qk_dim=1, v_dim=1, state_values=0,
+                      conv_values=conv_values, vector_flops=flops_per_element * wl.tokens * width,
+                      act_values=3 * wl.tokens * width)  # B, C, x in; the gated output out
 
 
 def state_bytes(op: Op, batch: int, kv_dtype: str) -> float:
     """The fixed state a linear layer keeps for `batch` sequences (0 for attention layers)."""
-    d = op.dims
-    return batch * (nbytes(d.state_values, STATE_DTYPE) + nbytes(d.conv_values, kv_dtype))
+    return batch * _sequence_state_bytes(op.dims.state_values, op.dims.conv_values, kv_dtype)
 
 
 def cached_tokens(context: int, window: int | None) -> int:

@@ -144,6 +144,21 @@ def _activation(r: ConfigReader, gated: bool, default: str,
     return base
 
 
+def _built_so(r: ConfigReader, model: str, **switches: bool) -> None:
+    """Config flags the family's transformers model hard-codes: any other value is not that model."""
+    for key, needed in switches.items():
+        if r.get(key, default=needed) is not needed:
+            raise InputError(r.path, key, f"must be {str(needed).lower()}: transformers' {model} is built so")
+
+
+GRANITE_MULTIPLIERS = ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling")
+
+
+def _ignore_multipliers(r: ConfigReader) -> None:
+    for key in GRANITE_MULTIPLIERS:
+        r.ignore(key, "scales activations, scores or logits: no parameter, FLOP or byte changes")
+
+
 def _rope_scaling(r: ConfigReader) -> dict | None:
     """rope_scaling (transformers < 5) or rope_parameters (>= 5, possibly
     keyed by layer type); returns {type, factor, original_max_position_embeddings}."""
@@ -320,15 +335,11 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         att["qk_norm"] = "head"
     if family == "apertus":
         att["qk_norm"] = "head"  # ApertusAttention's q_norm, k_norm: RMSNorms of head_dim
-        for key, needed in (("qk_norm", True), ("post_norm", False)):
-            if r.get(key, default=needed) is not needed:
-                raise InputError(r.path, key, f"must be {str(needed).lower()}: transformers' Apertus is built so")
+        _built_so(r, "Apertus", qk_norm=True, post_norm=False)
     if family == "hunyuan_v1_dense":
         # Tencent's remote-code switches: transformers' HunYuan always has qk-norm and RoPE and no
         # cross-layer attention, so a config that turns them the other way is not this model.
-        for key, needed in (("use_qk_norm", True), ("use_rotary_pos_emb", True), ("use_cla", False)):
-            if r.get(key, default=needed) is not needed:
-                raise InputError(r.path, key, f"must be {str(needed).lower()}: transformers' HunYuan is built so")
+        _built_so(r, "HunYuan", use_qk_norm=True, use_rotary_pos_emb=True, use_cla=False)
         r.ignore("cla_share_factor", "use_cla is false")
         if r.get("norm_type", default="rms") not in ("rms", "hf_rms"):
             raise InputError(r.path, "norm_type", f"{r.cfg['norm_type']!r} is not supported; HunYuan uses RMSNorm")
@@ -338,8 +349,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
                     "pad_id", "text_start_id", "text_end_id"):
             r.ignore(key, "token ids and remote-code bookkeeping")
     if family in ("granite", "granitemoe", "granitemoeshared"):
-        for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
-            r.ignore(key, "scales activations, scores or logits: no parameter, FLOP or byte changes")
+        _ignore_multipliers(r)
     if family == "smollm3":
         # One flag per layer, 1 = RoPE; absent, every no_rope_layer_interval-th layer is NoPE (HF's rule).
         interval = int(r.get("no_rope_layer_interval", default=4))
@@ -664,9 +674,7 @@ def _lfm2(r: ConfigReader) -> dict:
     else:  # Lfm2Config: the layers in full_attn_idxs attend, the others are conv (absent: all attend)
         idxs = set(r.get("full_attn_idxs", default=list(range(L))))
         kinds = ["global" if i in idxs else "linear" for i in range(L)]
-    for key, needed in (("block_use_swiglu", True), ("use_pos_enc", True)):
-        if r.get(key, default=needed) is not needed:
-            raise InputError(r.path, key, f"must be {str(needed).lower()}: transformers' LFM2 is built so")
+    _built_so(r, "LFM2", block_use_swiglu=True, use_pos_enc=True)
     for key in ("block_dim", "conv_dim", "conv_dim_out"):
         if r.get(key, default=D) != D:
             raise InputError(r.path, key, f"{r.cfg[key]} differs from hidden_size {D}; transformers' LFM2 uses hidden_size")
@@ -859,8 +867,7 @@ def _granitemoehybrid(r: ConfigReader) -> dict:
     att = {**_heads(r), "layer_types": kinds}
     if r.get("attention_bias", default=False):
         att["bias"] = ["q", "k", "v", "o"]
-    for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
-        r.ignore(key, "scales activations, scores or logits: no parameter, FLOP or byte changes")
+    _ignore_multipliers(r)
     if r.get("position_embedding_type", default=None) == "rope":
         pos, limit = _position(r)
     else:
@@ -893,8 +900,7 @@ def _pure_ssm(r: ConfigReader, mixer: dict) -> dict:
     if r.get("hidden_act", default="silu") != "silu":
         raise InputError(r.path, "hidden_act", "only silu (the conv's activation) is supported")
     # transformers always builds RMSNorms: these legacy mamba_ssm keys change nothing it builds.
-    if r.get("rms_norm", default=True) is not True:
-        raise InputError(r.path, "rms_norm", "transformers' Mamba always uses RMSNorm")
+    _built_so(r, "Mamba", rms_norm=True)  # RMSNorms always
     for key in ("fused_add_norm", "norm_before_gate", "ssm_cfg"):
         r.ignore(key, "a mamba_ssm kernel or layout option: the same weights")
     r.ignore("pad_vocab_size_multiple", "vocab_size is already the padded size")

@@ -146,15 +146,17 @@ class Engine:
         d = op.dims
         return d.n_kv_heads * (d.qk_dim * k_bytes + d.v_dim * v_bytes) * share
 
-    # A linear layer's state as this engine keeps it: the recurrent part in fp32 (transformers
-    # returns it in float32) and the conv's last kernel − 1 inputs at the cache type.
-    state_value_bytes: float | None = 4.0  # None: the cache type's bytes
+    # A linear layer's state as this engine keeps it, bytes per value (None: the cache type's):
+    # the recurrent part in fp32 (transformers returns it in float32), the conv's last kernel − 1
+    # inputs at the cache type.
+    recurrent_state_bytes: float | None = 4.0
+    conv_state_bytes: float | None = None
 
     def state_bytes(self, op: Op, kv_bytes: float, share: float) -> float:
         """Bytes of one sequence's fixed state in one linear layer of `op` on one GPU (0 otherwise)."""
         d = op.dims
-        recurrent = self.state_value_bytes if self.state_value_bytes is not None else kv_bytes
-        return (d.state_values * recurrent + d.conv_values * kv_bytes) * share
+        recurrent, conv = (kv_bytes if b is None else b for b in (self.recurrent_state_bytes, self.conv_state_bytes))
+        return (d.state_values * recurrent + d.conv_values * conv) * share
 
     def kv_share(self, op: Op, tp: int) -> float:
         """Share of an attention op's KV values one GPU caches."""

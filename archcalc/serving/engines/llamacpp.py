@@ -41,6 +41,9 @@ class LlamaCppEngine(Engine):
                 **{t: b / GGML_BLOCK for t, b in LLAMACPP_BLOCK_BYTES.items()}}
     default_kv_dtype = "f16"
     default_reserve = LLAMACPP_FIT_MARGIN
+    # llama-memory-recurrent keeps the conv (r) and recurrent (s) states in F32 whatever the cache
+    # type (llama_model::create_memory: GGML_TYPE_F32 for both).
+    recurrent_state_bytes = conv_state_bytes = 4.0
     description = (f"n_ctx = context × batch cells padded to {LLAMACPP_PAD}; SWA layers "
                    f"min(n_ctx, pad(n_swa·n_seq + n_ubatch, {LLAMACPP_PAD})) cells (unified cache); quantized cache "
                    f"types in blocks of {GGML_BLOCK} (flash attention assumed); the token embedding stays in host "
@@ -57,11 +60,6 @@ class LlamaCppEngine(Engine):
 
     def kv_share(self, op, tp):
         return 1.0 / tp  # a layer's cache lives with the layer
-
-    def state_bytes(self, op, kv_bytes, share):
-        # llama-memory-recurrent keeps the conv (r) and recurrent (s) states in F32 whatever the
-        # cache type (llama_model::create_memory: GGML_TYPE_F32 for both).
-        return super().state_bytes(op, 4.0, share)
 
     def act_tp(self, tp):
         return 1  # every GPU runs whole layers

@@ -177,11 +177,8 @@ class VllmEngine(Engine):
                    f"max_model_len against the memory left inside gpu_memory_utilization")
 
     # A linear layer's state (MambaSpec: conv_kernel − 1 conv inputs and the recurrent state) in the
-    # mamba cache dtype, "auto": the model's dtype (MambaStateDtypeCalculator.gated_delta_net_state_dtype).
-    state_value_bytes = None
-
-    def state_bytes(self, op, kv_bytes, share):
-        return super().state_bytes(op, 2.0, share)  # bf16, the model dtype
+    # mamba cache dtype, "auto": the model's dtype, bf16 (MambaStateDtypeCalculator.gated_delta_net_state_dtype).
+    recurrent_state_bytes = conv_state_bytes = 2.0
 
     def kv_layers(self, kinds, context, batch, dep):
         attention = [k for k in kinds if k.kind != "linear"]
