@@ -4,7 +4,24 @@
 - mxfp4: gpt-oss's release format: the MoE experts' weight matrices in MXFP4
   (32-element blocks of E2M1 values with one E8M0 scale: 4.25 bits), every
   other tensor (biases, attention, embeddings, norms, router) bf16 (the gpt-oss
-  model card, arXiv:2508.10925: "MXFP4 ... of the MoE weights").
+  model card, arXiv:2508.10925: "MXFP4 ... of the MoE weights");
+- awq[:gG], gptq[:gG]: 4-bit group-wise checkpoints as AutoAWQ (GEMM) and
+  AutoGPTQ store them, G = 128 unless given.  Per linear layer with K inputs and
+  N outputs: the 4-bit weights packed in int32 (K·N / 2 bytes), one fp16 scale
+  and one 4-bit zero point (packed N/8 to an int32) per group of G inputs and
+  output: ceil(K/G)·N·2.5 bytes; GPTQ adds g_idx, one int32 per input (K·4
+  bytes; stored with or without desc_act), and an fp16 bias per output even
+  where the model has none (see checkpoint_size).  Sources: AutoAWQ
+  awq/modules/linear/gemm.py (qweight (K, N/8), qzeros (K/G, N/8) int32, scales
+  (K/G, N) fp16), AutoGPTQ nn_modules/qlinear (qweight (K/8, N), qzeros
+  (ceil(K/G), N/8), scales (ceil(K/G), N), g_idx (K,)).  Only the linear layers
+  inside the decoder layers are quantized: the embeddings, lm_head, norms,
+  biases and MoE routers stay fp16 (AutoAWQ quantizes get_model_layers' linears
+  and skips modules_to_not_convert = ["gate"]; AutoGPTQ's outside_layer_modules);
+- fp8-block: DeepSeek-V3's format (its README_WEIGHTS.md, also Qwen3's -FP8
+  releases): e4m3 weights, one fp32 scale_inv per 128 × 128 block,
+  ceil(N/128)·ceil(K/128) of them (inference/model.py); the same linears as
+  above, everything else bf16.
 
 GGUF:
 
@@ -59,7 +76,14 @@ FALLBACK = {"q4_K": "q5_0", "q5_K": "q5_1", "q6_K": "q8_0"}  # tensor_type_fallb
 MIXES = {"Q4_0": "q4_0", "Q8_0": "q8_0", "Q6_K": "q6_K", "Q4_K_M": "q4_K", "Q5_K_M": "q5_K"}
 
 
-WEIGHT_FORMATS = (*(f"gguf:{m}" for m in MIXES), "mxfp4")  # --weights choices
+GROUPS = (32, 64, 128)  # AWQ/GPTQ group sizes (128 is both tools' default)
+GROUPED = {f"{tool}{'' if g == 128 else f':g{g}'}": (tool, g) for tool in ("awq", "gptq") for g in GROUPS}
+FP8_BLOCK = 128  # weight_block_size [128, 128]
+# --weights choices
+WEIGHT_FORMATS = (*(f"gguf:{m}" for m in MIXES), "mxfp4", *GROUPED, "fp8-block")
+# A tensor these checkpoints never quantize: llama.cpp's roles for the embeddings, the
+# unembedding, 1-D tensors (norms, biases) and routers, and position tables.
+UNQUANTIZED_ROLES = ("token_embd", "output", "f32", "f16")
 
 
 def bits_per_weight(ggml_type: str) -> float:
@@ -81,6 +105,13 @@ class Tensor:
     # (quantized at the mix's type), f32 / f16 (never quantized)
     role: str
     layer: int | None = None
+    matrices: int = 1  # separate K x N matrices the tensor holds: a 3-D expert tensor holds E
+    biased: bool = False  # a matmul's weight whose op has a bias (a tensor of its own in the list)
+
+    @property
+    def outputs(self) -> int:
+        """N of one matrix: a matmul's output width (1-D tensors: 1)."""
+        return self.elements // (self.row * self.matrices)
 
 
 # our op -> (llama.cpp's tensor name, the role its rules see)
@@ -122,14 +153,14 @@ def _matmul_tensors(op: Op, i: int) -> list[Tensor]:
     per = d.experts or 1  # a 3-D expert tensor holds all E
     bias = [Tensor(f"blk.{i}.{op.name}.bias", op.bias_params, op.bias_params, "f32", i)] if op.bias_params else []
     if op.name == "layers.attn.qkv":
-        return [Tensor(f"blk.{i}.attn_{part}.weight", d.k * w, d.k, f"attn_{part}", i)
+        return [Tensor(f"blk.{i}.attn_{part}.weight", d.k * w, d.k, f"attn_{part}", i, 1, bool(bias))
                 for part, w in zip("qkv", d.parts)] + bias
     if op.name in UP_SUFFIX:
         roles = ("ffn_gate", "ffn_up") if d.parts else ("ffn_up",)
-        return [Tensor(f"blk.{i}.{role}{UP_SUFFIX[op.name]}.weight", per * d.k * w, d.k, role, i)
+        return [Tensor(f"blk.{i}.{role}{UP_SUFFIX[op.name]}.weight", per * d.k * w, d.k, role, i, per, bool(bias))
                 for role, w in zip(roles, d.parts or (d.n,))] + bias
     name, role = NAMES.get(op.name, (op.name, "other"))
-    return [Tensor(f"blk.{i}.{name}.weight", per * d.k * d.n, d.k, role, i), *bias]
+    return [Tensor(f"blk.{i}.{name}.weight", per * d.k * d.n, d.k, role, i, per, bool(bias)), *bias]
 
 
 def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor, str]]:
@@ -188,17 +219,39 @@ class CheckpointSize:
 
 
 def checkpoint_types(spec: ModelSpec, ops: list[Op], fmt: str) -> list[tuple[Tensor, str]]:
-    """Every tensor of the checkpoint with the type `fmt` stores it in."""
+    """Every weight tensor of the checkpoint with the type `fmt` stores it in."""
     if fmt == "mxfp4":
         return [(t, "mxfp4" if t.name.endswith("_exps.weight") else "bf16") for t in tensors(spec, ops)]
+    if fmt in GROUPED or fmt == "fp8-block":
+        quantized, kept = (f"int4_g{GROUPED[fmt][1]}", "f16") if fmt in GROUPED else ("fp8_b128", "bf16")
+        return [(t, kept if t.role in UNQUANTIZED_ROLES else quantized) for t in tensors(spec, ops)]
     return tensor_types(spec, ops, fmt.removeprefix("gguf:"))
+
+
+def tensor_bytes(t: Tensor, kind: str) -> float:
+    """Bytes of `t` stored as `kind`, its scales and zero points included."""
+    if kind.startswith("int4_g"):  # 4-bit values + per (group, output): fp16 scale, 4-bit zero
+        return t.elements / 2 + -(-t.row // int(kind[6:])) * t.outputs * t.matrices * 2.5
+    if kind == "fp8_b128":  # 1-byte values + an fp32 scale per 128 x 128 block
+        return t.elements + -(-t.row // FP8_BLOCK) * -(-t.outputs // FP8_BLOCK) * t.matrices * 4
+    per_block, size = GGML_TYPES[kind]
+    return t.elements // per_block * size
 
 
 def checkpoint_size(spec: ModelSpec, ops: list[Op], fmt: str) -> CheckpointSize:
     count, nbytes, elements = defaultdict(int), defaultdict(float), 0
     for t, kind in checkpoint_types(spec, ops, fmt):
-        per_block, size = GGML_TYPES[kind]
         count[kind] += 1
-        nbytes[kind] += t.elements // per_block * size
+        nbytes[kind] += tensor_bytes(t, kind)
         elements += t.elements
+        if fmt.startswith("gptq") and kind.startswith("int4"):
+            # g_idx, an int32 per input of each matrix; and a bias: AutoGPTQ's make_quant builds every
+            # QuantLinear with bias=True (auto_gptq/modeling/_utils.py, the releases behind TheBloke's
+            # GPTQ files), so a bias-free linear stores N fp16 zeros. (Later AutoGPTQ and GPTQModel store
+            # a bias only where the model has one: 2·N bytes less per matrix, 0.07 % of a Llama 2 7B.)
+            count["g_idx_i32"] += 1
+            nbytes["g_idx_i32"] += 4 * t.row * t.matrices
+            if not t.biased:
+                count["zero_bias_f16"] += 1
+                nbytes["zero_bias_f16"] += 2 * t.outputs * t.matrices
     return CheckpointSize(fmt, sum(nbytes.values()), elements, dict(count), dict(nbytes))

@@ -20,7 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from archcalc.cli import cli
-from archcalc.ops.checkpoints import GGML_TYPES, bits_per_weight, checkpoint_size, tensor_types, use_more_bits
+from archcalc.ops.checkpoints import (GGML_TYPES, bits_per_weight, checkpoint_size, checkpoint_types, tensor_bytes,
+                                      tensor_types, use_more_bits)
 from archcalc.ops.layers import model_ops
 from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
@@ -131,3 +132,92 @@ def test_gpt_oss_20b_as_released():
     assert c.tensors_by_type["mxfp4"] == 3 * spec.n_layers  # expert gate, up and down per layer (GGUF names)
     plan = Planner(spec, load_hardware("rtx-4090"), Deployment(weights="mxfp4")).plan(8192)
     assert plan.weights.bytes == c.bytes and plan.fits  # "runs within 16 GB of memory"
+
+
+# ---- AWQ / GPTQ / fp8-block ------------------------------------------------------------------
+# Llama-2 and CodeLlama shapes from their config.json (hidden, layers, heads, KV heads, intermediate;
+# vocabulary 32,000, untied).
+def _llama(name, d, layers, heads, kv, d_ff):
+    return ModelSpec(name=name, d_model=d, n_layers=layers, vocab_size=32000, max_context=4096,
+                     attention={"n_heads": heads, "n_kv_heads": kv}, ffn={"d_ff": d_ff})
+
+
+LLAMA_SHAPES = {
+    "llama-2-7b": spec_of("llama-2-7b"), "mistral-7b": spec_of("mistral-7b-v0.1"),
+    "tinyllama-1.1b": _llama("tinyllama-1.1b", 2048, 22, 32, 4, 5632),
+    "llama-2-13b": _llama("llama-2-13b", 5120, 40, 40, 40, 13824),
+    "codellama-34b": _llama("codellama-34b", 8192, 48, 64, 8, 22016),
+    "llama-2-70b": _llama("llama-2-70b", 8192, 80, 64, 8, 28672),
+}
+
+
+def _gb(shape, fmt):
+    spec = LLAMA_SHAPES[shape]
+    return checkpoint_size(spec, model_ops(spec, Workload()), fmt).bytes / 1e9
+
+
+@pytest.mark.parametrize("shape, gb, repo", [
+    ("llama-2-7b", 3.89, "TheBloke/LlamaGuard-7B-AWQ"),
+    ("mistral-7b", 4.15, "TheBloke/Mistral-7B-Instruct-v0.2-AWQ"),
+    ("tinyllama-1.1b", 0.77, "TheBloke/TinyLlama-1.1B-Chat-v1.0-AWQ"),
+    ("llama-2-13b", 7.25, "TheBloke/LLaMA2-13B-Tiefighter-AWQ"),
+    ("llama-2-70b", 36.61, "TheBloke/Upstage-Llama-2-70B-instruct-v2-AWQ"),
+])
+def test_awq_files_as_their_model_cards_list_them(shape, gb, repo):
+    """The "Provided files" table of each repo's README (AutoAWQ, 4 bits, GS 128, GEMM): the size in GB
+    (10^9) to two decimals.  Dropping the zero points (0.03 bits per weight) moves every row."""
+    assert round(_gb(shape, "awq"), 2) == gb
+
+
+@pytest.mark.parametrize("shape, fmt, gb, repo", [
+    ("llama-2-7b", "gptq", 3.90, "TheBloke/Llama-2-7b-Chat-GPTQ main (4 bits, GS 128, act order no and yes)"),
+    ("llama-2-7b", "gptq:g64", 4.02, "TheBloke/Llama-2-7b-Chat-GPTQ gptq-4bit-64g-actorder_True"),
+    ("llama-2-7b", "gptq:g32", 4.28, "TheBloke/Llama-2-7b-Chat-GPTQ gptq-4bit-32g-actorder_True"),
+    ("llama-2-13b", "gptq", 7.26, "TheBloke/wizard-vicuna-13B-GPTQ main"),
+    ("codellama-34b", "gptq", 18.33, "TheBloke/CodeLlama-34B-Instruct-GPTQ main"),
+    ("codellama-34b", "gptq:g32", 20.28, "TheBloke/CodeLlama-34B-Instruct-GPTQ gptq-4bit-32g-actorder_True"),
+    ("llama-2-70b", "gptq", 36.65, "TheBloke/StableBeluga2-70B-GPTQ gptq-4bit-128g-actorder_False"),
+])
+def test_gptq_files_as_their_model_cards_list_them(shape, fmt, gb, repo):
+    """The same tables for AutoGPTQ files: AWQ's bytes plus g_idx (an int32 per input) and the fp16
+    bias AutoGPTQ's make_quant gives every QuantLinear (bias=True); without that bias four of the seven
+    rows round 0.01 GB low."""
+    assert round(_gb(shape, fmt), 2) == gb
+
+
+def test_awq_tensor_shapes_of_a_real_checkpoint():
+    """TheBloke/Llama-2-7B-AWQ, model.layers.0.mlp.down_proj (AutoAWQ issue #566): qweight [11008, 512]
+    I32, qzeros [86, 512] I32, scales [86, 4096] F16; the same for GPTQ plus g_idx [11008] I32 and the
+    bias [4096] F16 (AutoGPTQ's QuantLinear buffers)."""
+    spec = LLAMA_SHAPES["llama-2-7b"]
+    ops = model_ops(spec, Workload())
+    awq = {t.name: tensor_bytes(t, kind) for t, kind in checkpoint_types(spec, ops, "awq")}
+    assert awq["blk.0.ffn_down.weight"] == 11008 * 512 * 4 + 86 * 512 * 4 + 86 * 4096 * 2
+    assert awq["token_embd.weight"] == awq["output.weight"] == 32000 * 4096 * 2  # fp16, not quantized
+    gptq, awq_total = (checkpoint_size(spec, ops, f) for f in ("gptq", "awq"))
+    per_layer_inputs = 4 * 4096 + 2 * 4096 + 11008  # q, k, v, o, gate, up read 4096; down 11008
+    per_layer_outputs = 4 * 4096 + 2 * 11008 + 4096
+    assert gptq.bytes - awq_total.bytes == 32 * (4 * per_layer_inputs + 2 * per_layer_outputs)
+
+
+def test_fp8_block_scales_round_up_per_128_block():
+    """DeepSeek-V3 (README_WEIGHTS.md: e4m3, weight_block_size [128, 128], an fp32 weight_scale_inv per
+    block; inference/model.py: ceil(out/128) x ceil(in/128) scales).  kv_a_proj_with_mqa is 576 x 7,168:
+    5 x 56 scales, since 576 = 4.5 blocks; the router and the embeddings stay bf16."""
+    spec = spec_of("deepseek-v3")
+    kinds = {t.name: (t, kind) for t, kind in checkpoint_types(spec, model_ops(spec, Workload()), "fp8-block")}
+    t, kind = kinds["blk.0.attn_kv_a_mqa.weight"]
+    assert kind == "fp8_b128" and tensor_bytes(t, kind) == 576 * 7168 + 5 * 56 * 4
+    t, kind = kinds["blk.3.ffn_down_exps.weight"]  # 256 experts of 7,168 x 2,048: 56 x 16 blocks each
+    assert tensor_bytes(t, kind) == 256 * (7168 * 2048 + 56 * 16 * 4)
+    assert kinds["blk.3.ffn_gate_inp.weight"][1] == kinds["token_embd.weight"][1] == "bf16"
+
+
+@pytest.mark.parametrize("fmt", ["awq", "gptq:g32", "fp8-block"])
+def test_fit_loads_the_grouped_formats(fmt):
+    spec = spec_of("llama-3.1-8b")
+    c = checkpoint_size(spec, model_ops(spec, Workload()), fmt)
+    plan = Planner(spec, load_hardware("rtx-4090"), Deployment(weights=fmt)).plan(8192)
+    assert plan.weights.bytes == c.bytes
+    r = CliRunner().invoke(cli, ["size", "llama-3.1-8b", "--weights", fmt, "--json"])
+    assert r.exit_code == 0 and f'"format": "{fmt}"' in r.stdout
