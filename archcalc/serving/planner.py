@@ -176,7 +176,9 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
 
 
 def warnings(spec: ModelSpec, dep: Deployment, context: int) -> list[str]:
-    return context_warnings(spec, context) + engine_named(dep.engine).warnings(dep)
+    engine = engine_named(dep.engine)
+    window = engine.window_disabled(spec)
+    return context_warnings(spec, context) + engine.warnings(dep) + ([window] if window else [])
 
 
 class Planner:
@@ -213,7 +215,9 @@ class Planner:
         if dep.weights:  # a stored checkpoint (a GGUF file, MXFP4 experts): every tensor at its type, over the GPUs
             split, replicated = checkpoint_size(spec, base, dep.weights).bytes / self.tp, 0.0
         self.weights = Weights(split, replicated, vision, mtp)
-        self.kinds = [AttnKind(op.dims.layer_kind, op.count, op.dims.window,
+        full = self.engine.window_disabled(spec) is not None  # the engine runs windowed layers as global
+        self.kinds = [AttnKind("global" if full and op.dims.layer_kind == "local" else op.dims.layer_kind, op.count,
+                               None if full and op.dims.layer_kind == "local" else op.dims.window,
                                self.engine.token_bytes(op, self.kv_bytes_per_value, v_bytes,
                                                        self.engine.kv_share(op, self.tp)),
                                self.engine.state_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)))

@@ -1120,7 +1120,7 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
     if model_type not in FAMILIES:
         raise InputError(path, "model_type", f"{model_type!r} is not supported; supported: {', '.join(sorted(FAMILIES))}")
     report.used[r.prefix + "model_type" if "model_type" in r.cfg else "model_type"] = model_type
-    spec = FAMILIES[model_type](r)
+    spec = {**FAMILIES[model_type](r), "architecture": model_type}
     if cfg.get("vision_config") is not None and cfg.get("model_type") not in VISION_PROJECTORS:
         outer.ignore("vision_config", "a vision tower archcalc does not model: not in any total, nor in fit's weights")
         report.warnings.append(f"{path}: the {cfg.get('model_type')} vision tower (vision_config) is not modelled; "

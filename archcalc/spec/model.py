@@ -405,6 +405,9 @@ class MTPSpec(_Frozen):
 class ModelSpec(_Frozen):
     name: str = "model"
     source: str | None = None  # where the numbers come from (a config.json URL)
+    # The Hugging Face model_type the spec was read from, for engines whose rules depend on the
+    # architecture (llama.cpp runs Phi-3 without its sliding window); None for a hand-written spec.
+    architecture: Annotated[str, Field(min_length=1, max_length=64)] | None = None
     notes: str | None = None
     d_model: Width
     n_layers: Layers

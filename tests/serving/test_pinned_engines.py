@@ -22,7 +22,7 @@ from archcalc.errors import InputError
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.serving.deployment import Deployment
 from archcalc.serving.engines.vllm import vllm_blocks
-from archcalc.serving.planner import Planner
+from archcalc.serving.planner import Planner, warnings
 from archcalc.spec.model import ModelSpec
 
 H100 = HardwareProfile(name="H100 SXM", vendor="nvidia", kind="gpu", memory_bytes=80 * 2**30,
@@ -238,3 +238,25 @@ def test_vllm_pure_state_space_model_pools_whole_states():
     assert per_request == 138_149_888 and plan.startup.needed == per_request
     assert plan.startup.max_batch() == plan.startup.available // per_request
     assert [k.kind for k in plan.kv] == ["linear"] and plan.kv[0].bytes == per_request
+
+
+def test_llama_cpp_runs_phi_3_without_its_window():
+    """src/models/phi3.cpp (load_arch_hparams): a Phi-3 GGUF with a sliding window gets swa_type NONE
+    and n_swa 0 ("Phi SWA is currently disabled", ggml-org/llama.cpp#13676).  Ollama's Phi-3-mini
+    (3,072 wide, 32 layers, 32 KV heads) logs "llama_kv_cache: size = 12288.00 MiB ( 32768 cells,
+    32 layers, 1/1 seqs), K (f16): 6144.00 MiB, V (f16): 6144.00 MiB"; Phi-3-mini-4k (window 2,047,
+    read from its config.json) gets the same cells at that context, as llama.cpp runs every Phi-3.
+    vLLM and a spec written by hand (no architecture) keep the window."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model("tests/data/hf/phi-3-mini-4k.json")[0]
+    assert spec.architecture == "phi3" and spec.attention.sliding_window == 2047
+    dep = Deployment(engine="llamacpp")
+    planner = Planner(spec, load_hardware("h100"), dep)
+    [kv] = planner.plan(32768).kv
+    assert (kv.kind, kv.cells, kv.bytes) == ("global", 32768, 12288 * 2**20)
+    assert any("Phi SWA is currently disabled" in w for w in warnings(spec, dep, 4096))
+    assert Planner(spec, load_hardware("h100"), Deployment(engine="vllm")).plan(32768).kv[0].window == 2047
+    hand = spec.model_copy(update={"architecture": None})
+    assert Planner(hand, load_hardware("h100"), dep).plan(32768).kv[0].cells == 2560  # pad(2,047 + 512, 256)

@@ -166,6 +166,10 @@ class Engine:
         """Ways each op's activations are split across GPUs."""
         return tp
 
+    def window_disabled(self, spec) -> str | None:
+        """Why this engine runs the spec's sliding-window layers as full attention; None: it keeps the window."""
+        return None
+
     def kv_layers(self, kinds: list[AttnKind], context: int, batch: int, dep: Deployment) -> list[LayerKV]:
         return [LayerKV(k.kind, k.layers, k.layers, k.window,
                         0 if k.kind == "linear" else batch * cached_tokens(context, k.window), k.token_bytes,

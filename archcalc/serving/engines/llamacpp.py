@@ -67,6 +67,14 @@ class LlamaCppEngine(Engine):
     def n_ctx(self, context: int, batch: int) -> int:
         return pad(context * batch, LLAMACPP_PAD)
 
+    # Architectures whose window llama.cpp's loader switches off (src/models/phi3.cpp, load_arch_hparams:
+    # "Phi SWA is currently disabled", swa_type NONE and n_swa 0 whenever the GGUF has a window).
+    NO_WINDOW = {"phi3": "llama.cpp disables Phi-3's sliding window (\"Phi SWA is currently disabled\", "
+                         "ggml-org/llama.cpp#13676): every layer caches the whole context"}
+
+    def window_disabled(self, spec):
+        return self.NO_WINDOW.get(spec.architecture) if spec.attention.sliding_window else None
+
     def kv_layers(self, kinds, context, batch, dep):
         n_ctx = self.n_ctx(context, batch)
         streams = 1 if dep.kv_unified else batch
