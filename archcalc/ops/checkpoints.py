@@ -53,7 +53,7 @@ attn_qkv tensor; here the V rule would apply to all of it), --pure and
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from archcalc.ops.op import Op
 from archcalc.spec.model import ModelSpec
@@ -107,6 +107,7 @@ class Tensor:
     layer: int | None = None
     matrices: int = 1  # separate K x N matrices the tensor holds: a 3-D expert tensor holds E
     biased: bool = False  # a matmul's weight whose op has a bias (a tensor of its own in the list)
+    op: int = -1  # the index of the op it belongs to in the op list
 
     @property
     def outputs(self) -> int:
@@ -125,27 +126,24 @@ UP_SUFFIX = {"layers.ffn.up": "", "layers.moe.experts.up": "_exps", "layers.moe.
 
 
 def tensors(spec: ModelSpec, ops: list[Op]) -> list[Tensor]:
-    """The GGUF tensors of the op list (weights only), layer by layer."""
+    """The GGUF tensors of the op list (weights only), layer by layer, each with its op's index."""
     layer_of = {"moe": [i for i, k in enumerate(spec.layer_ffn) if k == "moe"],
                 "ffn": [i for i, k in enumerate(spec.layer_ffn) if k == "dense"]}
-    out: list[Tensor] = []
-    for op in ops:
-        if not op.params:
-            continue
-        d = op.dims
-        if op.name == "embedding":
-            out.append(Tensor("token_embd.weight", op.params, d.width, "token_embd"))
-        elif op.name == "lm_head":
-            out.append(Tensor("output.weight", op.params, d.k, "output"))
-        elif op.kind == "gather":  # a learned position table
-            out.append(Tensor("position_embd.weight", op.params, d.width, "f16"))
-        elif op.kind != "matmul" or not hasattr(d, "k"):  # norms, sinks, hyper-connection scalars: 1-D
-            out += [Tensor(f"blk.{i}.{op.name}.weight", op.params, op.params, "f32", i) for i in range(op.count)]
-        else:
-            group = op.name.split(".")[1] if op.name.startswith(("layers.moe.", "layers.ffn.")) else None
-            for i in layer_of[group] if group else range(op.count):
-                out += _matmul_tensors(op, i)
-    return out
+    return [replace(t, op=index) for index, op in enumerate(ops) if op.params for t in _op_tensors(op, layer_of)]
+
+
+def _op_tensors(op: Op, layer_of: dict[str, list[int]]) -> list[Tensor]:
+    d = op.dims
+    if op.name == "embedding":
+        return [Tensor("token_embd.weight", op.params, d.width, "token_embd")]
+    if op.name == "lm_head":
+        return [Tensor("output.weight", op.params, d.k, "output")]
+    if op.kind == "gather":  # a learned position table
+        return [Tensor("position_embd.weight", op.params, d.width, "f16")]
+    if op.kind != "matmul" or not hasattr(d, "k"):  # norms, sinks, hyper-connection scalars: 1-D
+        return [Tensor(f"blk.{i}.{op.name}.weight", op.params, op.params, "f32", i) for i in range(op.count)]
+    group = op.name.split(".")[1] if op.name.startswith(("layers.moe.", "layers.ffn.")) else None
+    return [t for i in (layer_of[group] if group else range(op.count)) for t in _matmul_tensors(op, i)]
 
 
 def _matmul_tensors(op: Op, i: int) -> list[Tensor]:
@@ -211,6 +209,7 @@ class CheckpointSize:
     elements: int
     tensors_by_type: dict[str, int]
     bytes_by_type: dict[str, float]
+    bytes_by_op: dict[int, float]  # by the index of the op in the op list: what an engine places op by op
 
     @property
     def bits_per_weight(self) -> float:
@@ -239,19 +238,20 @@ def tensor_bytes(t: Tensor, kind: str) -> float:
 
 
 def checkpoint_size(spec: ModelSpec, ops: list[Op], fmt: str) -> CheckpointSize:
-    count, nbytes, elements = defaultdict(int), defaultdict(float), 0
+    count, nbytes, by_op, elements = defaultdict(int), defaultdict(float), defaultdict(float), 0
     for t, kind in checkpoint_types(spec, ops, fmt):
         count[kind] += 1
         nbytes[kind] += tensor_bytes(t, kind)
+        by_op[t.op] += tensor_bytes(t, kind)
         elements += t.elements
         if fmt.startswith("gptq") and kind.startswith("int4"):
             # g_idx, an int32 per input of each matrix; and a bias: AutoGPTQ's make_quant builds every
             # QuantLinear with bias=True (auto_gptq/modeling/_utils.py, the releases behind TheBloke's
             # GPTQ files), so a bias-free linear stores N fp16 zeros. (Later AutoGPTQ and GPTQModel store
             # a bias only where the model has one: 2·N bytes less per matrix, 0.07 % of a Llama 2 7B.)
-            count["g_idx_i32"] += 1
-            nbytes["g_idx_i32"] += 4 * t.row * t.matrices
-            if not t.biased:
-                count["zero_bias_f16"] += 1
-                nbytes["zero_bias_f16"] += 2 * t.outputs * t.matrices
-    return CheckpointSize(fmt, sum(nbytes.values()), elements, dict(count), dict(nbytes))
+            extra = {"g_idx_i32": 4 * t.row * t.matrices, "zero_bias_f16": 0 if t.biased else 2 * t.outputs * t.matrices}
+            for name, b in extra.items():
+                count[name] += b > 0
+                nbytes[name] += b
+                by_op[t.op] += b
+    return CheckpointSize(fmt, sum(nbytes.values()), elements, dict(count), dict(nbytes), dict(by_op))

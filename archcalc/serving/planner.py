@@ -199,10 +199,12 @@ class Planner:
         if v_type != self.kv_type:
             self.kv_type = f"K {self.kv_type}, V {v_type}"
         base = model_ops(spec, Workload(weight_dtype=dep.weight_dtype))
+        # --weights: a stored checkpoint (a GGUF file, MXFP4 experts, AWQ): every tensor at its type
+        stored = checkpoint_size(spec, base, dep.weights).bytes_by_op if dep.weights else None
         split = replicated = 0.0
-        for op in base:
+        for index, op in enumerate(base):
             share = self.engine.weight_share(op, self.tp, spec.tie_embeddings)
-            w = weight_bytes([op], dep.weight_dtype) * share
+            w = (weight_bytes([op], dep.weight_dtype) if stored is None else stored.get(index, 0.0)) * share
             if self.tp > 1 and share == 1.0:
                 replicated += w
             else:
@@ -212,8 +214,6 @@ class Planner:
         vision = weight_bytes(vision_ops(spec), dep.weight_dtype) / self.tp
         # --mtp: the MTP modules load too, split like the layers (vLLM's MTP drafter runs under the same TP).
         mtp = weight_bytes(mtp_ops(spec, dep.weight_dtype), dep.weight_dtype) / self.tp if dep.mtp else 0.0
-        if dep.weights:  # a stored checkpoint (a GGUF file, MXFP4 experts): every tensor at its type, over the GPUs
-            split, replicated = checkpoint_size(spec, base, dep.weights).bytes / self.tp, 0.0
         self.weights = Weights(split, replicated, vision, mtp)
         full = self.engine.window_disabled(spec) is not None  # the engine runs windowed layers as global
         self.kinds = [AttnKind("global" if full and op.dims.layer_kind == "local" else op.dims.layer_kind, op.count,

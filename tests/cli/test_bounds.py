@@ -134,6 +134,30 @@ def test_parse_bytes():
     assert r.exit_code == 0, r.output
 
 
+UNITS_HELP = ("give bytes or a number with B, KB, MB, GB, TB, PB, KiB, MiB, GiB, TiB or PiB (e.g. 2GiB), "
+              "at most 1 PiB")
+
+
+def _reserve_error(text) -> str:
+    with pytest.raises(InputError) as e:
+        parse_bytes(text)
+    return str(e.value)
+
+
+def test_parse_bytes_reads_at_most_64_characters():
+    """Padding counts: 60 spaces and '1GiB' (64 characters) is read, 61 spaces (65) is not, and the
+    message shows a long text cut to 30 characters with its length."""
+    assert parse_bytes(" " * 60 + "1GiB") == 2**30
+    assert _reserve_error(" " * 61 + "1GiB") == (
+        f"--reserve: '{' ' * 29}... (65 characters) is not a size; {UNITS_HELP}")
+    # repr of 40 characters is shown whole, 41 is cut
+    assert _reserve_error("x" * 38) == f"--reserve: '{'x' * 38}' is not a size; {UNITS_HELP}"
+    assert _reserve_error("x" * 39) == f"--reserve: '{'x' * 29}... (39 characters) is not a size; {UNITS_HELP}"
+    assert _reserve_error(12) == f"--reserve: 12 is not a size; {UNITS_HELP}"  # not a string: no regex
+    assert _reserve_error("1.5 PiB") == ("--reserve: '1.5 PiB' is more than 1 PiB; give at most 1 PiB "
+                                         f"({MAX_RESERVE_BYTES:,} bytes)")
+
+
 # ---- the Python API checks the same bounds ---------------------------------------------------------
 
 

@@ -106,8 +106,8 @@ def test_fit_and_size_use_the_file_s_bytes():
     spec = spec_of("llama-3.1-8b")
     g = checkpoint_size(spec, model_ops(spec, Workload()), "gguf:Q4_K_M")
     assert 4.89 < g.bits_per_weight < 4.90  # llama.cpp logs "4.89 BPW" for an 8B Llama 3 Q4_K_M
-    plan = Planner(spec, load_hardware("rtx-3090"), Deployment(engine="llamacpp", weights="gguf:Q4_K_M")).plan(8192)
-    assert plan.weights.bytes == g.bytes
+    plan = Planner(spec, load_hardware("rtx-3090"), Deployment(weights="gguf:Q4_K_M")).plan(8192)
+    assert plan.weights.bytes == g.bytes  # vLLM loads every tensor onto the GPU
     r = CliRunner().invoke(cli, ["size", "llama-3.1-8b", "--weights", "gguf:Q4_K_M", "--json"])
     assert r.exit_code == 0 and '"format": "gguf:Q4_K_M"' in r.stdout
     bad = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "h100", "--weights", "gguf:Q3_K_X"])
@@ -221,3 +221,22 @@ def test_fit_loads_the_grouped_formats(fmt):
     assert plan.weights.bytes == c.bytes
     r = CliRunner().invoke(cli, ["size", "llama-3.1-8b", "--weights", fmt, "--json"])
     assert r.exit_code == 0 and f'"format": "{fmt}"' in r.stdout
+
+
+def test_llama_cpp_keeps_the_token_embedding_of_a_gguf_on_the_host():
+    """Ollama's Phi-3-mini Q4_0 (llama.cpp's loader, offloading 33/33 layers; 3,072 wide, 32 layers,
+    FFN 8,192, vocabulary 32,064): "type f32: 67 tensors, type q4_0: 129 tensors, type q6_K: 1
+    tensors", "CPU_Mapped model buffer size = 52.84 MiB" (token_embd, q4_0: 32,064 × 3,072 × 18/32 B)
+    and "Metal_Mapped model buffer size = 2021.82 MiB" (everything else).  The GGUF fuses q/k/v and
+    gate/up (129 = 4 per layer + token_embd) where the op list keeps them apart (225); the bytes are
+    the same.  f32: 65 here, the file's 2 more are rope_factors_long/short (LongRoPE buffers)."""
+    spec = spec_of("phi-3-mini-4k")  # the 128k model's tensors are the same
+    c = checkpoint_size(spec, model_ops(spec, Workload()), "gguf:Q4_0")
+    assert c.tensors_by_type == {"q4_0": 225, "q6_K": 1, "f32": 65}
+    plan = Planner(spec, load_hardware("rtx-4090"), Deployment(engine="llamacpp", weights="gguf:Q4_0")).plan(4096)
+    assert round(plan.weights.bytes / 2**20, 2) == 2021.82
+    assert round((c.bytes - plan.weights.bytes) / 2**20, 2) == 52.84
+    # two GPUs (-sm layer): each holds half the layers; output and its norm sit whole on the last one
+    two = Planner(spec, load_hardware("rtx-4090"), Deployment(engine="llamacpp", weights="gguf:Q4_0", gpus=2))
+    head = c.bytes_by_op[len(model_ops(spec, Workload())) - 1] + 3072 * 4  # output (q6_K) + output_norm (f32)
+    assert two.weights.bytes == (plan.weights.bytes - head) / 2 + head
