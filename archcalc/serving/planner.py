@@ -30,7 +30,6 @@ from archcalc.cost.totals import weight_bytes
 from archcalc.errors import InputError
 from archcalc.limits import MAX_CONTEXT
 from archcalc.hardware.profile import HardwareProfile, all_hardware
-from archcalc.ops import op as opsmod
 from archcalc.ops.dtypes import WEIGHT_DTYPES
 from archcalc.ops.layers import model_ops
 from archcalc.ops.checkpoints import WEIGHT_FORMATS, checkpoint_size
