@@ -19,6 +19,8 @@ from __future__ import annotations
 import pytest
 
 from archcalc.errors import InputError
+from archcalc.ops.layers import model_ops
+from archcalc.ops.workload import Workload
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.serving.deployment import Deployment
 from archcalc.serving.engines.vllm import vllm_blocks
@@ -260,3 +262,103 @@ def test_llama_cpp_runs_phi_3_without_its_window():
     assert Planner(spec, load_hardware("h100"), Deployment(engine="vllm")).plan(32768).kv[0].window == 2047
     hand = spec.model_copy(update={"architecture": None})
     assert Planner(hand, load_hardware("h100"), dep).plan(32768).kv[0].cells == 2560  # pad(2,047 + 512, 256)
+
+
+@pytest.mark.parametrize("context", [4096, 65536, 262144])
+def test_vllm_hybrid_concurrency_counts_states_before_blocks(context):
+    """Qwen3-Next on one H200: each admitted request first takes its linear layers' state, then
+    blocks_per_request blocks of page × group bytes from what is left; the largest batch is the
+    largest b with b · blocks ≤ floor((available − b · state) / (page · group)), found here by
+    counting up, one batch at a time, from the report's own numbers."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model("qwen3-next-80b-a3b")[0]
+    planner = Planner(spec, load_hardware("h200"), Deployment(weights="fp8-block"))
+    report = planner.plan(context).startup
+    r = report.to_dict()
+    assert report.state_bytes > 0 and r["group_size"] > 0
+
+    def admitted(b):
+        return b * r["blocks_per_request"] <= (r["available_kv_bytes"] - b * report.state_bytes) // (
+            r["page_bytes"] * r["group_size"])
+
+    b = 0
+    while admitted(b + 1):
+        b += 1
+    assert b > 1 and report.max_batch() == b
+    assert planner.max_batch(context).value == b
+
+
+# ---- llama.cpp: what the fit report and its JSON say -----------------------------------------------
+
+def _llamacpp_plan(name, context=4096, batch=1, **dep):
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    return Planner(load_model(name)[0], load_hardware("rtx-4090"), Deployment(engine="llamacpp", **dep)).plan(
+        context, batch)
+
+
+def test_llama_cpp_duplicates_a_tied_output_onto_the_gpu():
+    """src/llama-model.cpp: a model without output.weight creates it from token_embd with
+    TENSOR_DUPLICATED: the input copy stays in host memory, the output copy goes to the GPU, so the
+    GPU holds every byte of the file.  Untied: everything but token_embd."""
+    from archcalc.ops.checkpoints import checkpoint_size
+
+    tied = _llamacpp_plan("llama-3.2-1b", weights="gguf:Q8_0")
+    spec = tied.spec
+    c = checkpoint_size(spec, model_ops(spec, Workload()), "gguf:Q8_0")
+    assert spec.tie_embeddings and tied.weights.bytes == c.bytes
+    untied = _llamacpp_plan("llama-3.1-8b", weights="gguf:Q8_0")
+    embd = 128256 * 4096 * 34 / 32  # token_embd in q8_0
+    assert untied.weights.bytes == checkpoint_size(untied.spec, model_ops(untied.spec, Workload()),
+                                                   "gguf:Q8_0").bytes - embd
+    # at --dtype: the same rule, token_embd's 128256 × 4096 bf16 stay off the GPU
+    assert _llamacpp_plan("llama-3.1-8b").weights.bytes == (8_030_261_248 - 128256 * 4096) * 2
+    assert _llamacpp_plan("llama-3.2-1b").weights.bytes == 1_235_814_400 * 2
+
+
+def test_llama_cpp_settings_warnings_and_notes():
+    from archcalc.report.fit import fit_json
+
+    plan = _llamacpp_plan("gemma-3-1b", context=8192, batch=2, kv_unified=False)
+    deployment = fit_json(plan, {}, ())["deployment"]
+    assert {k: deployment[k] for k in ("ubatch", "pad", "kv_unified", "swa_full")} == {
+        "ubatch": 512, "pad": 256, "kv_unified": False, "swa_full": False}
+    # two streams of pad(16,384 / 2) = 8,192 cells; each SWA stream pad(min(8,192, 512 + 512), 256) = 1,024
+    # (the window once per stream when not unified: 2 × 512 + 512 = 1,536 would be the unified rule's)
+    assert {k.kind: (k.cells, k.window) for k in plan.kv} == {"global": (2 * 8192, None), "local": (2 * 1024, 512)}
+    assert all(isinstance(k.cells, int) for k in plan.kv)
+    assert plan.engine.notes(plan.kv, 2, plan.deployment, True) == [
+        "global: 4 layers × 16,384 cells = n_ctx padded to 256",
+        "local: 22 layers × 2,048 cells = min(n_ctx, pad(512·2 + 512, 256))"]
+    assert plan.engine.notes(plan.kv, 2, plan.deployment, False)[-1] == "the token embedding stays in host memory"
+    assert plan.activations.chunk.description == ("the reserved worst-case graph: n_ubatch = 512 tokens, "
+                                                  "f32 activations, logits for every token")
+    assert plan.reserve == {"fit margin": 1024 * 2**20}
+    assert _llamacpp_plan("gemma-3-1b", reserve=5e8).reserve == {"fit margin": 5e8}
+    dep = Deployment(engine="llamacpp", gpus=2)
+    assert plan.engine.warnings(dep) == ["llama.cpp splits layers across GPUs (-sm layer): --tp 2 is planned as "
+                                         "2 GPUs holding 1/2 of the layers each"]
+    assert plan.engine.warnings(Deployment(engine="llamacpp")) == []
+
+
+def test_llama_cpp_notes_a_recurrent_layer_s_state_cells():
+    plan = _llamacpp_plan("lfm2-1.2b", batch=3)
+    notes = plan.engine.notes(plan.kv, 3, plan.deployment, True)
+    assert "linear: 10 layers × one F32 state cell per sequence (3)" in notes
+
+
+def test_plain_engine_report_pieces():
+    """transformers' generate() as `plain` models it: the whole prefill in one step, its window kept."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model("gemma-3-1b")[0]
+    plan = Planner(spec, load_hardware("rtx-4090"), Deployment(engine="plain")).plan(2048, 3)
+    assert plan.activations.chunk.description == "the whole prefill, 3 × 2,048 tokens in one step"
+    assert {k.kind: k.window for k in plan.kv} == {"global": None, "local": 512}
+    assert list(plan.reserve) == ["runtime (CUDA context, workspaces)"]
+    custom = Planner(spec, load_hardware("rtx-4090"), Deployment(engine="plain", reserve=123.0)).plan(2048)
+    assert custom.reserve == {"runtime (CUDA context, workspaces)": 123.0}
