@@ -263,3 +263,75 @@ def test_eager_kernel_counts_of_experts_and_sums():
     assert counts == {"layers.moe.experts.up": 4, "layers.moe.experts.down": 2, "layers.moe.combine": 1,
                       "layers.attn.qkv": 3, "layers.attn.o": 1}
     assert {typical(H100).kernels(o) for o in by_name.values()} == {1}
+
+
+def test_curve_ends_and_log_log_midpoints():
+    """Between (2, 8) and (32, 128) the curve is y = 4x in log-log: at 8, f = log 4 / log 16 = 1/2 and
+    y = 8^(1/2) · 128^(1/2) = 32; at an end it is that end's value exactly; a median of 4 repeats is the
+    upper middle one (sorted index 2)."""
+    c = Curve((2.0, 32.0), (8.0, 128.0))
+    assert c(8.0) == pytest.approx(32.0) and c(4.0) == pytest.approx(16.0)
+    assert (c(2.0), c(32.0)) == (8.0, 128.0)
+    assert Curve.of({1.0: [4.0, 1.0, 3.0, 2.0]}).ys == (3.0,)
+
+
+def _power_law_calibration():
+    """Matmul points running at 1e6 · m^0.5 · (k·n)^0.25 FLOP/s: the log-log surface is exact inside the
+    grid (m 1…1024, k·n 2^16…2^26)."""
+    from archcalc.hardware.calibration import MatmulPoint
+
+    points = [MatmulPoint(m=m, k=k, n=n, seconds=2 * m * k * n / (1e6 * m ** 0.5 * (k * n) ** 0.25))
+              for m in (1, 16, 1024) for k, n in ((256, 256), (1024, 4096), (8192, 8192))]
+    return synthetic_calibration().model_copy(update={"matmul": points})
+
+
+def test_eager_matmuls_run_each_part_and_expert_on_its_own_rows():
+    """measure/kernels.py runs q, k and v as three matmuls and each touched expert on its rows: the
+    op's rate is its FLOPs over the parts' times.  Llama-3.1-8B's qkv over 64 tokens: parts 4,096,
+    1,024, 1,024 of k 4,096, each at 64 rows; Qwen3-30B-A3B's expert gate/up (768 + 768 of k 2,048) over
+    64 tokens × top 8 = 512 routed rows: 128·(1 − (120/128)^64) ≈ 126 experts touched, 512/126 → 5 rows."""
+    r = calibrated_rates(A100, _power_law_calibration())
+
+    def rate(m, k, n):
+        return 1e6 * m ** 0.5 * (k * n) ** 0.25
+
+    def op_of(name, op_name):
+        return next(o for o in model_ops(spec_of(name), Workload(batch=1, new_tokens=64, context=64))
+                    if o.name == op_name)
+
+    qkv = op_of("llama-3.1-8b", "layers.attn.qkv")
+    expected = 6144 / sum(w / rate(64, 4096, w) for w in (4096, 1024, 1024))
+    assert r.compute_rate(qkv) == pytest.approx(expected, rel=1e-9)
+    up = op_of("qwen3-30b-a3b", "layers.moe.experts.up")
+    assert r.kernels(up) == 126 * 2
+    assert r.compute_rate(up) == pytest.approx(1536 / sum(768 / rate(5, 2048, 768) for _ in range(2)), rel=1e-9)
+
+
+def test_calibrated_rate_set_names_its_device_and_keeps_the_profile_s_link_and_vector_rate():
+    from archcalc.hardware.calibration import DeviceInfo
+
+    cal = synthetic_calibration().model_copy(update={"device": DeviceInfo(
+        name="Test GPU", kind="cuda", torch="2.13.0", threads=16, date="2026-12-02T05:00:00Z")})
+    r = calibrated_rates(A100, cal)
+    assert r.source == "calibrated on Test GPU (bf16, 16 threads, 2026-12-02)"
+    assert r.link_bandwidth == A100.interconnect.bandwidth / 2  # one direction of NVLink's total
+    assert r.vector == A100.peak("fp32")
+
+
+def test_a_windowed_decode_is_not_a_masked_call():
+    """One query over a window reads the window's keys (sdpa with no mask, kv sliced); from two
+    queries on, sdpa runs an explicit mask over the whole rectangle.  Each is timed as its own kind."""
+    from archcalc.hardware.calibration import AttentionPoint
+
+    def point(rate, flops, **shape):
+        return AttentionPoint(heads=8, head_dim=64, batch=4, kv_heads=2, kv_len=1024,
+                              seconds=LAUNCH + flops / rate, **shape)
+
+    plain, windowed, two = _attention(4, 1, 1024, 2), _attention(4, 1, 1024, 2, window=256), \
+        _attention(4, 2, 1024, 2, window=256)
+    r = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, attention=[
+        point(5e9, plain.flops, q_len=1), point(3e9, windowed.flops, q_len=1, window=256),
+        point(9e9, two.flops, q_len=2, window=256)]))
+    assert windowed.flops < plain.flops  # 256 keys instead of 1,024
+    assert r.compute_rate(windowed) == pytest.approx(3e9) and r.compute_rate(plain) == pytest.approx(5e9)
+    assert r.compute_rate(two) == pytest.approx(9e9)
