@@ -1,0 +1,99 @@
+"""The fit solvers against their definitions, counted out one value at a time.
+
+A solver's answer is the largest batch (or context, or the fewest GPUs) whose plan fits; the closed
+forms and binary searches of serving/planner.py must land on exactly what scanning the plans finds,
+and each answer must name what stops the next value, how it was found, and its details (the JSON
+document's `solutions`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from archcalc.hardware.profile import load_hardware
+from archcalc.serving.deployment import Deployment
+from archcalc.serving.planner import TP_CHOICES, Planner, min_gpus, solve
+from archcalc.spec.catalog import load_model
+
+
+def scan(fits, start=1, limit=4096):
+    """The largest n from `start` with fits(n), fits assumed monotone; start - 1 when none."""
+    n = start - 1
+    while n < limit and fits(n + 1):
+        n += 1
+    return n
+
+
+# engine -> how its max batch is found: plain is affine in batch (closed form), vLLM counts its
+# blocks (its own closed form), llama.cpp pads cells to 256 (a search)
+METHODS = {"plain": "closed form", "vllm": "closed form", "llamacpp": "binary search"}
+
+
+@pytest.mark.parametrize("engine", sorted(METHODS))
+@pytest.mark.parametrize("name, gpu, context, gpus", [
+    ("llama-3.2-1b", "rtx-4090", 4096, 1), ("qwen2.5-7b", "a100-80gb", 16384, 2), ("gemma-3-1b", "l4", 8192, 1)])
+def test_max_batch_is_the_last_batch_that_fits(engine, name, gpu, context, gpus):
+    spec = load_model(name)[0]
+    dep = Deployment(engine=engine, gpus=gpus, tp=1)  # 2 GPUs: two replicas of one GPU each
+    planner = Planner(spec, load_hardware(gpu), dep)
+    best = scan(lambda b: planner.plan_per_gpu(context, b).fits, limit=2048)
+    s = planner.max_batch(context)
+    assert best >= 1
+    assert (s.value, s.binding, s.method) == (best * gpus, planner.plan_per_gpu(context, best + 1).binding,
+                                              METHODS[engine])
+    assert s.detail == {"per_tp_group": best, "replicas": gpus}
+
+
+@pytest.mark.parametrize("engine", sorted(METHODS))
+def test_max_batch_when_one_sequence_does_not_fit(engine):
+    planner = Planner(load_model("llama-3.1-70b")[0], load_hardware("rtx-4090"), Deployment(engine=engine))
+    s = planner.max_batch(4096)
+    first = planner.plan_per_gpu(4096, 1)
+    assert (s.value, s.binding) == (0, first.binding) and first.binding == "weights"
+    assert s.method == ("binary search" if engine == "llamacpp" else "closed form")
+
+
+@pytest.mark.parametrize("engine", sorted(METHODS))
+@pytest.mark.parametrize("name, gpu", [("llama-3.1-8b", "rtx-4090"), ("gemma-2-9b", "rtx-4090"),
+                                       ("mistral-7b-v0.1", "l4")])
+def test_max_context_is_the_last_context_that_fits(engine, name, gpu):
+    """Windowed models (Gemma 2's 4,096, Mistral's 4,096) have a kink where the window stops growing."""
+    spec = load_model(name)[0]
+    planner = Planner(spec, load_hardware(gpu), Deployment(engine=engine))
+    s = planner.max_context(2)
+    if s.capped:
+        assert s.value == spec.max_context and s.binding == "model max context"
+        return
+    fits = lambda c: planner.plan_per_gpu(c, 2).fits  # noqa: E731
+    assert fits(s.value) and not fits(s.value + 1)  # the boundary, found without scanning 10^5 contexts
+    assert s.binding == planner.plan_per_gpu(s.value + 1, 2).binding
+    assert s.method == ("closed form" if engine == "plain" else "binary search")
+
+
+def test_fewest_gpus_is_the_first_tp_that_fits():
+    """Llama 3.1 70B at bf16 (141 GB of weights) with 4 sequences of 32k: counted TP by TP."""
+    spec = load_model("llama-3.1-70b")[0]
+    hw = load_hardware("h100")
+    dep = Deployment()
+    plans = {tp: Planner(spec, hw, replace(dep, gpus=tp, tp=tp)).plan(32768, 4) for tp in TP_CHOICES}
+    first = next(tp for tp in TP_CHOICES if plans[tp].fits)
+    s = min_gpus(spec, hw, dep, 32768, 4)
+    assert first > 1 and s.value == first
+    assert s.binding == plans[TP_CHOICES[TP_CHOICES.index(first) - 1]].binding and s.method == "search over TP"
+    assert s.detail == {"tp": first, "headroom": plans[first].headroom}
+    assert min_gpus(spec, hw, dep, 32768, 1).value <= first  # fewer sequences never need more GPUs
+    one = min_gpus(load_model("llama-3.2-1b")[0], hw, dep, 4096)
+    assert (one.value, one.binding) == (1, "nothing: one GPU fits")
+    none = min_gpus(load_model("deepseek-v3")[0], load_hardware("rtx-4090"), dep, 4096)
+    assert (none.value, none.binding, none.method) == (None, "weights", "search over TP")
+
+
+def test_solve_gathers_the_three_solvers_and_the_plan():
+    spec = load_model("llama-3.1-8b")[0]
+    hw = load_hardware("a100-80gb")
+    r = solve(spec, hw, Deployment(), 8192, 3)
+    planner = Planner(spec, hw, Deployment())
+    assert r.plan == planner.plan(8192, 3)
+    assert r.solutions == {"max_context": planner.max_context(3), "max_batch": planner.max_batch(8192),
+                           "min_gpus": min_gpus(spec, hw, Deployment(), 8192, 3)}
