@@ -323,9 +323,21 @@ def test_fit_json_document():
     assert plan["capacity"] == H100.capacity and plan["fits"] is True and plan["binding"] == "kv_cache"
     d = doc["deployment"]
     assert (d["engine"], d["tp"], d["context"], d["kv_dtype"], d["block_size"]) == ("vllm", 1, 131072, "bf16", 16)
+    assert (d["gpu_memory_utilization"], d["max_num_batched_tokens"]) == (0.9, 8192)
     v = doc["startup"]
     assert v["needed_kv_bytes"] == 10 * 16 * 8192 * (8192 + 6 * 577) and v["padding_layers"] == 8
     assert v["log"][0].startswith("Available KV cache memory: ")
+    # 62 layers: 10 global + 52 sliding, in 7 groups of 10 (8 padding); a page is 16 tokens of 16 KV
+    # heads × 128 × (K, V) × 2 B; a request holds cdiv(131,072, 16) global blocks and 577 per sliding group
+    assert (v["group_size"], v["groups"], v["page_bytes"]) == (10, 7, 16 * 8192)
+    assert v["layers_kv_bytes"] == 16 * 8192 * (10 * 8192 + 52 * 577)
+    assert v["blocks_per_request"] == 8192 + 6 * 577
+    assert v["num_blocks"] == v["available_kv_bytes"] // (v["page_bytes"] * v["group_size"])
+    assert v["max_concurrency"] == v["num_blocks"] / v["blocks_per_request"]
+    assert v["kv_cache_tokens"] == int(v["max_concurrency"] * 131072)
+    assert (v["estimated_max_model_len"], v["error"]) == (None, None) and v["log"][1:] == [
+        f"GPU KV cache size: {v['kv_cache_tokens']:,} tokens",
+        f"Maximum concurrency for 131,072 tokens per request: {v['max_concurrency']:.2f}x"]
     assert set(doc["solve"]) == {"max_context", "max_batch", "min_gpus"}
     assert doc["solve"]["max_context"]["capped"] is True
 
@@ -464,3 +476,13 @@ def test_mtp_flag_loads_the_checkpoints_mtp_modules():
     w, w0 = with_mtp.plan.weights, without.plan.weights
     assert w0.mtp == 0 and w.mtp == 3_616_573_440 * 2 / 4
     assert w.bytes - w0.bytes == w.mtp
+
+
+def test_fit_json_carries_vllm_s_start_up_error():
+    r = run("fit", "llama-3.1-70b", "--gpu", "h100", "--gpus", "2", "--context", "131072", "--engine", "vllm",
+            "--kv-dtype", "fp8", "--json")
+    v = json.loads(r.stdout)["startup"]
+    assert v["error"].startswith("To serve at least one request with the model's max seq len (131072)")
+    assert 0 < v["estimated_max_model_len"] < 131072
+    assert f"the estimated maximum model length is {v['estimated_max_model_len']}" in v["error"]
+    assert v["log"] == [v["log"][0], f"ValueError: {v['error']}"]
