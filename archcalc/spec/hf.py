@@ -296,8 +296,21 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     norm: dict = {}
     residual: dict = {}
     scaled_final = False
-    if family == "qwen3_next":
+    if family in QWEN_HYBRID:
         att["output_gate"] = True  # Qwen3NextAttention's q_proj is 2·H·head_dim: the query and its gate
+        if not r.get("attn_output_gate", default=True):  # Qwen3.5 states it; transformers gates regardless
+            raise InputError(r.path, r.prefix + "attn_output_gate", "false is not supported: transformers' "
+                             "Qwen3.5 attention always gates its output")
+        if family != "qwen3_next":  # Qwen3.5's MTP modules (mtp.* in the checkpoint, sharing embedding and head)
+            if r.get("mtp_use_dedicated_embeddings", default=False):
+                raise InputError(r.path, r.prefix + "mtp_use_dedicated_embeddings",
+                                 "true is not supported (an MTP module with its own embedding)")
+            n = r.get("mtp_num_hidden_layers", default=0)
+            spec["mtp"] = {"layers": n} if n else None
+            r.ignore("mamba_ssm_dtype", "the recurrent state's dtype: kept in fp32 as transformers keeps it "
+                                        "(each engine's own rule in fit)")
+        if family == "qwen3_5":
+            r.ignore("mlp_only_layers", "no experts: every layer's MLP is dense")
         spec["linear"] = {"n_heads": r.get("linear_num_value_heads"), "n_key_heads": r.get("linear_num_key_heads"),
                           "key_head_dim": r.get("linear_key_head_dim"),
                           "value_head_dim": r.get("linear_value_head_dim"),
@@ -307,7 +320,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         else:  # Qwen3NextConfig: every full_attention_interval-th layer is full attention
             interval = int(r.get("full_attention_interval", default=4))
             att["layer_types"] = ["global" if (i + 1) % interval == 0 else "linear" for i in range(spec["n_layers"])]
-    if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "dots1", "qwen3_next") or (
+    if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "dots1", *QWEN_HYBRID) or (
             family == "glm4_moe" and r.get("use_qk_norm", default=False)):
         att["qk_norm"] = "head"  # one RMSNorm of head_dim for q, one for k
     if family in ("gemma2", "gemma3", "glm4"):
@@ -418,11 +431,11 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
         r.ignore("moe_norm_min", "an epsilon")
         return _with_layers(moe, [i for i in range(n_layers) if (i + 1) % interval == 0 and start <= i <= end],
                             n_layers)
-    if family not in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
+    if family not in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe"):
         return None
     moe = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"),
            "d_expert": r.get("moe_intermediate_size")}
-    if family in ("qwen2_moe", "qwen3_next"):  # a shared expert behind a sigmoid gate
+    if family in ("qwen2_moe", "qwen3_next", "qwen3_5_moe"):  # a shared expert behind a sigmoid gate
         moe.update(d_shared=r.get("shared_expert_intermediate_size"), shared_gate=True)
     step = int(r.get("decoder_sparse_step", default=1))
     dense = set(r.get("mlp_only_layers", default=[]))
@@ -432,7 +445,10 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
 # Families whose attention_bias puts biases on q, k and v but not on o_proj.
 QKV_BIAS_ONLY = ("glm4", "glm4_moe", "seed_oss")
 # partial_rotary_factor when a config leaves it out (the config classes' defaults).
-ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5, "qwen3_next": 0.25}
+ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5,
+                   **{f: 0.25 for f in ("qwen3_next", "qwen3_5", "qwen3_5_moe")}}
+# Qwen3-Next and Qwen3.5: Gated DeltaNet layers between gated full-attention ones.
+QWEN_HYBRID = ("qwen3_next", "qwen3_5", "qwen3_5_moe")
 
 
 def _rotary_fraction(r: ConfigReader, default: float) -> float:
@@ -1046,6 +1062,8 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "olmo2", "phi3", "cohere", "granite", "smollm3", "stablelm", "exaone4", "olmoe",
         "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
         "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "apertus")},
+    # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
+    "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
