@@ -243,3 +243,17 @@ def test_ascii_error_line_is_still_one_line():
     r = subprocess.run([sys.executable, "-m", "archcalc", "roofline", "gpt2", "--gpu", "h100", "--context", "5"],
                        capture_output=True, env=env, timeout=120)
     assert r.returncode == 2 and r.stderr.decode("ascii").count("\n") == 1 and r.stderr.startswith(b"error:")
+
+
+def test_check_reserve_bounds_and_messages():
+    from archcalc.serving.deployment import check_reserve
+
+    assert check_reserve(None) is None and check_reserve(0) == 0.0 and isinstance(check_reserve(7), float)
+    assert check_reserve(MAX_RESERVE_BYTES) == float(MAX_RESERVE_BYTES)
+    valid = f"give bytes from 0 to 1 PiB ({MAX_RESERVE_BYTES:,} bytes)"
+    for bad, shown in ((True, "True"), (-0.5, "-0.5"), (float("inf"), "inf"), ("5", "'5'"),
+                       (MAX_RESERVE_BYTES + 1, str(MAX_RESERVE_BYTES + 1)), (2**70, "a 71-bit integer"),
+                       (2**64 - 1, str(2**64 - 1)), ([1], "[1]")):
+        with pytest.raises(InputError) as e:
+            check_reserve(bad)
+        assert str(e.value) == f"--reserve: {shown} is not valid; {valid}", bad

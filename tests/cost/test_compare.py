@@ -82,3 +82,47 @@ def test_compare_fit_rows_are_the_fit_commands():
         assert metrics["max_context_on_gpu"][i] == alone["solve"]["max_context"]["value"]
         assert metrics["fits"][i] == alone["plan"]["fits"]
         assert metrics["memory_per_gpu"][i] == alone["plan"]["total"]
+
+
+def test_compare_rows_their_labels_units_and_which_way_is_better():
+    """The archcalc.compare/1 rows in order, with --gpu (peak and typical speed rows), measured times and
+    fit rows; each value is the single-model function's (checked above), each row says its unit and
+    whether lower is better (tokens, text and rates: higher)."""
+    from archcalc.cost.compare import compare
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    specs = [load_model(n)[0] for n in ("llama-3.2-1b", "qwen3-0.6b")]
+    fit = {"fits": ("fits one H100", "text", True), "max_ctx": ("largest context", "tokens", 1000),
+           "mem": ("memory", "bytes", 5), "rate": ("a rate", "per_s", 2.0)}
+    c = compare(specs, context=4096, batch=2, dtype="bf16", kv_dtype="fp8", hw=load_hardware("h100"), prompt=512,
+                gen=64, tp=2, fit_metrics=lambda s: fit, measured=lambda s: (0.5, 0.01))
+    assert (c.names, c.context, c.batch, c.hardware) == (["llama-3.2-1b", "qwen3-0.6b"], 4096, 2, "H100 SXM")
+    rows = [(m.key, m.label, m.unit, m.lower_is_better) for m in c.metrics]
+    assert rows == [
+        ("params_total", "parameters", "count", True),
+        ("params_active", "active parameters per token", "count", True),
+        ("weight_bytes", "weights (bf16)", "bytes", True),
+        ("forward_flops_per_token", "forward FLOPs per token at 4,096", "flops", True),
+        ("kv_bytes_per_token", "KV cache per token (fp8)", "bytes", True),
+        ("kv_bytes", "KV cache at 4,096 × 2", "bytes", True),
+        ("max_context", "max context of the model", "tokens", False),
+        ("ttft_s", "time to first token (512 × 2, TP 2, peak)", "seconds", True),
+        ("tpot_s", "time per output token at 576 (peak)", "seconds", True),
+        ("decode_tokens_per_s", "decode tokens/s (batch 2, peak)", "per_s", False),
+        ("ttft_s_typical", "time to first token (512 × 2, TP 2, typical)", "seconds", True),
+        ("tpot_s_typical", "time per output token at 576 (typical)", "seconds", True),
+        ("decode_tokens_per_s_typical", "decode tokens/s (batch 2, typical)", "per_s", False),
+        ("critical_batch", "critical batch (peak)", "count", True),
+        ("ttft_s_measured", "time to first token (512 × 2, measured)", "seconds", True),
+        ("tpot_s_measured", "time per output token at 576 (measured)", "seconds", True),
+        ("fits", "fits one H100", "text", False), ("max_ctx", "largest context", "tokens", False),
+        ("mem", "memory", "bytes", True), ("rate", "a rate", "per_s", False)]
+    values = {m.key: m.values for m in c.metrics}
+    assert values["max_context"] == [131072, 40960] and values["weight_bytes"] == [2 * 1_235_814_400, 2 * 596_049_920]
+    assert values["ttft_s_measured"] == [0.5, 0.5] and values["tpot_s_measured"] == [0.01, 0.01]
+    assert values["fits"] == [True, True] and values["mem"] == [5, 5]
+    assert values["decode_tokens_per_s"][0] == 2 / values["tpot_s"][0]
+    one = compare(specs[:1], context=128, batch=1, dtype="bf16", kv_dtype="bf16", hw=load_hardware("h100"))
+    assert [m.label for m in one.metrics if m.key == "ttft_s"] == ["time to first token (2,048 × 1, peak)"]
+    assert compare(specs, context=128, batch=1, dtype="fp8", kv_dtype="bf16").metrics[-1].key == "max_context"
