@@ -335,3 +335,15 @@ def test_a_windowed_decode_is_not_a_masked_call():
     assert windowed.flops < plain.flops  # 256 keys instead of 1,024
     assert r.compute_rate(windowed) == pytest.approx(3e9) and r.compute_rate(plain) == pytest.approx(5e9)
     assert r.compute_rate(two) == pytest.approx(9e9)
+
+
+def test_peak_rates_describe_the_datasheet():
+    """NVIDIA's H100 SXM datasheet: 989.4 TFLOP/s dense BF16, 66.9 TFLOP/s FP32, 3.35 TB/s HBM3, NVLink
+    900 GB/s (both directions); peak has no fixed costs and full efficiency."""
+    from archcalc.cost.rates import peak_rates
+
+    assert peak_rates(H100, "bf16").describe() == {
+        "label": "peak", "source": "H100 SXM datasheet", "matmul_flops_per_s": 989.4e12, "vector_flops_per_s": 66.9e12,
+        "bandwidth_bytes_per_s": 3.35e12, "ridge_flops_per_byte": 989.4e12 / 3.35e12, "launch_s": 0.0,
+        "dispatch_s": 0.0, "convention": "causal", "gemm_efficiency": 1.0, "link_bandwidth_bytes_per_s": 450e9,
+        "link_latency_s": 0.0}

@@ -90,10 +90,40 @@ def test_fewest_gpus_is_the_first_tp_that_fits():
 
 
 def test_solve_gathers_the_three_solvers_and_the_plan():
+    """Llama 3.1 8B, 8 sequences of 128k on A100s: 16 GiB of cache each, so one GPU holds the model but
+    not the batch; every solver and the plan see the batch."""
     spec = load_model("llama-3.1-8b")[0]
     hw = load_hardware("a100-80gb")
-    r = solve(spec, hw, Deployment(), 8192, 3)
+    r = solve(spec, hw, Deployment(), 131072, 8)
     planner = Planner(spec, hw, Deployment())
-    assert r.plan == planner.plan(8192, 3)
-    assert r.solutions == {"max_context": planner.max_context(3), "max_batch": planner.max_batch(8192),
-                           "min_gpus": min_gpus(spec, hw, Deployment(), 8192, 3)}
+    assert r.plan == planner.plan(131072, 8) and not r.plan.fits
+    assert r.solutions == {"max_context": planner.max_context(8), "max_batch": planner.max_batch(131072),
+                           "min_gpus": min_gpus(spec, hw, Deployment(), 131072, 8)}
+    assert r.solutions["min_gpus"].value > min_gpus(spec, hw, Deployment(), 131072, 1).value
+
+
+def test_fit_all_plans_every_device_at_the_batch():
+    from archcalc.hardware.profile import all_hardware
+    from archcalc.serving.planner import fit_all
+
+    spec = load_model("qwen2.5-7b")[0]
+    rows = fit_all(spec, Deployment(), 16384, 5)
+    assert [hw.name for hw, _, _ in rows] == [hw.name for hw in all_hardware()]
+    for hw, plan, best in rows:
+        planner = Planner(spec, hw, Deployment())
+        assert plan == planner.plan(16384, 5) and best == planner.max_context(5)
+
+
+def test_compare_s_fit_rows():
+    from archcalc.serving.planner import compare_rows
+
+    spec = load_model("qwen2.5-7b")[0]
+    hw = load_hardware("l4")
+    rows = compare_rows(hw, 8192, 3, Deployment())(spec)
+    planner = Planner(spec, hw, Deployment())
+    plan = planner.plan(8192, 3)
+    assert rows == {
+        "fits": ("fits one L4 at 8,192 × 3", "text", plan.fits),
+        "memory_per_gpu": ("memory on one L4 (weights, KV, activations, reserve)", "bytes", plan.total),
+        "max_context_on_gpu": ("largest context on one L4 at batch 3", "tokens", planner.max_context(3).value)}
+    assert plan.total != planner.plan(8192, 1).total
