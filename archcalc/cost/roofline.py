@@ -170,15 +170,16 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     time at c, summed in closed form.
 
     Each op's FLOPs and bytes are affine in c between breakpoints (a sliding
-    window stops growing at c = window; a chunked layer restarts at every
-    chunk) and its rates do not depend on c (a
+    window, or a sparse attention's topk, stops growing at c = window; a
+    chunked layer restarts at every chunk) and its rates do not depend on c (a
     decode step's matmuls keep m = B; decode attention runs at one bandwidth),
     so its time fixed + max(f(c)/P, m(c)/W) is a constant plus a max of two
     affine functions: split where they cross and sum arithmetic series.
     """
     lo, hi = prompt + 1, prompt + gen
     attention = [op for op in _decode_ops(spec, lo, batch, rates, tp, dtypes) if op.kind == "attention"]
-    windows = {op.dims.window for op in attention}
+    # A window (or DeepSeek Sparse Attention's topk) stops the keys a step reads from growing at c = w.
+    windows = {op.dims.window for op in attention} | {op.dims.topk for op in attention}
     # A chunked layer's step restarts at each chunk: the query at context c sees (c − 1) mod C + 1 keys,
     # affine between c = k·C + 1 and the next chunk's first step.
     chunks = {c for op in attention if op.dims.chunked

@@ -756,6 +756,8 @@ class ReferenceModel(nn.Module):
             # Linear mixers and single-sublayer blocks are pinned by transformers' own modules
             # (Qwen3-Next, LFM2, Jamba, Nemotron-H: tests/spec/test_hf_oracle.py).
             raise ValueError("the reference model has no linear-attention layer and no layer without a sublayer")
+        if spec.attention.indexer is not None:  # DeepSeek-V3.2: pinned by transformers' own modules instead
+            raise ValueError("the reference model has no DeepSeek Sparse Attention indexer")
         self.spec = spec
         self.dropout = dropout
         D, V, E = spec.d_model, spec.vocab_size, spec.embedding_width

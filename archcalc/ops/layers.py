@@ -120,6 +120,9 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         ]
         kv_width = a.kv_lora_rank + a.qk_rope_head_dim
         rotated = (H + 1) * spec.rope_dim  # every query head and the one shared rope key
+        if a.indexer is not None:
+            out += _indexer_ops(spec, wl, conv, L)
+            rotated += (a.indexer.n_heads + 1) * a.qk_rope_head_dim  # its queries' and key's rope parts
     else:
         # Q, K and V as one fused projection: D -> (H + 2K)·d_k; biases where listed.  An output
         # gate doubles q_proj: each head's query and its gate (Qwen3-Next).
@@ -155,13 +158,33 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         out.append(ops.attention(
             f"layers.attn.core.{kind}" if len(present) > 1 else "layers.attn.core", wl, conv,
             n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
-            window=windows[kind], layer_kind=kind,
+            window=windows[kind], layer_kind=kind, topk=a.indexer.topk if a.indexer else None,
             softcap=a.softcap is not None, count=kinds[kind], params=H if a.sinks else 0))
     if a.output_gate:  # sigmoid(gate) ⊙ output: neg, exp, add, div, multiply per value
         out.append(ops.elementwise("layers.attn.gate", "attention", wl, H * dv, 5, inputs=2, count=L, tp="split"))
     out.append(ops.matmul("layers.attn.o", "attention", wl, H * dv, D, bias_width=D if "o" in a.bias else 0, count=L,
                           tp="row"))
     return out
+
+
+def _indexer_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention, L: int) -> list[Op]:
+    """DeepSeek Sparse Attention's indexer (IndexerSpec), as transformers' DeepseekV32Indexer runs it.
+    Its scoring is an attention over every earlier key: Σ_h w_h · relu(q_h · k) costs 2·head_dim FLOPs
+    per head for q·k and 2 per head for the weighted sum, i.e. an attention of n_heads heads over one
+    shared key of head_dim with a value of width 1; its cache is that key, head_dim values per token
+    (layer kind "indexer": every token kept, as in a global layer).
+    All four projections are replicated under TP (vLLM: ReplicatedLinear)."""
+    a, D = spec.attention, spec.d_model
+    ix = a.indexer
+    return [
+        ops.matmul("layers.attn.indexer.q", "attention", wl, a.q_lora_rank, ix.n_heads * ix.head_dim, count=L,
+                   tp="replicated"),
+        ops.matmul("layers.attn.indexer.k", "attention", wl, D, ix.head_dim, count=L, tp="replicated"),
+        ops.norm("layers.attn.indexer.k_norm", wl, ix.head_dim, "layernorm", True, count=L),
+        ops.matmul("layers.attn.indexer.weights", "attention", wl, D, ix.n_heads, count=L, tp="replicated"),
+        ops.attention("layers.attn.indexer.core", wl, conv, n_heads=ix.n_heads, kv_heads=1, qk_dim=ix.head_dim, v_dim=1,
+                      kv_width=ix.head_dim, window=None, layer_kind="indexer", count=L),
+    ]
 
 
 def _linear_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:

@@ -91,7 +91,8 @@ class AttentionDims(Dims):
     v_dim: int
     window: int | None  # a sliding window, or a chunked layer's chunk: the tokens a layer keeps at most
     kv_width: int  # values one cached token costs in one layer: K·(d_k + d_v), or MLA's latent + rope key
-    layer_kind: str  # global / local / chunked / linear
+    layer_kind: str  # global / local / chunked / linear / indexer (DeepSeek Sparse Attention's key cache)
+    topk: int | None = None  # DeepSeek Sparse Attention: each query attends to at most topk keys (all are kept)
     # A linear layer's fixed state per sequence instead of a per-token cache: its recurrent
     # values (Gated DeltaNet: Hv × d_k × d_v, kept in STATE_DTYPE) and its conv's last inputs.
     state_values: int = 0
@@ -274,18 +275,24 @@ def score_pairs(new_tokens: int, context: int, window: int | None, convention: F
 
 def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, kv_heads: int,
               qk_dim: int, v_dim: int, kv_width: int, window: int | None, layer_kind: str,
-              softcap: bool = False, count: int = 1, params: int = 0) -> Op:
+              softcap: bool = False, count: int = 1, params: int = 0, topk: int | None = None) -> Op:
     """softmax(Q Kᵀ) V for one layer: H heads of qk_dim, values of v_dim.
 
     kv_width is the cache's values per token (K·(d_k + d_v), or MLA's
     latent + rope part).  FLOPs: 2 per pair per dim, for QKᵀ and for PV.
+    topk (DeepSeek Sparse Attention): each query attends to its topk selected
+    keys, so its pairs are counted as a window of topk's (min(p + 1, topk)
+    causal; the whole rectangle where windows are masks or not capped), while
+    the cache keeps every token; a decode step reads topk keys.
     """
     b, t, s = wl.batch, wl.new_tokens, wl.context
     chunked = layer_kind == "chunked"
-    pairs = b * score_pairs(t, s, window, convention, chunked)
+    pairs = b * score_pairs(t, s, window if topk is None else topk, convention, chunked)
     masked = convention.masked_windows and t > 1  # a masked kernel reads every key
     # Keys any query of the step needs: the window before the first query, or its chunk so far.
-    if window is None or masked:
+    if topk is not None:
+        keys_read = lesser(s, topk) if t == 1 else s  # a prefill's queries select among all keys
+    elif window is None or masked:
         keys_read = s
     elif chunked:
         keys_read = lesser(s, (s - t) % window + t)
@@ -294,7 +301,7 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     vector = pairs * n_heads * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0))
     return Op(
         name, "attention", "attention",
-        AttentionDims(b, t, s, n_heads, kv_heads, qk_dim, v_dim, window, kv_width, layer_kind), count,
+        AttentionDims(b, t, s, n_heads, kv_heads, qk_dim, v_dim, window, kv_width, layer_kind, topk), count,
         params=params, active_params=params,
         flops=2 * pairs * n_heads * (qk_dim + v_dim),
         vector_flops=vector,
@@ -327,8 +334,8 @@ def _linear_op(name: str, wl: Workload, count: int, *, heads: int, kv_heads: int
     b = wl.batch
     return Op(
         name, "attention", "linear",
-        AttentionDims(b, wl.new_tokens, wl.context, heads, kv_heads, qk_dim, v_dim, None, 0, "linear", state_values,
-                      conv_values), count,
+        AttentionDims(b, wl.new_tokens, wl.context, heads, kv_heads, qk_dim, v_dim, None, 0, "linear",
+                      state_values=state_values, conv_values=conv_values), count,
         params=params, active_params=params, flops=flops, vector_flops=vector_flops,
         weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)), act_bytes=nbytes(act_values, wl.act_dtype),
         kv_bytes=2 * b * _sequence_state_bytes(state_values, conv_values, wl.kv_dtype),

@@ -1016,6 +1016,9 @@ def _deepseek(r: ConfigReader) -> dict:
     att = {"kind": "mla", "n_heads": r.get("num_attention_heads"), "q_lora_rank": r.get("q_lora_rank", default=None),
            "kv_lora_rank": r.get("kv_lora_rank"), "qk_nope_head_dim": r.get("qk_nope_head_dim"),
            "qk_rope_head_dim": r.get("qk_rope_head_dim"), "v_head_dim": r.get("v_head_dim")}
+    if r.cfg.get("model_type") == "deepseek_v32":  # DeepSeek Sparse Attention: the lightning indexer
+        att["indexer"] = {"n_heads": r.get("index_n_heads"), "head_dim": r.get("index_head_dim"),
+                          "topk": r.get("index_topk")}
     return {**spec, "max_context": limit, "attention": att, "position": pos, "mtp": _mtp(r),
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
                     "moe": _deepseek_moe(r, n_layers)}}
@@ -1067,7 +1070,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
-    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek,
+    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "jamba": _jamba, "nemotron_h": _nemotron_h,
     "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid,
@@ -1149,7 +1152,10 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
     if r.has("quantization_config"):
         q = checked(path, r.prefix + "quantization_config", "quantization_config", r.cfg["quantization_config"])
         method = r.nested(q, "quant_method", "quantization_config", "?")
-        r.ignore("quantization_config", f"checkpoint stored as {method}; size it with --dtype")
+        fmt = {"awq": "awq", "gptq": "gptq"}.get(method) or ("fp8-block" if method == "fp8" and q.get("weight_block_size")
+                                                              == [128, 128] else None)
+        how = f"--weights {fmt}" if fmt else "--dtype"
+        r.ignore("quantization_config", f"checkpoint stored as {method}; size it with {how}")
     r.finish()
     if r is not outer:
         outer.finish()

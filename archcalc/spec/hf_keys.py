@@ -51,7 +51,7 @@ DICT = Kind((dict,), what="a JSON object")
 
 KEYS: dict[str, Kind] = {
     **dict.fromkeys(("hidden_size", "n_embd", "d_model", "head_dim", "kv_channels", "kv_lora_rank", "q_lora_rank",
-                     "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "word_embed_proj_dim", "rotary_dim",
+                     "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "word_embed_proj_dim", "rotary_dim", "index_head_dim",
                      "attention_head_dim", "linear_key_head_dim", "linear_value_head_dim", "block_dim", "conv_dim",
                      "conv_dim_out", "block_multiple_of", "mamba_d_state", "mamba_dt_rank", "mamba_head_dim",
                      "ssm_state_size", "moe_latent_size", "state_size", "time_step_rank", "mamba_d_head"), WIDTH),
@@ -62,7 +62,7 @@ KEYS: dict[str, Kind] = {
     "expansion_ratio": Kind((int, float), 0, 1024, "a number", above=True),
     "vocab_size": Kind((int,), 1, MAX_VOCAB, "an integer"),
     **dict.fromkeys(("num_attention_heads", "n_head", "num_key_value_heads", "num_kv_heads", "n_head_kv",
-                     "n_heads", "linear_num_value_heads", "linear_num_key_heads"), HEADS),
+                     "n_heads", "linear_num_value_heads", "linear_num_key_heads", "index_n_heads"), HEADS),
     **dict.fromkeys(("linear_conv_kernel_dim", "conv_L_cache", "mamba_d_conv", "mamba_expand", "conv_kernel",
                      "expand"), Kind((int,), 1, 64, "an integer")),
     **dict.fromkeys(("mamba_num_heads", "n_groups", "num_heads", "mamba_n_heads", "mamba_n_groups"), HEADS),
@@ -74,7 +74,7 @@ KEYS: dict[str, Kind] = {
     "block_ffn_dim_multiplier": Kind((int, float), 0, 1024, "a number", above=True),
     **dict.fromkeys(("max_position_embeddings", "n_positions", "n_ctx", "seq_length",
                      "original_max_position_embeddings", "model_max_length", "sliding_window",
-                     "sliding_window_size", "max_seq_len", "attention_chunk_size"), TOKENS),
+                     "sliding_window_size", "max_seq_len", "attention_chunk_size", "index_topk"), TOKENS),
     "num_local_experts": Kind((int,), 0, MAX_EXPERTS, "an integer"),  # Granite 4.0-H-Micro: 0, no MoE
     **dict.fromkeys(("num_experts", "n_routed_experts", "num_experts_per_tok",
                      "experts_per_token", "moe_num_experts", "moe_k"), EXPERTS),

@@ -92,6 +92,19 @@ class _Ruled(_Frozen):
         return self
 
 
+class IndexerSpec(_Frozen):
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2; transformers' DeepseekV32Indexer,
+    vLLM's Indexer in models/deepseek_v2.py): per layer, n_heads query heads of head_dim from the query latent
+    (q_lora_rank -> n_heads·head_dim), one key of head_dim from the hidden state (D -> head_dim, then a
+    LayerNorm with bias), and a per-head weight (D -> n_heads).  Each query scores every earlier key,
+    Σ_h w_h · relu(q_h · k), and attends only to the topk best: the indexer keeps a key of head_dim per
+    token per layer beside MLA's latent."""
+
+    n_heads: Heads
+    head_dim: Width
+    topk: Tokens
+
+
 class AttentionSpec(_Frozen):
     """Self-attention.  kind "mha" covers MHA, GQA and MQA through n_kv_heads."""
 
@@ -124,6 +137,7 @@ class AttentionSpec(_Frozen):
     qk_nope_head_dim: Width | None = None
     qk_rope_head_dim: Width | None = None
     v_head_dim: Width | None = None
+    indexer: IndexerSpec | None = None  # DeepSeek Sparse Attention (MLA with a query latent only)
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda a: a.n_kv_heads is None or a.n_heads % a.n_kv_heads == 0,
@@ -151,6 +165,11 @@ class AttentionSpec(_Frozen):
             extra = [f for f in (*mla_fields, "q_lora_rank") if getattr(self, f) is not None]
             if extra:
                 raise ValueError(f"{', '.join(extra)} only apply to kind mla")
+        if self.indexer is not None and (self.kind != "mla" or self.q_lora_rank is None):
+            raise ValueError("indexer (DeepSeek Sparse Attention) needs kind mla with q_lora_rank: its queries "
+                             "come from the query latent")
+        if self.indexer is not None and (self.sliding_window is not None or self.chunk_size is not None):
+            raise ValueError("indexer with a sliding window or chunks is not supported")
         if self.sliding_window is not None and self.chunk_size is not None and self.layer_types is None:
             raise ValueError("sliding_window and chunk_size both set: give layer_types to say which layers use which")
         if isinstance(self.layer_types, str) and _parse_ratio(self.layer_types) is None:

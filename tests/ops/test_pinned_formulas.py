@@ -263,3 +263,63 @@ def test_mamba_scan_elementwise_work_by_hand():
     assert op.flops == 5 * 2 * 6 * 4
     assert op.vector_flops == 5 * (6 * 6 * 4 + 7 * 6)
     assert op.params == 6 * 4 + 6  # A_log [E, N] and D [E]
+
+
+# ---- DeepSeek Sparse Attention (DeepSeek-V3.2) --------------------------------------------------
+# deepseek-ai/DeepSeek-V3.2 config.json: 128 heads of qk 192 (128 nope + 64 rope) and v 128, index_n_heads
+# 64, index_head_dim 128, index_topk 2048.  transformers' DeepseekV32Indexer scores each query against
+# every earlier key, Σ_h w_h · relu(q_h · k); the main attention then sees only the top 2,048 keys.
+
+def _v32():
+    from archcalc.spec.catalog import load_model
+
+    return load_model("tests/data/hf/deepseek-v3.2.json")[0]
+
+
+def _core_ops(wl, convention="causal"):
+    return {op.name: op for op in model_ops(_v32(), wl, CONVENTIONS[convention]) if op.kind == "attention"}
+
+
+def test_sparse_attention_prefill_pairs_by_hand():
+    """A 4,096-token prefill: the main attention's query at p sees min(p + 1, 2,048) keys,
+    Σ = 2,048·2,049/2 + 2,048·2,048 = 6,292,480 pairs; the indexer sees all p + 1: 4,096·4,097/2 =
+    8,390,656 pairs at 2·64·(128 + 1) FLOPs each."""
+    core = _core_ops(Workload.forward(4096, 1))
+    assert core["layers.attn.core"].flops == 2 * 6_292_480 * 128 * (192 + 128)
+    assert core["layers.attn.indexer.core"].flops == 2 * 8_390_656 * 64 * (128 + 1)
+    # the whole rectangle where no mask is skipped (transformers' eager masks the unselected keys)
+    torch_core = _core_ops(Workload.forward(4096, 1), "torch")
+    assert torch_core["layers.attn.core"].flops == 2 * 4096 * 4096 * 128 * 320
+
+
+def test_sparse_attention_decode_reads_topk_latents_and_every_index_key():
+    """One decode step at 100,000 tokens: the attention reads 2,048 latents of 576 values, the indexer
+    all 100,000 keys of 128 (bf16), and each appends its token."""
+    core = _core_ops(Workload.decode(100_000, 1))
+    assert core["layers.attn.core"].dims.topk == 2048
+    assert core["layers.attn.core"].kv_bytes == (2048 + 1) * 576 * 2
+    assert core["layers.attn.indexer.core"].kv_bytes == (100_000 + 1) * 128 * 2
+    assert core["layers.attn.core"].flops == 2 * 2048 * 128 * 320
+
+
+def test_sparse_attention_parameters_and_caches():
+    """Per layer the indexer adds wq_b 1,536 × 8,192, wk 7,168 × 128, k_norm's weight and bias (2 × 128)
+    and weights_proj 7,168 × 64: 13,959,424, over 61 layers 851,524,864 on top of DeepSeek-V3's layers.
+    vLLM keeps its key cache as head_dim fp8 bytes plus one 4-byte scale per 128 (132 B per token per
+    layer, DeepseekV32IndexerCache(head_dim=idx_dim + idx_dim // 128 * 4, dtype=uint8)), beside MLA's
+    576-value latent; transformers keeps it in the model dtype."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.serving.deployment import Deployment
+    from archcalc.serving.planner import Planner
+
+    ops_ = [op for op in model_ops(_v32(), Workload()) if op.name.startswith("layers.attn.indexer.")]
+    assert sum(op.params * op.count for op in ops_) == 61 * (1536 * 8192 + 7168 * 128 + 2 * 128 + 7168 * 64) \
+        == 851_524_864
+    plan = Planner(_v32(), load_hardware("h200"), Deployment(gpus=8, weights="fp8-block")).plan(32768)
+    kv = {k.kind: k for k in plan.kv}
+    assert kv["indexer"].token_bytes == 132 and kv["global"].token_bytes == 576 * 2
+    # vLLM's one group of 61 layers (UniformTypeKVCacheSpecs): a block holds both pages
+    assert plan.startup.page_bytes == 16 * (576 * 2 + 132) and plan.startup.groups == 1
+    assert plan.startup.needed == 61 * 16 * (576 * 2 + 132) * (32768 // 16)
+    plain = Planner(_v32(), load_hardware("h200"), Deployment(engine="plain", gpus=8)).plan(32768)
+    assert {k.kind: k.token_bytes for k in plain.kv} == {"global": 576 * 2, "indexer": 128 * 2}

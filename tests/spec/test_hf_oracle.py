@@ -176,6 +176,9 @@ def hf_forward(name: str, tokens: int, static: bool = False):
         window = getattr(layer, "sliding_window", None) if not static else layer.max_cache_len
         kind = "chunked" if layer_type == "chunked_attention" else "local" if layer.is_sliding else "global"
         layers.append((kind, window if layer.is_sliding else None, k.shape[2] * per_token, per_token))
+        if getattr(layer, "indexer_keys", None) is not None:  # DeepSeek-V3.2: the indexer's keys [B, S, d]
+            ik = layer.indexer_keys
+            layers.append(("indexer", None, ik.shape[1] * ik.shape[2] * ik.element_size(), ik.shape[2] * ik.element_size()))
     return flops, layers
 
 
@@ -293,7 +296,7 @@ def test_decoder_layers_and_mtp(name):
 
 
 def test_mtp_and_buffers_are_as_documented():
-    assert MTP_CONFIGS == ["deepseek-v3", "glm-4.5-air", "glm-4.6"]
+    assert MTP_CONFIGS == ["deepseek-v3", "deepseek-v3.2", "glm-4.5-air", "glm-4.6"]
     model = hf_model("deepseek-v3")
     buffers = {n.rsplit(".", 1)[-1] for n, _ in model.named_buffers()}
     params = {n.rsplit(".", 1)[-1] for n, _ in model.named_parameters()}
@@ -328,10 +331,18 @@ def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
     factor = _kv_factor(name)
     spec = _mixer_layers(spec)
     state = {k.kind: k for k in result.kv.by_kind}.get("linear")
+    index = {k.kind: k for k in result.kv.by_kind}.get("indexer")
     for kind, _, seq_bytes, per_token in layers:
         if kind == "linear":  # the fixed state: HF's conv state holds one column more (see _conv_state_extra)
             assert per_token == 0 and seq_bytes == state.state_bytes / state.layers + _conv_state_extra(name)
-    layers = [layer for layer in layers if layer[0] != "linear"]
+        if kind == "indexer":  # DeepSeek Sparse Attention's key cache, beside each MLA layer's latent
+            assert per_token == index.bytes_per_token / index.layers and seq_bytes == tokens * per_token
+    assert sum(layer[0] == "indexer" for layer in layers) == (index.layers if index else 0)
+    layers = [layer for layer in layers if layer[0] not in ("linear", "indexer")]
+    if index is not None:
+        result = replace(result, kv=replace(result.kv, bytes=result.kv.bytes - index.bytes,
+                                            bytes_per_token=result.kv.bytes_per_token - index.bytes_per_token,
+                                            by_kind=[k for k in result.kv.by_kind if k.kind != "indexer"]))
     if state is not None:
         result = replace(result, kv=replace(result.kv, bytes=result.kv.bytes - state.bytes,
                                             by_kind=[k for k in result.kv.by_kind if k.kind != "linear"]))

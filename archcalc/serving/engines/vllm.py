@@ -5,7 +5,7 @@ check it prints or fails with."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from archcalc.report.units import binary
 from archcalc.serving.engines.base import (
@@ -72,8 +72,21 @@ def _split(kinds: list[AttnKind]) -> tuple[list[AttnKind], float]:
     """The attention kinds vLLM pages, and the bytes of one request's state in the linear layers.
     Not modelled: vLLM's hybrid allocator also raises the attention block size until one page
     holds a linear layer's state (a model-dependent rounding of the attention page)."""
-    return ([k for k in kinds if k.kind != "linear"],
+    return (_fold_indexer([k for k in kinds if k.kind != "linear"]),
             int(sum(k.layers * k.state_bytes for k in kinds if k.kind == "linear")))
+
+
+def _fold_indexer(kinds: list[AttnKind]) -> list[AttnKind]:
+    """DeepSeek Sparse Attention's indexer caches (DeepseekV32IndexerCache) are full-attention layers
+    of their own page size beside MLA's: vLLM's UniformTypeKVCacheSpecs puts every layer in one group
+    and a block's bytes are the sum of the layers' pages, so an MLA layer and its indexer count here
+    as one layer of both token sizes."""
+    index = [k for k in kinds if k.kind == "indexer"]
+    if not index:
+        return kinds
+    extra = sum(k.token_bytes for k in index)
+    return [replace(k, token_bytes=k.token_bytes + extra) if k.kind == "global" else k
+            for k in kinds if k.kind != "indexer"]
 
 
 def vllm_groups(kinds: list[AttnKind]) -> tuple[int, dict[str, int]]:
@@ -180,16 +193,27 @@ class VllmEngine(Engine):
     # mamba cache dtype, "auto": the model's dtype, bf16 (MambaStateDtypeCalculator.gated_delta_net_state_dtype).
     recurrent_state_bytes = conv_state_bytes = 2.0
 
+    # The indexer's key cache (models/deepseek_v2.py, Indexer): uint8, head_dim fp8 values and one
+    # 4-byte UE8M0 scale per 128 of them (head_dim + head_dim // 128 · 4 bytes), whatever --kv-cache-dtype.
+    INDEXER_QUANT_BLOCK = 128
+
+    def token_bytes(self, op, k_bytes, v_bytes, share):
+        if op.dims.layer_kind == "indexer":
+            d = op.dims.kv_width
+            return (d + d // self.INDEXER_QUANT_BLOCK * 4) * share
+        return super().token_bytes(op, k_bytes, v_bytes, share)
+
     def kv_layers(self, kinds, context, batch, dep):
-        attention = [k for k in kinds if k.kind != "linear"]
+        attention, _ = _split(kinds)
         size, groups = vllm_groups(attention)
+        groups = {**groups, "indexer": groups.get("global", 0)}  # an indexer layer rides on its MLA layer's group
         # Linear layers: one state per request (no prefix caching), outside the attention groups.
         return [LayerKV(k.kind, k.layers, k.layers, None, 0, 0, batch * k.state_bytes) for k in kinds
                 if k.kind == "linear"] + [
             LayerKV(k.kind, k.layers, groups[k.kind] * size, k.window,
                     batch * dep.block_size * vllm_blocks(k.window, context, dep.max_num_batched_tokens,
                                                          dep.block_size, k.kind == "chunked"),
-                    k.token_bytes) for k in attention]
+                    k.token_bytes) for k in kinds if k.kind != "linear"]
 
     def chunk(self, context, batch, dep):
         # The profile run: one dummy batch of max_num_batched_tokens (chunked
