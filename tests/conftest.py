@@ -17,10 +17,12 @@ from archcalc.spec.model import ModelSpec
 
 BUNDLED = bundled_names("specs")
 # The bundled specs the torch reference model can build: all but those with linear-attention
-# layers (Qwen3-Next), which transformers' own modules pin instead (tests/spec/test_hf_oracle.py).
-# Read from the YAML, not the validated spec: mutmut imports this file with every mutated function
-# set to fail, so nothing here may call archcalc's formulas at import time.
-REFERENCE_BUNDLED = [n for n in BUNDLED if "linear" not in read_yaml(resolve_name(n, "specs"))]
+# layers (Qwen3-Next) or DeepSeek Sparse Attention's indexer (DeepSeek-V3.2), which transformers'
+# own modules pin instead (tests/spec/test_hf_oracle.py).  Read from the YAML, not the validated
+# spec: mutmut imports this file with every mutated function set to fail, so nothing here may call
+# archcalc's formulas at import time.
+REFERENCE_BUNDLED = [n for n in BUNDLED if "linear" not in (y := read_yaml(resolve_name(n, "specs")))
+                     and "indexer" not in y["attention"]]
 
 
 def pytest_configure(config):
