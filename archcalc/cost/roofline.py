@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from math import floor
 
 from archcalc.cost.rates import Rates, rate_sets  # noqa: F401  (Rates re-exported for callers)
+from archcalc.cost.solve import false_position
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.ops.arrays import greater
 from archcalc.ops.conventions import CONVENTIONS
@@ -273,28 +274,7 @@ def _critical_batch(spec: ModelSpec, context: int, rates: Rates, weights_only: b
         lo, m_lo = hi, m_hi
         hi = min(limit, 2 * hi)
         m_hi = margin(hi)
-    return _false_position(margin, lo, m_lo, hi, m_hi)
-
-
-def _false_position(f, lo: int, f_lo: float, hi: int, f_hi: float) -> int:
-    """The smallest integer x in (lo, hi] with f(x) ≥ 0, given f(lo) < 0 ≤ f(hi) and f
-    increasing: the Illinois variant of regula falsi, rounded to integers."""
-    side = 0
-    while hi - lo > 1:
-        x = lo + (hi - lo) * -f_lo / (f_hi - f_lo)
-        mid = min(hi - 1, max(lo + 1, round(x)))
-        f_mid = f(mid)
-        if f_mid >= 0:
-            hi, f_hi = mid, f_mid
-            if side == 1:
-                f_lo /= 2  # the same end moved twice: halve the other's weight
-            side = 1
-        else:
-            lo, f_lo = mid, f_mid
-            if side == -1:
-                f_hi /= 2
-            side = -1
-    return hi
+    return false_position(margin, lo, m_lo, hi, m_hi)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from archcalc.cost.solve import last_true
 from archcalc.cost.totals import weight_bytes
 from archcalc.errors import InputError
 from archcalc.limits import MAX_CONTEXT
@@ -285,14 +286,14 @@ class Planner:
                 alone, binding = MEMORY_CONTEXT_LIMIT, "search limit"
             else:
                 alone = (self._affine_max_context(b, MEMORY_CONTEXT_LIMIT) if self.engine.affine
-                         else _last_true(fits, top, MEMORY_CONTEXT_LIMIT))
+                         else last_true(fits, top, MEMORY_CONTEXT_LIMIT))
                 binding = self.plan_per_gpu(alone + 1, b).binding
             return Solution(top, "model max context", "model limit", capped=True,
                             detail={"memory_max_context": alone, "memory_binding": binding})
         if self.engine.affine:
             best, method = self._affine_max_context(b, top), "closed form"
         else:
-            best, method = _last_true(fits, 1, top), "binary search"
+            best, method = last_true(fits, 1, top), "binary search"
         return Solution(best, self.plan_per_gpu(best + 1, b).binding, method)
 
     def _affine_max_context(self, b: int, top: int) -> int:
@@ -337,21 +338,10 @@ class Planner:
             hi = 1
             while hi < MAX_BATCH_SEARCH and self.plan_per_gpu(context, hi * 2).fits:
                 hi *= 2
-            best, method = _last_true(lambda b: self.plan_per_gpu(context, b).fits, hi, min(hi * 2, MAX_BATCH_SEARCH)), \
+            best, method = last_true(lambda b: self.plan_per_gpu(context, b).fits, hi, min(hi * 2, MAX_BATCH_SEARCH)), \
                 "binary search"
         return Solution(best * self.dep.replicas, self.plan_per_gpu(context, best + 1).binding, method,
                         detail={"per_tp_group": best, "replicas": self.dep.replicas})
-
-
-def _last_true(pred, lo: int, hi: int) -> int:
-    """Largest n in [lo, hi] with pred(n), for pred monotone (true then false) and pred(lo) true."""
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if pred(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def min_gpus(spec: ModelSpec, hardware: HardwareProfile, dep: Deployment, context: int, batch: int = 1) -> Solution:

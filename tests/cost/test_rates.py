@@ -210,7 +210,7 @@ def test_typical_rates_describe_the_profile():
 def test_false_position_finds_the_first_non_negative_integer():
     import random
 
-    from archcalc.cost.roofline import _false_position
+    from archcalc.cost.solve import false_position
 
     rng = random.Random(7)
     for _ in range(300):
@@ -221,7 +221,7 @@ def test_false_position_finds_the_first_non_negative_integer():
         while f(hi) < 0:
             hi *= 2
         expected = next(x for x in range(1, hi + 1) if f(x) >= 0)
-        assert _false_position(f, 1, f(1), hi, f(hi)) == expected
+        assert false_position(f, 1, f(1), hi, f(hi)) == expected
 
 
 @pytest.mark.parametrize("name", ["qwen3-30b-a3b", "mixtral-8x7b", "llama-3.1-8b"])

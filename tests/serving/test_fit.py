@@ -21,7 +21,8 @@ from archcalc.hardware.profile import all_hardware, load_hardware
 from archcalc.serving.deployment import Deployment, parse_bytes
 from archcalc.serving.engines import ENGINES
 from archcalc.serving.engines.vllm import VLLM_TOO_SMALL, format_gib, vllm_blocks
-from archcalc.serving.planner import Planner, _last_true, min_gpus
+from archcalc.cost.solve import last_true
+from archcalc.serving.planner import Planner, min_gpus
 
 GiB, MiB = 2**30, 2**20
 H100 = load_hardware("h100")
@@ -276,13 +277,13 @@ def test_closed_forms_equal_binary_search():
         p = planner(spec_of(name), hw=load_hardware(gpu), weight_dtype="int4")
         s = p.max_context(batch)
         assert s.method == "closed form" and not s.capped
-        assert s.value == _last_true(lambda c: p.plan(c, batch).fits, 1, p.spec.max_context)
+        assert s.value == last_true(lambda c: p.plan(c, batch).fits, 1, p.spec.max_context)
     assert planner(spec_of("gemma-2-9b"), hw=load_hardware("l4"), weight_dtype="int4").max_context(8).value > 4096
     p = planner(spec_of("mistral-7b-v0.1"), hw=load_hardware("rtx-4090"), weight_dtype="int4")
     b = p.max_batch(8192)
-    assert b.value == _last_true(lambda n: p.plan(8192, n).fits, 1, 4096)
+    assert b.value == last_true(lambda n: p.plan(8192, n).fits, 1, 4096)
     v = planner(spec_of("qwen2.5-7b"), "vllm")
-    assert v.max_batch(32768).value == _last_true(lambda n: v.plan(32768, n).fits, 1, 4096)
+    assert v.max_batch(32768).value == last_true(lambda n: v.plan(32768, n).fits, 1, 4096)
 
 
 def test_min_gpus():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from archcalc.cost.solve import last_true
 from archcalc.report.units import binary
 from archcalc.serving.engines.base import (
     AttnKind,
@@ -154,11 +155,9 @@ class VllmReport:
         """The floor of vLLM's max concurrency (with linear states, the largest batch admitted)."""
         if not self.state_bytes:
             return self.num_blocks // self.blocks_per_request
-        lo, hi = 0, self.num_blocks // self.blocks_per_request
-        while lo < hi:  # admits() is monotone in the batch
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if mid * self.blocks_per_request <= self._blocks(mid) else (lo, mid - 1)
-        return lo
+        # admitted(b) is monotone in the batch and true at 0
+        return last_true(lambda b: b * self.blocks_per_request <= self._blocks(b), 0,
+                         self.num_blocks // self.blocks_per_request)
 
     def to_dict(self) -> dict:
         return {"available_kv_bytes": self.available, "needed_kv_bytes": self.needed,
@@ -266,16 +265,7 @@ class VllmEngine(Engine):
         def fits(n: int) -> bool:
             return self.needed(kinds, n, mnbt, block) <= available
 
-        if not fits(1):
-            return 0
-        result, left, right = 1, 1, max_model_len
-        while left <= right:
-            mid = (left + right) // 2
-            if fits(mid):
-                result, left = mid, mid + 1
-            else:
-                right = mid - 1
-        return result
+        return last_true(fits, 1, max_model_len) if fits(1) else 0
 
     def startup(self, kinds: list[AttnKind], max_model_len: int, available: int, dep) -> VllmReport:
         """check_enough_kv_cache_memory and report_kv_cache_config for one GPU."""

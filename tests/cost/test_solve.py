@@ -1,0 +1,50 @@
+"""The shared integer searches, against counting: every answer is what a scan over the range finds,
+and every search ends within bisection's step count whatever the predicate does."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from archcalc.cost import solve
+from archcalc.cost.solve import false_position, last_true
+
+
+def test_last_true_is_the_last_true_value_of_a_scan():
+    rng = random.Random(3)
+    for _ in range(400):
+        lo = rng.randrange(0, 50)
+        hi = lo + rng.randrange(0, 300)
+        cut = rng.randrange(lo, hi + 1)  # pred true up to cut
+        calls = []
+
+        def pred(n, cut=cut, calls=calls):
+            calls.append(n)
+            return n <= cut
+
+        assert last_true(pred, lo, hi) == cut
+        assert all(lo < n <= hi for n in calls)  # pred(lo) is given, never asked
+        assert len(calls) <= max(0, hi - lo).bit_length()
+    assert last_true(lambda n: True, 5, 5) == 5 and last_true(lambda n: True, 0, 2**40) == 2**40
+    assert last_true(lambda n: n < 1, 0, 2**40) == 0
+
+
+@pytest.mark.parametrize("steps", [solve.FALSE_POSITION_STEPS, 0, 1])
+def test_false_position_ends_on_the_first_non_negative_integer(monkeypatch, steps):
+    """With the regula-falsi steps cut to 0 or 1 the bisection that follows still finds it: the bound
+    guarantees the end, never the answer."""
+    monkeypatch.setattr(solve, "FALSE_POSITION_STEPS", steps)
+    rng = random.Random(11)
+    for _ in range(200):
+        hi = rng.randrange(2, 10**6)
+        root = rng.randrange(1, hi) + 1  # the first x with f(x) >= 0, in (1, hi]
+        step = rng.choice([1.0, 1e-9, 1e9])  # nearly flat then a cliff, or steep
+        calls = []
+
+        def f(x, root=root, step=step, calls=calls):
+            calls.append(x)
+            return (x - root + 0.5) * (step if x >= root else 1.0)
+
+        assert false_position(f, 1, f(1), hi, f(hi)) == root
+        assert len(calls) - 2 <= steps + (hi - 1).bit_length()
