@@ -89,7 +89,7 @@ def _attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
     kinds = spec.attention_layers
     if nonzero(spec.n_layers - kinds["linear"] - kinds["none"]):
         out += _softmax_attention_ops(spec, wl, conv)
-    if spec.linear is not None and nonzero(kinds["linear"]):
+    if spec.linear is not None and nonzero(spec.linear_mixer_layers):
         out += _linear_attention_ops(spec, wl, conv)
     return out + _sublayer_norms(spec, wl, "layers.attn", "after")
 
@@ -207,7 +207,7 @@ def _gated_norm(wl: Workload, width: int, count: int, heads: int = 1) -> Op:
 
 def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
     """Mamba-2 on the linear layers (Mamba2Spec), as Nemotron-H's NemotronHMamba2Mixer."""
-    m, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
+    m, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
     H, I, C = m.n_heads, m.inner, m.conv_channels
     in_width = I + C + H  # the gate z; x, B, C; Δ
     return [
@@ -219,15 +219,17 @@ def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op
         replace(ops.state_space_duality("layers.linear.core", wl, conv, n_heads=H, head_dim=m.head_dim,
                                         d_state=m.d_state, chunk=m.chunk, conv_values=C * (m.conv_kernel - 1),
                                         count=n), shapes=((H,),) * 3),  # dt_bias, A_log, D
-        _gated_norm(wl, I, n),  # over I, in n_groups groups: one weight of I
-        ops.matmul("layers.linear.out_proj", "linear", wl, I, D, bias_width=D if m.proj_bias else 0, count=n,
-                   tp="row"),
+        # over I, in n_groups groups: one weight of I; or no norm, y ⊙ silu(z): silu and the product
+        _gated_norm(wl, I, n) if m.norm else ops.elementwise("layers.linear.gate", "linear", wl, I,
+                                                           ops.ACTIVATION_FLOPS["silu"] + 1, inputs=2, count=n, tp="split"),
+        ops.matmul("layers.linear.out_proj", "linear", wl, I, D,
+                   bias_width=D if (m.proj_bias if m.out_bias is None else m.out_bias) else 0, count=n, tp="row"),
     ]
 
 
 def _mamba_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     """Mamba's selective scan on the linear layers (MambaSpec), as Jamba's JambaMambaMixer."""
-    m, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
+    m, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
     E, N, R, K = m.expand * D, m.d_state, m.dt_rank, m.d_conv
     out = [
         ops.matmul("layers.linear.in_proj", "linear", wl, D, 2 * E, bias_width=2 * E if m.proj_bias else 0,
@@ -252,7 +254,7 @@ def _mamba_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
 
 def _short_conv_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     """LFM2's gated short convolution on the linear layers (ShortConvSpec)."""
-    c, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
+    c, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
     bias = D if c.bias else 0
     return [
         ops.matmul("layers.linear.in_proj", "linear", wl, D, 3 * D, bias_width=3 * bias, count=n),
@@ -268,7 +270,7 @@ def _short_conv_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
 def _gated_deltanet_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     """Gated DeltaNet on the linear layers (GatedDeltaNetSpec): projections, the causal conv, the
     chunked delta-rule core (its state in place of a KV cache), the gated norm, the output."""
-    g, D, n = spec.linear, spec.d_model, spec.attention_layers["linear"]
+    g, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
     Hv, Kd, Vd, C = g.n_heads, g.key_width, g.value_width, g.conv_channels
     qkvz, ba = 2 * Kd + 2 * Vd, 2 * Hv  # q, k, v and the gate z; β and α per value head
     proj = ops.matmul("layers.linear.in_proj", "linear", wl, D, qkvz + ba, count=n, parts=(qkvz, ba))

@@ -874,6 +874,46 @@ def _bamba(r: ConfigReader) -> dict:
     return out
 
 
+# Falcon-H1's µP multipliers: scalars on activations, scores and logits (the mup_vector they build is a buffer).
+FALCON_H1_MULTIPLIERS = ("lm_head_multiplier", "embedding_multiplier", "mlp_multipliers", "key_multiplier",
+                         "attention_out_multiplier", "attention_in_multiplier", "ssm_multipliers",
+                         "ssm_in_multiplier", "ssm_out_multiplier")
+
+
+def _falcon_h1(r: ConfigReader) -> dict:
+    """Falcon-H1: every layer runs attention and a Mamba-2 mixer side by side on the same normed
+    input (FalconH1DecoderLayer), then a SwiGLU MLP.  The mixer is mamba_d_ssm wide (else
+    mamba_expand · D), its in_proj biased by mamba_proj_bias and its out_proj by projectors_bias,
+    and its gated RMSNorm present only with mamba_rms_norm (else y ⊙ silu(z))."""
+    spec = _core(r, tie_default=False)
+    att = _heads(r)
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    pos, limit = _position(r)
+    for key in FALCON_H1_MULTIPLIERS:
+        r.ignore(key, "scales activations, scores or logits: no parameter, FLOP or byte changes")
+    for key in ("time_step_limit", "num_logits_to_keep"):
+        r.ignore(key, "a scan clamp or a generation switch: no parameter, FLOP or state byte")
+    heads, head_dim = r.get("mamba_n_heads", default=128), r.get("mamba_d_head", default=8)
+    width = r.get("mamba_d_ssm", default=None) or r.get("mamba_expand", default=2) * spec["d_model"]
+    if width != heads * head_dim:
+        raise InputError(r.path, "mamba_d_ssm", f"{width} is not mamba_n_heads × mamba_d_head = {heads * head_dim}, "
+                         "the width FalconH1Mixer's heads read")
+    norm = bool(r.get("mamba_rms_norm", default=False))
+    if norm:
+        r.ignore("mamba_norm_before_gate", "the norm's order around the gate changes no count")
+    else:
+        r.ignore("mamba_norm_before_gate", "no mixer norm (mamba_rms_norm false)")
+    linear = {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim, "d_state": r.get("mamba_d_state", default=256),
+              "n_groups": r.get("mamba_n_groups", default=1), "conv_kernel": r.get("mamba_d_conv", default=4),
+              "chunk": r.get("mamba_chunk_size", default=256), "conv_bias": bool(r.get("mamba_conv_bias", default=True)),
+              "proj_bias": bool(r.get("mamba_proj_bias", default=False)),
+              "out_bias": bool(r.get("projectors_bias", default=False)), "norm": norm, "parallel": True}
+    return {**spec, "max_context": limit, "attention": att, "position": pos, "linear": linear,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
+                    "bias": bool(r.get("mlp_bias", default=False))}}
+
+
 def _granitemoehybrid(r: ConfigReader) -> dict:
     """Granite 4.0-H: Mamba-2 and attention layers, each followed by a shared SwiGLU MLP
     (shared_intermediate_size) beside, when num_local_experts > 0, an MoE of intermediate_size
@@ -1073,7 +1113,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "jamba": _jamba, "nemotron_h": _nemotron_h,
-    "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid,
+    "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid, "falcon_h1": _falcon_h1,
 }
 # Multimodal checkpoints keep the language model under text_config.
 TEXT_CONFIG_KEYS = ("text_config",)

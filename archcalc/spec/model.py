@@ -253,7 +253,13 @@ class Mamba2Spec(_Ruled):
     conv_kernel: int = Field(default=4, ge=1, le=64)
     chunk: Tokens = 256  # the chunk of the SSD's chunked form (config chunk_size)
     conv_bias: bool = True
-    proj_bias: bool = False
+    proj_bias: bool = False  # in_proj's bias (and out_proj's unless out_bias says otherwise)
+    out_bias: bool | None = None  # out_proj's bias when it differs from in_proj's (Falcon-H1's projectors_bias)
+    # false: no gated RMSNorm, the output is y ⊙ silu(z) (Falcon-H1 with mamba_rms_norm false)
+    norm: bool = True
+    # true: the mixer runs beside attention in every layer, on the same normed input, the two outputs
+    # summed (Falcon-H1); false: it is the mixer of the `linear` layers of layer_types
+    parallel: bool = False
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         _divisible("n_heads", "n_groups", "mamba2 n_heads divisible by n_groups"),)
@@ -507,7 +513,11 @@ class ModelSpec(_Frozen):
             raise ValueError("attention.layer_types has local layers but attention.sliding_window is not set")
         if a.layer_types is not None and a.chunk_size is None and "chunked" in self.layer_attention:
             raise ValueError("attention.layer_types has chunked layers but attention.chunk_size is not set")
-        if ("linear" in self.layer_attention) != (self.linear is not None):
+        parallel = getattr(self.linear, "parallel", False)
+        if parallel and "linear" in self.layer_attention:
+            raise ValueError("a parallel linear mixer runs beside attention in every layer: layer_types has no "
+                             "linear layers then")
+        if not parallel and ("linear" in self.layer_attention) != (self.linear is not None):
             raise ValueError("attention.layer_types names linear layers exactly when `linear` describes their mixer")
         no_ffn = set(self.ffn.none_layers or ())
         if "none" in self.layer_attention or no_ffn:
@@ -607,6 +617,13 @@ class ModelSpec(_Frozen):
     def embedding_width(self) -> int:
         """E: the width of the token embedding and of the unembedding's input."""
         return self.embedding_dim if self.embedding_dim is not None else self.d_model
+
+    @property
+    def linear_mixer_layers(self) -> int:
+        """Layers that run the `linear` mixer: its linear layers, or every layer when it runs in parallel."""
+        if self.linear is None:
+            return 0
+        return self.n_layers if getattr(self.linear, "parallel", False) else self.attention_layers["linear"]
 
     @property
     def attention_layers(self) -> dict[str, int]:

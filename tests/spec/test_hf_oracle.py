@@ -490,6 +490,13 @@ NO_FIXTURE = {
     "granitemoehybrid": {"layer_types": ["mamba", "attention", "mamba", "mamba"], "mamba_n_heads": 8,
                          "mamba_d_state": 16, "mamba_chunk_size": 4, "num_local_experts": 4,
                          "num_experts_per_tok": 2, "shared_intermediate_size": 48, "position_embedding_type": "rope"},
+    # Falcon-H1: attention and Mamba-2 side by side in every layer (a partial copy of the 0.5B config only);
+    # its default has no mixer norm, the second variant has one and biased projections
+    "falcon_h1": {"mamba_d_ssm": 64, "mamba_n_heads": 8, "mamba_d_head": 8, "mamba_d_state": 16,
+                  "mamba_chunk_size": 4},
+    "falcon_h1 normed": {"mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_state": 16,
+                          "mamba_chunk_size": 4, "mamba_rms_norm": True, "mamba_proj_bias": True, "projectors_bias": True,
+                          "mamba_n_groups": 2, "attention_bias": True},
 }
 SMALL = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4,
          "num_attention_heads": 4, "num_key_value_heads": 2}
@@ -500,18 +507,31 @@ def test_families_without_a_fixture_equal_hf_on_its_own_config(model_type):
     from archcalc.spec.hf import spec_dict_from_config
 
     small = {} if model_type == "codegen" else SMALL
-    config = AutoConfig.for_model(model_type, **{**small, "vocab_size": 100, **NO_FIXTURE[model_type]})
+    config = AutoConfig.for_model(model_type.split()[0], **{**small, "vocab_size": 100, **NO_FIXTURE[model_type]})
     raw = json.loads(config.to_json_string())  # the config.json transformers itself would write
     data, _ = spec_dict_from_config(raw, "config.json")
-    spec = ModelSpec.model_validate({"name": model_type, **data})
+    spec = ModelSpec.model_validate({"name": model_type.split()[0], **data})
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
                                                  experts_implementation="batched_mm", dtype=DTYPE)
     ids = torch.zeros(1, SHORT, dtype=torch.long, device="meta")
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model(input_ids=ids)
+        out = model(input_ids=ids, use_cache=True)
     ours_ = size(spec, Workload.forward(SHORT), CONVENTIONS["torch"])
     assert ours_.params.total == sum(p.numel() for p in model.parameters())
     convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv1d)]  # the padded causal convs' extra outputs
     padding = sum(2 * c.weight.shape[0] * c.weight.shape[2] * (c.weight.shape[2] - 1) for c in convs)
     assert ours_.flops.forward + padding == counter.get_total_flops()
+    # The cache: per token, the K and V of every attention layer; per sequence, each linear layer's
+    # state, less the extra conv column HF keeps (its conv holds K inputs, K − 1 are needed; see
+    # _conv_state_extra).  Falcon-H1's layers hold both.
+    per_token = state = 0
+    for layer in out.cache.layers:
+        k, v = getattr(layer, "keys", None), getattr(layer, "values", None)
+        if k is not None and k.numel():
+            per_token += (k.shape[1] * k.shape[3] + v.shape[1] * v.shape[3]) * k.element_size()
+        for states in (getattr(layer, "conv_states", {}), getattr(layer, "recurrent_states", {})):
+            state += sum(t.numel() * t.element_size() for t in states.values() if t is not None)
+    state -= sum(c.weight.shape[0] * DTYPE.itemsize for c in convs)
+    assert per_token == ours_.kv.bytes_per_token
+    assert state == sum(k.state_bytes for k in ours_.kv.by_kind)
