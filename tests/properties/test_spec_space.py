@@ -602,9 +602,14 @@ def linear_specs(draw) -> ModelSpec:
         {"kind": "short_conv", "conv_kernel": draw(st.integers(1, 5)), "bias": draw(st.booleans())},
         {"kind": "mamba", "d_state": draw(st.integers(1, 8)), "d_conv": draw(st.integers(1, 5)),
          "expand": draw(st.integers(1, 3)), "dt_rank": draw(st.integers(1, 4)), "bc_norms": draw(st.booleans())},
+        {"kind": "mamba2", "n_heads": 4, "head_dim": draw(st.integers(1, 4)), "d_state": draw(st.integers(1, 8)),
+         "n_groups": draw(st.sampled_from([1, 2, 4])), "conv_kernel": draw(st.integers(1, 5)),
+         "chunk": draw(st.sampled_from([2, 4, 256])), "norm": draw(st.booleans()),
+         "proj_bias": draw(st.booleans()), "out_bias": draw(st.sampled_from([None, True, False])),
+         "parallel": draw(st.booleans())},  # parallel: beside attention in every layer (Falcon-H1)
     ]))
     data = spec.model_dump(exclude_defaults=True)
-    data["attention"]["layer_types"] = kinds
+    data["attention"]["layer_types"] = ["global"] * L if mixer.get("parallel") else kinds
     data["linear"] = mixer
     return ModelSpec.model_validate(data)
 
@@ -646,3 +651,58 @@ def test_chunked_decode_is_periodic_in_the_chunk(spec, context, batch):
     assert b.flops.attention == a.flops.attention
     if context >= C:
         assert b.kv.bytes == a.kv.bytes
+
+
+@given(spec=linear_specs(), wl=workloads(), convention=conventions)
+def test_a_parallel_mixer_runs_in_every_layer_beside_attention(spec, wl, convention):
+    """Falcon-H1's layout: every layer keeps its attention cache and its mixer's state."""
+    r = sized(spec, wl, convention)
+    kinds = {k.kind: k for k in r.kv.by_kind}
+    if getattr(spec.linear, "parallel", False):
+        assert kinds["linear"].layers == kinds["global"].layers == spec.n_layers
+    else:
+        assert kinds["linear"].layers == spec.attention_layers["linear"]
+
+
+# ---- DeepSeek Sparse Attention (no reference model: transformers pins it) ----------------------
+
+
+@st.composite
+def sparse_specs(draw) -> ModelSpec:
+    """A drawn MLA spec with a query latent, given an indexer of a drawn top-k."""
+    spec = draw(model_specs(attention="mla_q", window="none"))
+    data = spec.model_dump(exclude_defaults=True)
+    data["attention"]["indexer"] = {"n_heads": draw(st.integers(1, 4)), "head_dim": draw(st.integers(1, 8)),
+                                    "topk": draw(st.integers(1, 40))}
+    return ModelSpec.model_validate(data)
+
+
+@given(spec=sparse_specs(), wl=workloads(), convention=conventions)
+def test_sparse_attention_never_costs_more_than_dense_attention(spec, wl, convention):
+    """Selecting top-k keys never adds attention FLOPs over the same MLA without it, except under
+    `sdpa`: torch's SDPA takes the selection as an explicit mask and computes the whole rectangle,
+    where the dense model runs is_causal.  The indexer's cache is head_dim values per token in every
+    layer, whatever the context."""
+    from archcalc.ops.dtypes import nbytes
+
+    r = sized(spec, wl, convention)
+    dense = sized(spec.model_copy(update={"attention": spec.attention.model_copy(update={"indexer": None})}), wl,
+                  convention)
+    core = next(op for op in r.ops if op.name == "layers.attn.core")
+    dense_core = next(op for op in dense.ops if op.name == "layers.attn.core")
+    assert 0 < core.flops and core.kv_bytes <= dense_core.kv_bytes
+    if convention != "sdpa" or wl.new_tokens == 1:
+        assert core.flops <= dense_core.flops
+    (index,) = [k for k in r.kv.by_kind if k.kind == "indexer"]
+    assert index.bytes_per_token == nbytes(spec.n_layers * spec.attention.indexer.head_dim, wl.kv_dtype)
+    assert r.params.total > dense.params.total
+    json.dumps(r.to_dict(ops=True), allow_nan=False)
+
+
+@settings(max_examples=30)
+@given(spec=sparse_specs(), prompt=st.integers(1, 40), gen=st.integers(1, 30), batch=st.integers(1, 3))
+def test_sparse_decode_time_closed_form_equals_the_step_by_step_sum(spec, prompt, gen, batch):
+    """The closed form cuts where a step's selected keys stop growing (c = topk)."""
+    rates = rate_sets(H100, Workload.decode(prompt + 1, batch))[0]
+    steps = [step(spec, Workload.decode(c, batch), rates).time for c in range(prompt + 1, prompt + gen + 1)]
+    assert decode_time(spec, prompt, gen, batch, rates) == pytest.approx(sum(steps), rel=1e-9)
