@@ -48,3 +48,35 @@ def test_false_position_ends_on_the_first_non_negative_integer(monkeypatch, step
 
         assert false_position(f, 1, f(1), hi, f(hi)) == root
         assert len(calls) - 2 <= steps + (hi - 1).bit_length()
+
+
+@pytest.mark.parametrize("kind, most", [("affine", 2), ("square", 16), ("sqrt", 11)])
+def test_false_position_needs_few_evaluations_on_smooth_curves(kind, most):
+    """Why regula falsi and not bisection (≈ 20 evaluations over 10^6): on an affine function the first
+    interpolation lands on the root's neighbourhood (two evaluations); on curved ones Illinois' halving
+    of the stale end keeps it to a dozen or so.  Counted over 300 drawn roots each."""
+    rng = random.Random(5)
+    worst = 0
+    for _ in range(300):
+        hi = rng.randrange(2, 10**6)
+        root = rng.randrange(1, hi) + 1
+        f = {"affine": lambda x: x - root + 0.5, "square": lambda x: x * x - (root - 0.5) ** 2,
+             "sqrt": lambda x: x ** 0.5 - (root - 0.5) ** 0.5}[kind]
+        calls = []
+        assert false_position(lambda x: calls.append(x) or f(x), 1, f(1), hi, f(hi)) == root
+        worst = max(worst, len(calls))
+    assert worst <= most
+
+
+def test_vllm_concurrency_search_at_its_edges():
+    """The admission test is vLLM's integer inequality b · blocks ≤ (available − b · state) // page:
+    with 30 bytes, states of 1 byte and 2 one-byte blocks a request, 10 requests fit exactly
+    (20 ≤ 20); with 1 byte none does."""
+    from archcalc.serving.engines.vllm import VllmReport
+
+    def report(available):
+        return VllmReport(max_model_len=32, available=available, needed=3, layers_needed=3, page_bytes=1,
+                          group_size=1, groups=1, padding_layers=0, num_blocks=available, blocks_per_request=2,
+                          estimated_max_model_len=None, error=None, state_bytes=1)
+
+    assert report(30).max_batch() == 10 and report(1).max_batch() == 0 and report(3).max_batch() == 1

@@ -323,3 +323,10 @@ def test_sparse_attention_parameters_and_caches():
     assert plan.startup.needed == 61 * 16 * (576 * 2 + 132) * (32768 // 16)
     plain = Planner(_v32(), load_hardware("h200"), Deployment(engine="plain", gpus=8)).plan(32768)
     assert {k.kind: k.token_bytes for k in plain.kv} == {"global": 576 * 2, "indexer": 128 * 2}
+    # an index key of 192 (a hypothetical shape): one scale per whole 128 values, 192 + 4 bytes; the
+    # same on each of 8 TP ranks
+    a = _v32().attention
+    wide = _v32().model_copy(update={"attention": a.model_copy(update={"indexer": a.indexer.model_copy(
+        update={"head_dim": 192})})})
+    kv = {k.kind: k for k in Planner(wide, load_hardware("h200"), Deployment(gpus=8)).plan(4096).kv}
+    assert kv["indexer"].token_bytes == 196

@@ -260,6 +260,8 @@ def test_llama_cpp_runs_phi_3_without_its_window():
     assert (kv.kind, kv.cells, kv.bytes) == ("global", 32768, 12288 * 2**20)
     assert any("Phi SWA is currently disabled" in w for w in warnings(spec, dep, 4096))
     assert Planner(spec, load_hardware("h100"), Deployment(engine="vllm")).plan(32768).kv[0].window == 2047
+    unwindowed = spec.model_copy(update={"attention": spec.attention.model_copy(update={"sliding_window": None})})
+    assert not any("Phi SWA" in w for w in warnings(unwindowed, dep, 4096))  # nothing to disable
     hand = spec.model_copy(update={"architecture": None})
     assert Planner(hand, load_hardware("h100"), dep).plan(32768).kv[0].cells == 2560  # pad(2,047 + 512, 256)
 

@@ -85,9 +85,9 @@ def _fold_indexer(kinds: list[AttnKind]) -> list[AttnKind]:
     index = [k for k in kinds if k.kind == "indexer"]
     if not index:
         return kinds
+    # A spec with an indexer has global layers only (spec validation: no windows, no chunks).
     extra = sum(k.token_bytes for k in index)
-    return [replace(k, token_bytes=k.token_bytes + extra) if k.kind == "global" else k
-            for k in kinds if k.kind != "indexer"]
+    return [replace(k, token_bytes=k.token_bytes + extra) for k in kinds if k.kind != "indexer"]
 
 
 def vllm_groups(kinds: list[AttnKind]) -> tuple[int, dict[str, int]]:
@@ -197,9 +197,9 @@ class VllmEngine(Engine):
     INDEXER_QUANT_BLOCK = 128
 
     def token_bytes(self, op, k_bytes, v_bytes, share):
-        if op.dims.layer_kind == "indexer":
+        if op.dims.layer_kind == "indexer":  # one key, on every TP rank (its wk is a ReplicatedLinear)
             d = op.dims.kv_width
-            return (d + d // self.INDEXER_QUANT_BLOCK * 4) * share
+            return d + d // self.INDEXER_QUANT_BLOCK * 4
         return super().token_bytes(op, k_bytes, v_bytes, share)
 
     def kv_layers(self, kinds, context, batch, dep):
