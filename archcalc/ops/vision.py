@@ -9,6 +9,14 @@ bias) and a learned table of (image_size // patch)² positions; a final
 LayerNorm; optionally the attention-pooling head (a probe vector, a
 MultiheadAttention, a LayerNorm and an MLP).  Gemma 3's projector: an RMSNorm
 over the vision width and a D_v -> d_model matrix without bias.
+
+Llama 4 (transformers' Llama4VisionModel): the same encoder layers (LayerNorms
+and q/k/v/o, fc1/fc2 with biases; its 2-D RoPE has no parameters), a patch
+embedding as an unfold and a bias-free C·p² -> D matrix, a class embedding
+(D), a learned table of (image_size // patch)² + 1 positions, LayerNorms before
+and after the encoder, the pixel-shuffle adapter's two bias-free matrices
+(d_ff -> projector_input_dim, projector_output_dim -> projector_output_dim), and
+the projector, vision_output_dim -> d_model without bias.
 """
 
 from __future__ import annotations
@@ -31,16 +39,28 @@ def vision_ops(spec: ModelSpec, weight_dtype: str = "bf16") -> list[Op]:
         return ops.matmul(name, "vision", wl, d_in, d_out, bias_width=d_out if bias else 0, count=count,
                           quantizable=False)
 
+    def layer_norm(name: str, count: int = 1) -> Op:
+        return ops.norm(name, wl, D, "layernorm", True, count=count, component="vision")
+
+    llama4 = v.kind == "llama4"
     out = [
-        linear("vision.patch_embedding", v.channels * v.patch_size**2, D),  # Conv2d, kernel = stride = patch
-        ops.gather("vision.position_embedding", "vision", wl, v.patches, D, tp="replicated"),
-        ops.norm("vision.layers.norm", wl, D, "layernorm", True, count=2 * L, component="vision"),
+        # SigLIP: a Conv2d (kernel = stride = patch) with a bias; Llama 4: an unfold and a bias-free matrix
+        linear("vision.patch_embedding", v.channels * v.patch_size**2, D, bias=not llama4),
+        ops.gather("vision.position_embedding", "vision", wl, v.patches + int(llama4), D, tp="replicated"),
+        layer_norm("vision.layers.norm", 2 * L),
         linear("vision.layers.qkv", D, 3 * D, L),
         linear("vision.layers.o", D, D, L),
         linear("vision.layers.fc1", D, F, L),
         linear("vision.layers.fc2", F, D, L),
-        ops.norm("vision.post_norm", wl, D, "layernorm", True, component="vision"),
+        layer_norm("vision.post_norm"),
     ]
+    if llama4:  # its class token, the norm before the encoder, the adapter and the projector
+        return out + [
+            ops.elementwise("vision.class_embedding", "vision", wl, D, 0, params=D),
+            layer_norm("vision.pre_norm"),
+            linear("vision.adapter.fc1", F, v.projector_input_dim, bias=False),
+            linear("vision.adapter.fc2", v.projector_output_dim, v.projector_output_dim, bias=False),
+            linear("projector.proj", v.output_dim, spec.d_model, bias=False)]
     if v.head:
         out += [ops.elementwise("vision.head.probe", "vision", wl, D, 0, params=D),
                 linear("vision.head.attn.in", D, 3 * D), linear("vision.head.attn.out", D, D),

@@ -108,6 +108,8 @@ KEYS: dict[str, Kind] = {
     "patch_size": Kind((int,), 1, 1024, "an integer"),
     "num_channels": Kind((int,), 1, 64, "an integer"),
     "vision_use_head": BOOL,
+    "multi_modal_projector_bias": BOOL,
+    **dict.fromkeys(("projector_input_dim", "projector_output_dim", "vision_output_dim"), WIDTH),
 }
 # Items of list-valued keys.
 ITEMS = {"layer_types": Kind((str,), what="strings"),

@@ -402,7 +402,8 @@ class VisionSpec(_Frozen):
     Gemma 3) and the projector into the language model's width.  Its parameters are weights that
     `fit` loads; `size` reports them apart: they are not in the language model's totals or FLOPs."""
 
-    kind: Literal["siglip"] = "siglip"
+    # siglip: SiglipVisionTransformer (Gemma 3); llama4: Llama4VisionModel (see ops/vision.py)
+    kind: Literal["siglip", "llama4"] = "siglip"
     d_model: Width
     d_ff: FFNWidth
     n_layers: Layers
@@ -411,7 +412,24 @@ class VisionSpec(_Frozen):
     image_size: int = Field(ge=1, le=2**16)
     channels: int = Field(default=3, ge=1, le=64)
     head: bool = False  # SigLIP's attention-pooling head (Gemma 3 builds none)
-    projector: Literal["gemma3"] = "gemma3"  # Gemma 3: RMSNorm over the vision width, then D_v -> d_model
+    # gemma3: RMSNorm over the vision width, then D_v -> d_model; llama4: output_dim -> d_model, no bias
+    projector: Literal["gemma3", "llama4"] = "gemma3"
+    # Llama 4's pixel-shuffle adapter: fc1 d_ff -> projector_input_dim, fc2 projector_output_dim squared, and
+    # the width the projector reads (vision_output_dim)
+    projector_input_dim: Width | None = None
+    projector_output_dim: Width | None = None
+    output_dim: Width | None = None
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> VisionSpec:
+        llama4 = (self.projector_input_dim, self.projector_output_dim, self.output_dim)
+        if (self.kind == "llama4") != all(d is not None for d in llama4) or (
+                self.kind != "llama4" and any(d is not None for d in llama4)):
+            raise ValueError("kind llama4 takes projector_input_dim, projector_output_dim and output_dim; "
+                             "siglip takes none of them")
+        if (self.kind == "llama4") != (self.projector == "llama4"):
+            raise ValueError("the llama4 tower goes with the llama4 projector, siglip with gemma3")
+        return self
 
     @property
     def patches(self) -> int:

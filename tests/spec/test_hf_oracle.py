@@ -256,6 +256,27 @@ def test_the_vision_tower_fit_loads_is_hf_s(name):
     assert param_counts(vision_ops(spec)).total == hf == EXCLUDED_MODULES[name][1]
 
 
+@pytest.mark.parametrize("name", ["llama-4-scout", "llama-4-maverick"])
+def test_the_llama4_vision_tower_fit_loads_is_hf_s(name):
+    """Llama 4's checkpoints load Llama4VisionModel and Llama4MultiModalProjector beside the language
+    model; transformers' AutoModelForCausalLM builds the language model alone, so these are built here
+    from the same config.json, on the meta device, and counted against ops/vision.py."""
+    from transformers import Llama4Config
+    from transformers.models.llama4.modeling_llama4 import Llama4MultiModalProjector, Llama4VisionModel
+
+    from archcalc.cost.totals import param_counts
+    from archcalc.ops.vision import vision_ops
+
+    raw = _raw(name)
+    config = Llama4Config(text_config=raw["text_config"], vision_config=raw["vision_config"])
+    with torch.device("meta"):
+        tower, projector = Llama4VisionModel(config.vision_config), Llama4MultiModalProjector(config)
+    hf = sum(p.numel() for m in (tower, projector) for p in m.parameters())
+    spec = load_model(str(DATA / f"{name}.json"))[0]
+    assert param_counts(vision_ops(spec)).total == hf
+    assert sum(p.numel() for p in projector.parameters()) == 4096 * spec.d_model
+
+
 @pytest.mark.parametrize("head", [False, True])
 def test_siglip_towers_of_any_shape(head):
     """transformers' SiglipVisionModel on the meta device, with and without its pooling head,
