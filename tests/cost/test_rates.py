@@ -347,3 +347,22 @@ def test_peak_rates_describe_the_datasheet():
         "bandwidth_bytes_per_s": 3.35e12, "ridge_flops_per_byte": 989.4e12 / 3.35e12, "launch_s": 0.0,
         "dispatch_s": 0.0, "convention": "causal", "gemm_efficiency": 1.0, "link_bandwidth_bytes_per_s": 450e9,
         "link_latency_s": 0.0}
+
+
+def test_a_point_to_point_send_waits_one_hop_of_the_measured_ring():
+    """The profile's link latency is measured over an 8-rank ring (7 hops of an all-gather); a send
+    between two pipeline or context-parallel ranks waits one hop: 1/7 of it, whatever the ranks."""
+    wl = Workload()
+    send = ops.collective("kv_ring", "attention", wl, 4096, 4, "send_recv")
+    assert ring_steps(send) == 1
+    r = typical(H100)
+    assert time_op(send, r).t_fixed == pytest.approx(r.link_latency / 7)
+
+
+def test_only_the_peak_prediction_carries_critical_batches():
+    """The critical batch is the ridge-point idea, the peak set's (roofline's docstring); the typical
+    set's tile-quantized margin has many crossings, so its prediction has none."""
+    preds = predict(spec_of("llama-3.1-8b"), H100, prompt=128, context=256, gen=8, batch=1)
+    assert [p.rates.label for p in preds] == ["peak", "typical"]
+    assert preds[0].critical_batch is not None and preds[0].step_critical_batch is not None
+    assert preds[1].critical_batch is None and preds[1].step_critical_batch is None

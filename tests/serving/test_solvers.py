@@ -127,3 +127,59 @@ def test_compare_s_fit_rows():
         "memory_per_gpu": ("memory on one L4 (weights, KV, activations, reserve)", "bytes", plan.total),
         "max_context_on_gpu": ("largest context on one L4 at batch 3", "tokens", planner.max_context(3).value)}
     assert plan.total != planner.plan(8192, 1).total
+
+
+@pytest.mark.parametrize("engine", sorted(METHODS))
+def test_max_context_when_no_context_fits_and_when_memory_goes_past_the_model(engine):
+    """Llama 3.1 70B cannot hold its weights on a 24 GB card: context 0, stopped by the weights.  Llama 3.2
+    1B on an H100 reaches its 131,072 (model max) and says how far memory alone would go, found the
+    engine's way, and what stops that."""
+    dep = Deployment(engine=engine)
+    none = Planner(load_model("llama-3.1-70b")[0], load_hardware("rtx-4090"), dep).max_context()
+    assert (none.value, none.binding, none.method, none.capped) == (0, "weights", "binary search", False)
+    planner = Planner(load_model("llama-3.2-1b")[0], load_hardware("h100"), dep)
+    s = planner.max_context(2)
+    assert (s.value, s.binding, s.method, s.capped) == (131072, "model max context", "model limit", True)
+    alone = s.detail["memory_max_context"]
+    fits = lambda c: planner.plan_per_gpu(c, 2).fits  # noqa: E731
+    assert alone > 131072 and fits(alone) and not fits(alone + 1)
+    assert s.detail == {"memory_max_context": alone, "memory_binding": planner.plan_per_gpu(alone + 1, 2).binding}
+
+
+def test_max_context_counts_the_batch_per_replica():
+    """4 sequences over 2 one-GPU replicas: each GPU holds 2."""
+    spec = load_model("qwen2.5-7b")[0]
+    two = Planner(spec, load_hardware("l4"), Deployment(gpus=2, tp=1)).max_context(4)
+    one = Planner(spec, load_hardware("l4"), Deployment()).max_context(2)
+    assert two == one and not two.capped
+
+
+def test_max_context_past_the_search_limit():
+    """A model whose cache is tiny beside the device: memory alone passes the largest context archcalc
+    searches (MAX_CONTEXT), and says so."""
+    from archcalc.limits import MAX_CONTEXT
+    from archcalc.spec.model import ModelSpec
+
+    tiny = ModelSpec(name="tiny", d_model=64, n_layers=1, vocab_size=256, max_context=1024,
+                     attention={"n_heads": 4, "n_kv_heads": 1, "sliding_window": 16})
+    s = Planner(tiny, load_hardware("h200"), Deployment(engine="vllm")).max_context()  # chunked prefill, windowed KV
+    assert s.detail == {"memory_max_context": MAX_CONTEXT, "memory_binding": "search limit"}
+
+
+def test_vllm_estimated_length_is_the_last_length_that_fits():
+    """vLLM's own binary search over max_model_len (kv_cache_utils.estimate_max_model_len): the largest n
+    whose one-request need fits the bytes; 0 when one token does not.  Gemma 3's sliding layers make the
+    need depend on max_num_batched_tokens."""
+    from archcalc.serving.engines.base import engine_named
+
+    spec = load_model("gemma-3-1b")[0]
+    planner = Planner(spec, load_hardware("l4"), Deployment())
+    vllm = engine_named("vllm")
+    for available, mnbt in ((50_000_000, 8192), (50_000_000, 512), (3_000_000, 8192)):
+        n = vllm.estimate_max_model_len(planner.kinds, available, 32768, mnbt)
+        assert vllm.needed(planner.kinds, n, mnbt) <= available < vllm.needed(planner.kinds, n + 1, mnbt)
+    exact = vllm.needed(planner.kinds, 1000, 8192)
+    assert vllm.estimate_max_model_len(planner.kinds, exact, 32768, 8192) >= 1000  # equality fits
+    assert vllm.estimate_max_model_len(planner.kinds, 1, 32768, 8192) == 0
+    assert vllm.estimate_max_model_len(planner.kinds, 50_000_000, 8192, 512) != \
+        vllm.estimate_max_model_len(planner.kinds, 50_000_000, 8192, 8192)
