@@ -366,3 +366,45 @@ def test_only_the_peak_prediction_carries_critical_batches():
     assert [p.rates.label for p in preds] == ["peak", "typical"]
     assert preds[0].critical_batch is not None and preds[0].step_critical_batch is not None
     assert preds[1].critical_batch is None and preds[1].step_critical_batch is None
+
+
+@pytest.mark.parametrize("name, hw, weights_only, evaluations", [
+    ("llama-3.1-8b", "h100", True, 4), ("gpt2", "a100-80gb", True, 4), ("llama-3.1-70b", "a100-80gb", False, 4),
+    ("llama-3.1-8b", "h100", False, 3), ("qwen3-30b-a3b", "h100", True, 18), ("deepseek-v3", "a100-80gb", False, 17),
+])
+def test_critical_batch_search_is_exact_and_short(monkeypatch, name, hw, weights_only, evaluations):
+    """The answer is the first batch whose margin (math − memory time, of the weight matmuls or of the
+    whole step) is ≥ 0, checked on both sides; and it is found in a few evaluations of the margin: a
+    dense model's margin is affine in B, so the line through B = 1 and 2 lands on it (4 evaluations);
+    one that never turns compute-bound is told by 3; MoE bends the line and regula falsi takes over."""
+    from archcalc.cost import roofline
+
+    spec, peak = spec_of(name), rate_sets(load_hardware(hw), Workload())[0]
+    calls = []
+    counting = roofline._decode_ops
+
+    def decode_ops(spec_, context, batch, *args):
+        calls.append(batch)
+        return counting(spec_, context, batch, *args)
+
+    monkeypatch.setattr(roofline, "_decode_ops", decode_ops)
+    value = roofline.critical_batch(spec, 2048, peak, weights_only=weights_only, limit=1 << 16)
+    assert len(calls) <= evaluations
+    monkeypatch.setattr(roofline, "_decode_ops", counting)
+
+    def margin(b):
+        ops = step(spec, Workload.decode(2048, b), peak).ops
+        if weights_only:
+            ops = [o for o in ops if o.op.kind == "matmul" and o.op.params]
+        return sum(o.t_math for o in ops) - sum(o.t_memory for o in ops)
+
+    if value is None:
+        assert margin(1 << 16) < 0
+    else:
+        assert margin(value) >= 0 and (value == 1 or margin(value - 1) < 0)
+    # the weight matmuls' answer holds at any context (cached per spec); another spec is not served it
+    again = 4096 if weights_only else 2048
+    assert roofline.critical_batch(spec, again, peak, weights_only=weights_only, limit=1 << 16) == value
+    if weights_only:
+        other = spec_of("qwen2.5-0.5b")
+        assert roofline.critical_batch(other, 2048, peak, limit=1 << 16) != value
