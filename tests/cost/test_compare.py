@@ -126,3 +126,25 @@ def test_compare_rows_their_labels_units_and_which_way_is_better():
     one = compare(specs[:1], context=128, batch=1, dtype="bf16", kv_dtype="bf16", hw=load_hardware("h100"))
     assert [m.label for m in one.metrics if m.key == "ttft_s"] == ["time to first token (2,048 × 1, peak)"]
     assert compare(specs, context=128, batch=1, dtype="fp8", kv_dtype="bf16").metrics[-1].key == "max_context"
+
+
+def test_compare_values_take_the_batch_dtypes_and_each_model_s_own_times():
+    from archcalc.cost.compare import compare
+    from archcalc.cost.roofline import predict
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    specs = [load_model(n)[0] for n in ("llama-3.2-1b", "qwen3-0.6b")]
+    h100 = load_hardware("h100")
+    c = compare(specs, context=1024, batch=3, dtype="fp8", kv_dtype="fp8", hw=h100, prompt=256,
+                measured=lambda s: (len(s.name), 0.001 * len(s.name)))
+    v = {m.key: m.values for m in c.metrics}
+    alone = [predict(s, h100, prompt=256, context=256 + 256, gen=256, batch=3, weight_dtype="fp8", kv_dtype="fp8")
+             for s in specs]  # gen: compare's default, 256
+    assert v["tpot_s"] == [p[0].tpot for p in alone] and v["ttft_s_typical"] == [p[1].ttft for p in alone]
+    assert v["critical_batch"] == [p[0].critical_batch for p in alone] and None not in v["critical_batch"]
+    # llama-3.2-1b: 16 layers × 8 KV heads × 64 × (K, V) at 1 byte, for 3 sequences of 1,024
+    assert v["kv_bytes"][0] == 3 * 1024 * 16 * 8 * 64 * 2 and v["kv_bytes_per_token"][0] == 16 * 8 * 64 * 2
+    assert v["weight_bytes"][0] < 2 * 1_235_814_400  # fp8 weights (embeddings kept at 16 bits)
+    assert v["ttft_s_measured"] == [12, 10] and v["tpot_s_measured"] == [0.012, 0.010]
+    assert [m.label for m in c.metrics if m.key == "tpot_s"] == ["time per output token at 512 (peak)"]

@@ -408,3 +408,22 @@ def test_critical_batch_search_is_exact_and_short(monkeypatch, name, hw, weights
     if weights_only:
         other = spec_of("qwen2.5-0.5b")
         assert roofline.critical_batch(other, 2048, peak, limit=1 << 16) != value
+
+
+def test_predict_passes_tp_and_dtypes_to_every_part():
+    """Each part of a prediction is the same function called alone with the same TP and dtypes."""
+    from archcalc.cost.roofline import critical_batch, decode_time, prefill_workload
+
+    spec = spec_of("llama-3.1-8b")
+    dtypes = {"weight_dtype": "fp8", "kv_dtype": "fp8"}
+    peak, typ = predict(spec, H100, prompt=512, context=640, gen=128, batch=4, tp=2, **dtypes)
+    for p in (peak, typ):
+        r = p.rates
+        assert p.prefill == step(spec, prefill_workload(512, 4, **dtypes), r, 2)
+        assert p.decode == step(spec, Workload.decode(640, 4, **dtypes), r, 2)
+        assert p.decode_total == decode_time(spec, 512, 128, 4, r, 2, **dtypes)
+    assert peak.critical_batch == critical_batch(spec, 640, peak.rates, tp=2, **dtypes)
+    assert peak.step_critical_batch == critical_batch(spec, 640, peak.rates, weights_only=False, limit=1 << 16,
+                                                      tp=2, **dtypes)
+    assert peak.critical_batch != critical_batch(spec, 640, peak.rates)  # fp8 weights, TP 2: another ridge
+    assert peak.decode_total != decode_time(spec, 512, 128, 4, peak.rates)
