@@ -183,3 +183,15 @@ def test_vllm_estimated_length_is_the_last_length_that_fits():
     assert vllm.estimate_max_model_len(planner.kinds, 1, 32768, 8192) == 0
     assert vllm.estimate_max_model_len(planner.kinds, 50_000_000, 8192, 512) != \
         vllm.estimate_max_model_len(planner.kinds, 50_000_000, 8192, 8192)
+
+
+def test_the_solvers_default_to_one_sequence():
+    from archcalc.serving.planner import fit_all
+
+    spec, hw = load_model("llama-3.1-8b")[0], load_hardware("l4")
+    assert solve(spec, hw, Deployment(), 65536) == solve(spec, hw, Deployment(), 65536, 1)
+    assert min_gpus(spec, hw, Deployment(), 131072) == min_gpus(spec, hw, Deployment(), 131072, 1)
+    assert min_gpus(spec, hw, Deployment(), 131072, 1).value < min_gpus(spec, hw, Deployment(), 131072, 2).value
+    assert fit_all(spec, Deployment(), 65536)[:3] == fit_all(spec, Deployment(), 65536, 1)[:3]
+    planner = Planner(spec, hw, Deployment())
+    assert planner.max_context() == planner.max_context(1) and planner.plan(4096) == planner.plan(4096, 1)
