@@ -318,6 +318,7 @@ def test_sparse_attention_parameters_and_caches():
     plan = Planner(_v32(), load_hardware("h200"), Deployment(gpus=8, weights="fp8-block")).plan(32768)
     kv = {k.kind: k for k in plan.kv}
     assert kv["indexer"].token_bytes == 132 and kv["global"].token_bytes == 576 * 2
+    assert kv["indexer"].charged_layers == kv["global"].charged_layers == 61 and kv["indexer"].cells == 32768
     # vLLM's one group of 61 layers (UniformTypeKVCacheSpecs): a block holds both pages
     assert plan.startup.page_bytes == 16 * (576 * 2 + 132) and plan.startup.groups == 1
     assert plan.startup.needed == 61 * 16 * (576 * 2 + 132) * (32768 // 16)

@@ -16,6 +16,8 @@ different number.
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from archcalc.errors import InputError
@@ -364,3 +366,51 @@ def test_plain_engine_report_pieces():
     assert list(plan.reserve) == ["runtime (CUDA context, workspaces)"]
     custom = Planner(spec, load_hardware("rtx-4090"), Deployment(engine="plain", reserve=123.0)).plan(2048)
     assert custom.reserve == {"runtime (CUDA context, workspaces)": 123.0}
+
+
+def test_vllm_plans_llama4_chunked_layers_and_gemma3_windows_through_the_planner():
+    """The block rules as the planner applies them, per layer kind.  Llama 4 Scout at 131,072: 36
+    chunked layers of cdiv(8,192 + 8,192, 16) = 1,024 blocks, 12 global of 8,192; one request needs
+    both kinds' blocks.  Gemma 3 1B (window 512) with max_num_batched_tokens 514: the sliding layers
+    keep cdiv(511 + 514, 16) + 1 = 66 blocks (1,025 tokens: one past a block boundary)."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    scout = Planner(load_model("llama-4-scout")[0], load_hardware("h200"), Deployment(gpus=8, weights="fp8-block"))
+    kv = {k.kind: k for k in scout.plan(131072).kv}
+    assert (kv["chunked"].layers, kv["chunked"].cells) == (36, 1024 * 16)
+    assert (kv["global"].layers, kv["global"].cells) == (12, 8192 * 16)
+    assert scout.plan(131072).startup.blocks_per_request == 3 * 1024 + 8192  # groups of 12: 3 chunked, 1 global
+    gemma = Planner(load_model("gemma-3-1b")[0], load_hardware("l4"), Deployment(max_num_batched_tokens=514))
+    kv = {k.kind: k for k in gemma.plan(32768).kv}
+    assert kv["local"].cells == 66 * 16 and kv["global"].cells == 2048 * 16
+
+
+def test_vllm_hybrid_group_size_and_reserve():
+    """vLLM's grouping (kv_cache_utils: the group size is the larger layer count when it is below 1.5 ×
+    the smaller, else the smaller): 14 sliding and 10 full layers share groups of 14 (one each, 4
+    padding); 52 and 10 use 10.  The memory outside gpu_memory_utilization, and the non-torch allowance:
+    1 GiB on one GPU, 2 GiB under TP."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.serving.engines.vllm import vllm_groups
+    from archcalc.serving.engines.base import AttnKind
+
+    def kinds(local, full):
+        return [AttnKind("local", local, 512, 1.0), AttnKind("global", full, None, 1.0)]
+
+    assert vllm_groups(kinds(14, 10)) == (14, {"local": 1, "global": 1})
+    assert vllm_groups(kinds(15, 10)) == (10, {"local": 2, "global": 1})  # 15 = 1.5 × 10: not below
+    assert vllm_groups(kinds(52, 10)) == (10, {"local": 6, "global": 1})
+    spec = ModelSpec(name="hybrid", d_model=256, n_layers=24, vocab_size=1000, max_context=8192,
+                     attention={"n_heads": 4, "sliding_window": 512, "layer_types": ["local"] * 14 + ["global"] * 10})
+    report = Planner(spec, load_hardware("l4"), Deployment()).plan(8192).startup
+    assert (report.group_size, report.groups, report.padding_layers) == (14, 2, 4)
+    h100 = load_hardware("h100")
+    one = Planner(spec, h100, Deployment()).plan(4096)
+    two = Planner(spec, h100, Deployment(gpus=2)).plan(4096)
+    outside = h100.capacity - math.ceil(h100.capacity * 0.9)
+    assert one.reserve == {"outside gpu_memory_utilization 0.9": outside,
+                           "non-torch (CUDA context, NCCL, workspaces)": 2**30}
+    assert two.reserve["non-torch (CUDA context, NCCL, workspaces)"] == 2 * 2**30
+    assert one.activations.chunk.description == ("vLLM's profile run: max_num_batched_tokens = 8,192 tokens, "
+                                                 "logits for max_num_seqs = 256 requests")
