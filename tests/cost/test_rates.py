@@ -427,3 +427,19 @@ def test_predict_passes_tp_and_dtypes_to_every_part():
                                                       tp=2, **dtypes)
     assert peak.critical_batch != critical_batch(spec, 640, peak.rates)  # fp8 weights, TP 2: another ridge
     assert peak.decode_total != decode_time(spec, 512, 128, 4, peak.rates)
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "gemma-3-1b", "llama-4-scout"])
+def test_decode_time_closed_form_with_fixed_costs_and_dispatch(name):
+    """With a launch cost per kernel (typical rates) and a framework dispatch per kernel (a calibration),
+    the closed form still equals the step-by-step sum: both fixed terms count once per step.  Llama 4's
+    chunked layers restart at every 8,192 tokens, so the steps cross a chunk boundary."""
+    from archcalc.cost.roofline import decode_time
+
+    spec = spec_of(name)
+    cal = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, dispatch_s=1e-5))
+    prompt, gen = (8100, 200) if name == "llama-4-scout" else (500, 90)
+    for rates in (typical(H100), cal):
+        steps = [step(spec, Workload.decode(c, 2), rates) for c in range(prompt + 1, prompt + gen + 1)]
+        assert decode_time(spec, prompt, gen, 2, rates) == pytest.approx(sum(s.time for s in steps), rel=1e-9)
+    assert any(s.overhead > 0 for s in steps)

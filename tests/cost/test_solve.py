@@ -80,3 +80,17 @@ def test_vllm_concurrency_search_at_its_edges():
                           estimated_max_model_len=None, error=None, state_bytes=1)
 
     assert report(30).max_batch() == 10 and report(1).max_batch() == 0 and report(3).max_batch() == 1
+
+
+def test_sum_of_the_larger_of_two_lines_equals_the_sum_term_by_term():
+    """roofline's closed form Σ_{i<n} max(f0 + i·df, m0 + i·dm) (each decode step's time is the larger
+    of its math and memory times, both affine in the context) against adding the n terms."""
+    from archcalc.cost.roofline import _sum_max_affine
+
+    rng = random.Random(17)
+    for _ in range(2000):
+        n = rng.randrange(0, 40)
+        f0, m0 = rng.randrange(-50, 50) / 4, rng.randrange(-50, 50) / 4
+        df, dm = rng.randrange(-8, 8) / 4, rng.randrange(-8, 8) / 4
+        expected = sum(max(f0 + i * df, m0 + i * dm) for i in range(n))
+        assert _sum_max_affine(f0, df, m0, dm, n) == pytest.approx(expected, abs=1e-9)

@@ -414,3 +414,58 @@ def test_vllm_hybrid_group_size_and_reserve():
     assert two.reserve["non-torch (CUDA context, NCCL, workspaces)"] == 2 * 2**30
     assert one.activations.chunk.description == ("vLLM's profile run: max_num_batched_tokens = 8,192 tokens, "
                                                  "logits for max_num_seqs = 256 requests")
+
+
+def test_vllm_start_up_check_with_its_own_block_size_and_chunk():
+    """Gemma 3 27B at int8 on an A100 40GB with --block-size 128 and max_num_batched_tokens 2,048, at
+    131,072: one request needs, per group of 10 layers, 1,024 global blocks and 6 × (cdiv(1,023 + 2,048,
+    128) + 1) = 6 × 25 sliding ones, of 128 tokens × 16 KV heads × 128 × (K, V) × 2 B per layer; that is
+    more than is left, so vLLM searches the longest length that fits (its binary search over the same
+    need, counted here by hand)."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    def cdiv(a, b):
+        return -(-a // b)
+
+    page = 128 * 16 * 128 * 2 * 2
+
+    def needed(n):
+        return 10 * page * (cdiv(n, 128) + 6 * (cdiv(min(1023 + 2048, n), 128) + 1))
+
+    dep = Deployment(block_size=128, max_num_batched_tokens=2048, weight_dtype="int8")
+    report = Planner(load_model("gemma-3-27b")[0], load_hardware("a100-40gb"), dep).plan(131072).startup
+    assert report.needed == needed(131072) > report.available > 0
+    assert report.layers_needed == page * (10 * cdiv(131072, 128) + 52 * (cdiv(1023 + 2048, 128) + 1))
+    n = report.estimated_max_model_len
+    assert needed(n) <= report.available < needed(n + 1)
+    assert f"the estimated maximum model length is {n}" in report.error
+
+
+def test_vllm_start_up_check_without_memory_and_with_too_little():
+    """No bytes left: vLLM's "No available memory for the cache blocks"; some bytes but not one
+    token's blocks: the too-small error without an estimate."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.serving.engines.base import engine_named
+    from archcalc.serving.engines.vllm import VLLM_NO_MEMORY
+    from archcalc.spec.catalog import load_model
+
+    planner = Planner(load_model("llama-3.1-8b")[0], load_hardware("h100"), Deployment())
+    vllm = engine_named("vllm")
+    assert vllm.startup(planner.kinds, 8192, 0, Deployment()).error == VLLM_NO_MEMORY
+    small = vllm.startup(planner.kinds, 8192, 100, Deployment())
+    assert small.estimated_max_model_len == 0 and "estimated maximum model length" not in small.error
+    assert small.num_blocks == 0
+
+
+def test_vllm_blocks_come_after_the_linear_states():
+    """Qwen3-Next on one H200 at fp8-block: the pool of blocks is what is left once one request's
+    linear-layer state is set aside, in pages of one block × one group."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    r = Planner(load_model("qwen3-next-80b-a3b")[0], load_hardware("h200"), Deployment(weights="fp8-block")).plan(
+        32768).startup
+    assert r.state_bytes > 0
+    assert r.num_blocks == (r.available - r.state_bytes) // (r.page_bytes * r.group_size)
+    assert r.needed == r.group_size * r.page_bytes * r.blocks_per_request + r.state_bytes

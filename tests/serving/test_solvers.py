@@ -195,3 +195,11 @@ def test_the_solvers_default_to_one_sequence():
     assert fit_all(spec, Deployment(), 65536)[:3] == fit_all(spec, Deployment(), 65536, 1)[:3]
     planner = Planner(spec, hw, Deployment())
     assert planner.max_context() == planner.max_context(1) and planner.plan(4096) == planner.plan(4096, 1)
+
+
+def test_warnings_are_only_the_ones_that_apply():
+    from archcalc.serving.planner import warnings
+
+    spec = load_model("llama-3.1-8b")[0]
+    assert warnings(spec, Deployment(engine="llamacpp"), 4096) == []
+    assert warnings(spec, Deployment(), 4096) == []
