@@ -203,3 +203,56 @@ def test_warnings_are_only_the_ones_that_apply():
     spec = load_model("llama-3.1-8b")[0]
     assert warnings(spec, Deployment(engine="llamacpp"), 4096) == []
     assert warnings(spec, Deployment(), 4096) == []
+
+
+# ---- bad deployments: one line each, saying what is valid -------------------------------------------
+
+@pytest.mark.parametrize("dep, line", [
+    (Deployment(block_size=24), "--block-size: 24; vLLM takes 1, 8, 16, 32, 64, 128, 256"),
+    (Deployment(weights="awq:g7"), "--weights: 'awq:g7'; valid: gguf:Q4_0, gguf:Q8_0, gguf:Q6_K, gguf:Q4_K_M, "
+                                   "gguf:Q5_K_M, mxfp4, awq:g32, awq:g64, awq, gptq:g32, gptq:g64, gptq, fp8-block"),
+    (Deployment(weight_dtype="int3"), "--dtype: 'int3'; valid: fp32, bf16, fp16, fp8, int8, int4"),
+    (Deployment(kv_dtype_v="q8_0"), "--kv-dtype-v: a separate V cache type is llama.cpp's (-ctv); use --engine "
+                                    "llamacpp"),
+    (Deployment(gpus=6, tp=4), "--gpus: 6 GPUs are not a whole number of TP groups of 4"),
+    (Deployment(gpus=3), "--tp: 3 does not split llama-3.2-1b's 32 attention heads and 8 KV heads evenly; "
+                         "valid: 1, 2, 4, 8, 16, 32"),
+    (Deployment(gpu_memory_utilization=0.0), "--gpu-memory-utilization: must be in (0, 1]"),
+    (Deployment(gpu_memory_utilization=1.01), "--gpu-memory-utilization: must be in (0, 1]"),
+])
+def test_a_bad_deployment_is_one_line_naming_what_is_valid(dep, line):
+    from archcalc.errors import InputError
+    from archcalc.serving.planner import check_deployment
+
+    with pytest.raises(InputError) as e:
+        check_deployment(load_model("llama-3.2-1b")[0], dep)
+    assert str(e.value) == line
+
+
+def test_the_edges_of_a_good_deployment():
+    from archcalc.serving.planner import check_deployment
+
+    spec = load_model("llama-3.2-1b")[0]
+    for dep in (Deployment(gpu_memory_utilization=1.0), Deployment(gpus=32), Deployment(engine="llamacpp",
+                kv_dtype="q8_0", kv_dtype_v="f16"), Deployment(weights="gptq:g32"), Deployment(block_size=256)):
+        check_deployment(spec, dep)  # nothing raised
+
+
+def test_the_residual_stream_activation_counts_every_copy_a_layer_keeps():
+    """Hyper-connections keep n streams of the residual and attention residuals every block's sum plus
+    the partial one, so the fit's residual-stream term is that many copies of the plain one."""
+    spec = load_model("llama-3.2-1b")[0]
+    hw = load_hardware("h100")
+
+    def residual(**r):
+        s = spec if not r else spec.model_copy(update={"residual": spec.residual.model_copy(update=r)})
+        return Planner(s, hw, Deployment()).plan(4096).activations.residual
+
+    plain = residual()
+    assert residual(kind="hyper", streams=4) == 4 * plain and residual(kind="mhc", streams=2) == 2 * plain
+    assert residual(kind="attnres") == (2 * 16 + 1) * plain and residual(kind="attnres", blocks=4) == 5 * plain
+
+
+def test_one_gpu_replicates_nothing():
+    one = Planner(load_model("llama-3.1-8b")[0], load_hardware("h100"), Deployment()).plan(4096)
+    assert one.weights.replicated == 0.0 and one.weights.split == 2 * 8_030_261_248
