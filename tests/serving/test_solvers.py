@@ -256,3 +256,16 @@ def test_the_residual_stream_activation_counts_every_copy_a_layer_keeps():
 def test_one_gpu_replicates_nothing():
     one = Planner(load_model("llama-3.1-8b")[0], load_hardware("h100"), Deployment()).plan(4096)
     assert one.weights.replicated == 0.0 and one.weights.split == 2 * 8_030_261_248
+
+
+def test_a_plan_needs_a_context_and_a_batch_and_counts_every_replica():
+    from archcalc.errors import InputError
+
+    planner = Planner(load_model("llama-3.2-1b")[0], load_hardware("l4"), Deployment(gpus=2, tp=1))
+    for context, batch, line in ((0, 1, "--context: must be at least 1"), (5, 0, "--batch: must be at least 1"),
+                                 (0, 0, "--context: must be at least 1")):
+        with pytest.raises(InputError) as e:
+            planner.plan_per_gpu(context, batch)
+        assert str(e.value) == line
+    plan = planner.plan_per_gpu(1, 3)
+    assert (plan.context, plan.batch, plan.batch_per_gpu) == (1, 6, 3)  # 2 replicas of one GPU each
