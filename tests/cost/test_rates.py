@@ -443,3 +443,46 @@ def test_decode_time_closed_form_with_fixed_costs_and_dispatch(name):
         steps = [step(spec, Workload.decode(c, 2), rates) for c in range(prompt + 1, prompt + gen + 1)]
         assert decode_time(spec, prompt, gen, 2, rates) == pytest.approx(sum(s.time for s in steps), rel=1e-9)
     assert any(s.overhead > 0 for s in steps)
+
+
+@pytest.mark.parametrize("name, model, kind", [
+    ("layers.attn.norm", "gpt2", "layernorm"), ("layers.attn.norm", "llama-3.1-8b", "rmsnorm"),
+    ("embedding", "llama-3.1-8b", "gather"), ("layers.ffn.act", "llama-3.1-8b", "gated_activation"),
+    ("layers.ffn.act", "gpt2", "activation"), ("layers.ffn.act", "nemotron-4b", "activation"),
+    ("layers.attn.rope", "llama-3.1-8b", "rope"),
+    ("layers.residual.add", "llama-3.1-8b", "add"), ("lm_head.softcap", "gemma-2-9b", "activation"),
+    ("layers.ffn.act", "phi-2", "activation"),
+])
+def test_each_row_op_is_timed_as_the_kernel_it_resembles(name, model, kind):
+    """measure/kernels.py times norms, activations (plain or gated), adds, gathers and RoPE apart; every
+    row op of the op list takes the calibrated bandwidth of its own kind (relu², GELU and soft-capping's
+    tanh are activations)."""
+    from archcalc.cost.rates import row_kind
+
+    ops_ = {op.name: op for op in model_ops(spec_of(model), Workload(batch=1, new_tokens=8, context=8))}
+    assert row_kind(ops_[name]) == kind
+
+
+def test_the_datasheet_sets_keep_the_vector_rate_and_typical_names_its_sources():
+    from archcalc.cost.rates import peak_rates, typical_rates
+
+    t = typical_rates(H100, "bf16", H100.typical)
+    assert peak_rates(H100, "fp8").vector == t.vector == H100.peak("fp32")
+    assert t.source == "H100 SXM datasheet × sourced efficiencies (hardware/SOURCES.md)"
+    assert (t.attention_prefill_efficiency, t.attention_decode_efficiency) == (
+        H100.typical.attention_prefill_efficiency, H100.typical.attention_decode_efficiency)
+    assert t.attention_prefill_efficiency < 1
+
+
+def test_dispatch_counts_kernels_not_collectives_and_decode_time_keeps_tp():
+    """The framework's per-kernel dispatch applies to compute kernels; a TP all-reduce is NCCL's, timed
+    by the link.  The decode sum runs at the TP it is given."""
+    from archcalc.cost.roofline import decode_time
+
+    spec = spec_of("llama-3.1-8b")
+    r = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, dispatch_s=1e-5))
+    s = step(spec, Workload.decode(64, 1), r, 2)
+    kernels = sum(o.op.count * r.kernels(o.op) for o in s.ops if o.op.kind != "collective")
+    assert any(o.op.kind == "collective" for o in s.ops) and s.overhead == pytest.approx(1e-5 * kernels)
+    steps = [step(spec, Workload.decode(c, 1), typical(H100), 2).time for c in range(65, 75)]
+    assert decode_time(spec, 64, 10, 1, typical(H100), 2) == pytest.approx(sum(steps), rel=1e-9)
