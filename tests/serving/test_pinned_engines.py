@@ -456,6 +456,13 @@ def test_vllm_start_up_check_without_memory_and_with_too_little():
     small = vllm.startup(planner.kinds, 8192, 100, Deployment())
     assert small.estimated_max_model_len == 0 and "estimated maximum model length" not in small.error
     assert small.num_blocks == 0
+    one = vllm.startup(planner.kinds, 8192, 1, Deployment())  # one byte: memory, but too little
+    assert one.error != VLLM_NO_MEMORY and one.estimated_max_model_len == 0
+    need = vllm.needed(planner.kinds, 8192, 8192)
+    assert vllm.startup(planner.kinds, 8192, need, Deployment()).error is None  # exactly enough
+    first = vllm.needed(planner.kinds, 1, 8192)  # one block per layer: lengths 1 to 16
+    just = vllm.startup(planner.kinds, 8192, first, Deployment())
+    assert just.estimated_max_model_len == 16 and "the estimated maximum model length is 16" in just.error
 
 
 def test_vllm_blocks_come_after_the_linear_states():
@@ -469,3 +476,14 @@ def test_vllm_blocks_come_after_the_linear_states():
     assert r.state_bytes > 0
     assert r.num_blocks == (r.available - r.state_bytes) // (r.page_bytes * r.group_size)
     assert r.needed == r.group_size * r.page_bytes * r.blocks_per_request + r.state_bytes
+
+
+def test_llama_cpp_split_cache_types_across_gpus():
+    """-ctk q8_0 -ctv f16 with the layers split over 2 GPUs: each holds half the layers' K (34/32 B a
+    value) and V (2 B) of Llama-3.1-8B's 8 KV heads × 128."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    dep = Deployment(engine="llamacpp", gpus=2, kv_dtype="q8_0", kv_dtype_v="f16")
+    [kv] = Planner(load_model("llama-3.1-8b")[0], load_hardware("rtx-4090"), dep).plan(8192).kv
+    assert kv.token_bytes == 8 * 128 * (34 / 32 + 2) / 2
