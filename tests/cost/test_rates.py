@@ -486,3 +486,67 @@ def test_dispatch_counts_kernels_not_collectives_and_decode_time_keeps_tp():
     assert any(o.op.kind == "collective" for o in s.ops) and s.overhead == pytest.approx(1e-5 * kernels)
     steps = [step(spec, Workload.decode(c, 1), typical(H100), 2).time for c in range(65, 75)]
     assert decode_time(spec, 64, 10, 1, typical(H100), 2) == pytest.approx(sum(steps), rel=1e-9)
+
+
+def test_typical_attention_efficiencies_apply_where_they_belong():
+    """hardware/h100-sxm.yaml: FlashAttention prefill runs at its sourced fraction of the tensor rate;
+    a decode step's attention streams the cache at the decode fraction of the bandwidth; prefill
+    attention is not bandwidth-derated, decode not compute-derated."""
+    r = typical(H100)
+    t = H100.typical
+    prefill, decode = _attention(1, 256, 256, 2), _attention(4, 1, 1024, 2)
+    assert r.compute_rate(prefill) == pytest.approx(r.matmul * t.attention_prefill_efficiency)
+    assert r.compute_rate(decode) == pytest.approx(r.matmul)
+    assert r.memory_rate(decode) == pytest.approx(r.bandwidth * t.attention_decode_efficiency)
+    assert r.memory_rate(prefill) == pytest.approx(r.bandwidth)
+    assert t.attention_decode_efficiency != 1 and t.attention_prefill_efficiency != 1
+
+
+def test_a_calibrated_row_kernel_moves_its_activations_and_its_weight():
+    """A norm's measured bandwidth is looked up at the bytes it moves: rows in and out plus its
+    weight; on a curve that is not flat the weight's bytes show."""
+    from archcalc.hardware.calibration import RowPoint
+
+    rows = [RowPoint(kind="rmsnorm", rows=r, width=2048, seconds=LAUNCH + (r * 2048 * 4) / (r * 1e8))
+            for r in (1, 4096)]  # 1e8·r B/s: the rate grows with the rows
+    r = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, rows=rows))
+    norm = ops.norm("n", Workload(batch=16), 2048, "rmsnorm", False)
+    curve = r.row_bandwidth["rmsnorm"]
+    assert r.memory_rate(norm) == pytest.approx(curve(norm.act_bytes + norm.weight_bytes))
+    assert curve(norm.act_bytes + norm.weight_bytes) != pytest.approx(curve(norm.act_bytes))
+
+
+def test_eager_sums_launch_one_kernel_per_extra_input():
+    r = calibrated_rates(A100, synthetic_calibration())
+    wl = Workload()
+    assert r.kernels(ops.elementwise("sum", "residual", wl, 64, 1, inputs=4)) == 3
+    assert r.kernels(ops.elementwise("gate", "ffn", wl, 64, 5, inputs=2, fn="silu")) == 1
+
+
+def test_the_nearest_attention_curve_keeps_the_kind_of_call_first():
+    """An unmeasured head dim takes the same kind of call (phase, grouping, mask) at the nearest head
+    dim, before a closer head dim of another kind."""
+    from archcalc.hardware.calibration import AttentionPoint
+
+    def point(rate, head_dim, window=None):
+        a = _attention(1, 256, 256, 2, head_dim=head_dim, window=window)
+        return AttentionPoint(heads=8, head_dim=head_dim, batch=1, kv_heads=2, q_len=256, kv_len=256, window=window,
+                              seconds=LAUNCH + a.flops / rate)
+
+    r = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, attention=[
+        point(50e9, 64), point(40e9, 256), point(20e9, 128, window=64)]))
+    assert r.compute_rate(_attention(1, 256, 256, 2, head_dim=128)) == pytest.approx(50e9)  # 64: nearer than 256
+    assert r.compute_rate(_attention(1, 256, 256, 2, head_dim=200)) == pytest.approx(40e9)
+
+
+def test_an_op_time_reports_its_tensor_and_vector_flops_and_a_link_free_collective():
+    spec = spec_of("llama-3.1-8b")
+    s = step(spec, Workload.decode(64, 1), typical(H100), 2)
+    for o in s.ops:
+        if o.op.kind != "collective":
+            assert o.flops == o.op.count * (o.op.flops + o.op.vector_flops)
+    from dataclasses import replace
+
+    peak = replace(rate_sets(H100, Workload())[0], link_bandwidth=None)  # a profile that states no link
+    ar = ops.collective("ar", "attention", Workload(), 4096, 2, "all_reduce")
+    assert time_op(ar, peak).t_memory == 0.0
