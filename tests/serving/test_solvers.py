@@ -269,3 +269,23 @@ def test_a_plan_needs_a_context_and_a_batch_and_counts_every_replica():
         assert str(e.value) == line
     plan = planner.plan_per_gpu(1, 3)
     assert (plan.context, plan.batch, plan.batch_per_gpu) == (1, 6, 3)  # 2 replicas of one GPU each
+
+
+@pytest.mark.parametrize("bend", [1, -1])
+def test_the_closed_form_context_walks_to_the_exact_boundary_when_memory_bends(monkeypatch, bend):
+    """The closed form solves each affine segment from two plans; where the real total is not quite
+    affine (rounding, padding), it walks from its guess to the exact last context that fits, up or
+    down.  Here the total gains (or loses) a step every 97 tokens, so the guess misses by several."""
+    from types import SimpleNamespace
+
+    planner = Planner(load_model("gemma-2-9b")[0], load_hardware("l4"), Deployment(engine="plain"))
+    windows = sorted({k.window for k in planner.kinds if k.window})
+
+    def total(s):
+        return 1000.0 + 3.0 * s + bend * 40.0 * (s // 97) + 2.0 * sum(min(s, w) for w in windows)
+
+    monkeypatch.setattr(planner, "capacity", 60_000.0)
+    monkeypatch.setattr(planner, "plan_per_gpu", lambda s, b: SimpleNamespace(total=total(s)))
+    expected = scan(lambda s: total(s) <= planner.capacity, limit=40_000)
+    assert planner._affine_max_context(1, 40_000) == expected
+    assert planner._affine_max_context(1, expected) == expected  # the top fits: it is the answer
