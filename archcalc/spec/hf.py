@@ -892,23 +892,16 @@ def _falcon_h1(r: ConfigReader) -> dict:
     pos, limit = _position(r)
     for key in FALCON_H1_MULTIPLIERS:
         r.ignore(key, "scales activations, scores or logits: no parameter, FLOP or byte changes")
-    for key in ("time_step_limit", "num_logits_to_keep"):
-        r.ignore(key, "a scan clamp or a generation switch: no parameter, FLOP or state byte")
-    heads, head_dim = r.get("mamba_n_heads", default=128), r.get("mamba_d_head", default=8)
+    linear = _mamba2_mixer(r, spec["d_model"])
+    heads, head_dim = linear["n_heads"], linear["head_dim"]
     width = r.get("mamba_d_ssm", default=None) or r.get("mamba_expand", default=2) * spec["d_model"]
     if width != heads * head_dim:
         raise InputError(r.path, "mamba_d_ssm", f"{width} is not mamba_n_heads × mamba_d_head = {heads * head_dim}, "
                          "the width FalconH1Mixer's heads read")
     norm = bool(r.get("mamba_rms_norm", default=False))
-    if norm:
-        r.ignore("mamba_norm_before_gate", "the norm's order around the gate changes no count")
-    else:
-        r.ignore("mamba_norm_before_gate", "no mixer norm (mamba_rms_norm false)")
-    linear = {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim, "d_state": r.get("mamba_d_state", default=256),
-              "n_groups": r.get("mamba_n_groups", default=1), "conv_kernel": r.get("mamba_d_conv", default=4),
-              "chunk": r.get("mamba_chunk_size", default=256), "conv_bias": bool(r.get("mamba_conv_bias", default=True)),
-              "proj_bias": bool(r.get("mamba_proj_bias", default=False)),
-              "out_bias": bool(r.get("projectors_bias", default=False)), "norm": norm, "parallel": True}
+    r.ignore("mamba_norm_before_gate", "the norm's order around the gate changes no count" if norm
+             else "no mixer norm (mamba_rms_norm false)")
+    linear.update(out_bias=bool(r.get("projectors_bias", default=False)), norm=norm, parallel=True)
     return {**spec, "max_context": limit, "attention": att, "position": pos, "linear": linear,
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
                     "bias": bool(r.get("mlp_bias", default=False))}}
