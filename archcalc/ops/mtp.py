@@ -29,7 +29,7 @@ def _last_layer(spec: ModelSpec) -> ModelSpec:
     att = data["attention"]
     if isinstance(att.get("layer_types"), list):
         att["layer_types"] = [att["layer_types"][last]]
-    if spec.layer_attention[last] != "linear":
+    if spec.layer_attention[last] != "linear" and not spec.parallel_linear:
         data.pop("linear", None)
     att.pop("nope_layers", None)
     if last in (spec.attention.nope_layers or ()):

@@ -531,7 +531,7 @@ class ModelSpec(_Frozen):
             raise ValueError("attention.layer_types has local layers but attention.sliding_window is not set")
         if a.layer_types is not None and a.chunk_size is None and "chunked" in self.layer_attention:
             raise ValueError("attention.layer_types has chunked layers but attention.chunk_size is not set")
-        parallel = getattr(self.linear, "parallel", False)
+        parallel = self.parallel_linear
         if parallel and "linear" in self.layer_attention:
             raise ValueError("a parallel linear mixer runs beside attention in every layer: layer_types has no "
                              "linear layers then")
@@ -637,11 +637,16 @@ class ModelSpec(_Frozen):
         return self.embedding_dim if self.embedding_dim is not None else self.d_model
 
     @property
+    def parallel_linear(self) -> bool:
+        """The `linear` mixer runs beside attention in every layer (Falcon-H1; Mamba2Spec.parallel)."""
+        return bool(getattr(self.linear, "parallel", False))  # only Mamba-2 mixers have the switch
+
+    @property
     def linear_mixer_layers(self) -> int:
         """Layers that run the `linear` mixer: its linear layers, or every layer when it runs in parallel."""
         if self.linear is None:
             return 0
-        return self.n_layers if getattr(self.linear, "parallel", False) else self.attention_layers["linear"]
+        return self.n_layers if self.parallel_linear else self.attention_layers["linear"]
 
     @property
     def attention_layers(self) -> dict[str, int]:

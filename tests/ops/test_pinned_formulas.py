@@ -331,3 +331,22 @@ def test_sparse_attention_parameters_and_caches():
         update={"head_dim": 192})})})
     kv = {k.kind: k for k in Planner(wide, load_hardware("h200"), Deployment(gpus=8)).plan(4096).kv}
     assert kv["indexer"].token_bytes == 196
+
+
+def test_an_mtp_module_keeps_a_parallel_mixer():
+    """An MTP module is one decoder layer of the model's last kind, plus enorm, hnorm, a final norm
+    (D each) and eh_proj (2D × D): with Falcon-H1's layout that layer runs its Mamba-2 mixer too."""
+    from transformers import FalconH1Config
+
+    from archcalc.cost.totals import param_counts
+    from archcalc.ops.mtp import mtp_ops
+    from archcalc.spec.hf import spec_dict_from_config
+
+    import json
+
+    data, _ = spec_dict_from_config(json.loads(FalconH1Config(num_hidden_layers=2).to_json_string()), "config.json")
+    one = ModelSpec.model_validate({**data, "name": "h1", "n_layers": 1})
+    layer = sum(op.params * op.count for op in model_ops(one, Workload()) if op.name.startswith("layers."))
+    assert any(op.name.startswith("layers.linear.") for op in model_ops(one, Workload()))
+    spec = ModelSpec.model_validate({**data, "name": "h1", "mtp": {"layers": 1}})
+    assert param_counts(mtp_ops(spec)).total == layer + 3 * 4096 + 2 * 4096 * 4096
