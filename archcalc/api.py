@@ -207,16 +207,19 @@ def fit(model: Model, gpu: Gpu, *, gpus: int = 1, tp: int | None = None, context
         dtype: str = "bf16", kv_dtype: str | None = None, engine: str = "vllm", gpu_memory_utilization: float = 0.9,
         max_num_batched_tokens: int | None = None, ubatch: int | None = None,
         reserve: float | str | None = None, weights: str | None = None, kv_unified: bool = True,
-        swa_full: bool = False, block_size: int = 16, kv_dtype_v: str | None = None, mtp: bool = False) -> FitResult:
+        swa_full: bool = False, block_size: int = 16, kv_dtype_v: str | None = None, mtp: bool = False,
+        pp: int = 1, tensor_split: str | tuple[float, ...] | None = None) -> FitResult:
     """The memory plan per GPU at `context` (default: the model's max) × `batch`,
     the verdict, and the largest context, largest batch and fewest GPUs.
     weights: a checkpoint format ("gguf:Q4_K_M") for the weights instead of `dtype`.
-    mtp: also load the checkpoint's multi-token-prediction modules (for MTP speculative decoding)."""
+    mtp: also load the checkpoint's multi-token-prediction modules (for MTP speculative decoding).
+    pp: vLLM pipeline stages; tensor_split: llama.cpp's share of the layers per GPU ("3,1")."""
     from archcalc.serving.planner import solve
 
     spec, warnings, dep, context = _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine,
                                                gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve,
-                                               weights, kv_unified, swa_full, block_size, kv_dtype_v, mtp)
+                                               weights, kv_unified, swa_full, block_size, kv_dtype_v, mtp, pp,
+                                               tensor_split)
     result = solve(spec, load_gpu(gpu), dep, context, batch)
     return replace(result, warnings=tuple(warnings) + result.warnings)
 
@@ -226,14 +229,16 @@ def fit_all_gpus(model: Model, *, gpus: int = 1, tp: int | None = None, context:
                  gpu_memory_utilization: float = 0.9, max_num_batched_tokens: int | None = None,
                  ubatch: int | None = None, reserve: float | str | None = None,
                  weights: str | None = None, kv_unified: bool = True, swa_full: bool = False,
-                 block_size: int = 16, kv_dtype_v: str | None = None, mtp: bool = False) -> FitAllResult:
+                 block_size: int = 16, kv_dtype_v: str | None = None, mtp: bool = False, pp: int = 1,
+                 tensor_split: str | tuple[float, ...] | None = None) -> FitAllResult:
     """`fit` on every bundled device: the plan and the largest context on each."""
     from archcalc.serving.planner import FitAllResult, fit_all
     from archcalc.serving.planner import warnings as fit_warnings
 
     spec, warnings, dep, context = _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine,
                                                gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve,
-                                               weights, kv_unified, swa_full, block_size, kv_dtype_v, mtp)
+                                               weights, kv_unified, swa_full, block_size, kv_dtype_v, mtp, pp,
+                                               tensor_split)
     rows = fit_all(spec, dep, context, batch)
     return FitAllResult(rows, tuple(warnings + fit_warnings(spec, dep, context)))
 
@@ -463,20 +468,27 @@ def _fraction(option: str, value) -> float:
 
 def _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
                 max_num_batched_tokens, ubatch, reserve, weights=None, kv_unified=True, swa_full=False,
-                block_size=16, kv_dtype_v=None, mtp=False):
+                block_size=16, kv_dtype_v=None, mtp=False, pp=1, tensor_split=None):
     """The spec, its load warnings, a checked Deployment and the context (default: the model's max)."""
-    from archcalc.serving.deployment import Deployment, check_reserve, parse_bytes
+    from archcalc.serving.deployment import Deployment, check_reserve, parse_bytes, parse_split
     from archcalc.serving.planner import check_deployment
 
     lim = _limits()
     _positive("--gpus", gpus, lim.MAX_GPUS)
     _positive("--batch", batch, lim.MAX_BATCH)
+    _positive("--pp", pp, lim.MAX_GPUS)
     if context is not None:
         _positive("--context", context, lim.MAX_CONTEXT)
+    if tensor_split is not None:
+        if isinstance(tensor_split, (tuple, list)):  # the API's (3, 1): read as the CLI's "3,1"
+            tensor_split = ",".join(map(str, tensor_split))
+        tensor_split = parse_split(tensor_split)
+        if gpus == 1 and tp is None:  # --tensor-split alone: one GPU per proportion
+            gpus = len(tensor_split)
     if tp is not None:
         _positive("--tp", tp, lim.MAX_GPUS)
-        if gpus == 1:  # --tp alone: that many GPUs
-            gpus = tp
+    if gpus == 1 and (tp or 1) * pp > 1:  # --tp / --pp alone: that many GPUs
+        gpus = (tp or 1) * pp
     options = {"max_num_batched_tokens": max_num_batched_tokens, "ubatch": ubatch}
     options = {k: _positive(f"--{k.replace('_', '-')}", v, lim.MAX_TOKENS_PER_STEP)
                for k, v in options.items() if v is not None}
@@ -484,7 +496,7 @@ def _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_me
     spec, warnings = load(model)
     dep = Deployment(engine=engine, gpus=gpus, tp=tp, weight_dtype=dtype, kv_dtype=kv_dtype, weights=weights,
                      kv_unified=bool(kv_unified), swa_full=bool(swa_full), block_size=block_size,
-                     kv_dtype_v=kv_dtype_v, mtp=bool(mtp),
+                     kv_dtype_v=kv_dtype_v, mtp=bool(mtp), pp=pp, tensor_split=tensor_split,
                      gpu_memory_utilization=_fraction("--gpu-memory-utilization", gpu_memory_utilization),
                      reserve=reserve, **options)
     check_deployment(spec, dep)

@@ -29,7 +29,11 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
 @click.option("--all-gpus", is_flag=True, help="Table of every bundled device instead of one plan.")
 @click.option("--gpus", type=click.IntRange(1, MAX_GPUS), default=1, show_default=True, help="GPUs.")
 @click.option("--tp", type=click.IntRange(1, MAX_GPUS),
-              help="Tensor-parallel degree (default: --gpus); must divide the heads.")
+              help="Tensor-parallel degree (default: --gpus / --pp); must divide the heads.")
+@click.option("--pp", type=click.IntRange(1, MAX_GPUS), default=1, show_default=True,
+              help="vLLM: pipeline stages (--pipeline-parallel-size), each a TP group holding consecutive layers.")
+@click.option("--tensor-split", metavar="P0,P1,...",
+              help="llama.cpp: each GPU's proportion of the layers (-ts 3,1); default: even.")
 @click.option("--context", type=click.IntRange(1, MAX_CONTEXT),
               help="Tokens per sequence (vLLM: max_model_len; default: the model's max context).")
 @batch_option
@@ -58,7 +62,7 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
 @click.option("--reserve", help="Runtime reserve per GPU, e.g. 2GiB or bytes (default per engine: plain 512 MiB, "
                                 "vllm non-torch 1 GiB, 2 GiB with TP; llamacpp 1024 MiB fit margin).")
 @json_option
-def fit(model, gpu, all_gpus, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
+def fit(model, gpu, all_gpus, gpus, tp, pp, tensor_split, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
         max_num_batched_tokens, ubatch, kv_dtype_v, block_size, kv_unified, swa_full, weights, mtp, reserve, as_json):
     """Does MODEL fit: a memory plan per GPU, a verdict, and the largest
     context, largest batch and fewest GPUs that fit."""
@@ -67,7 +71,7 @@ def fit(model, gpu, all_gpus, gpus, tp, context, batch, dtype, kv_dtype, engine,
     options = dict(gpus=gpus, tp=tp, context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, engine=engine,
                    gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
                    ubatch=ubatch, reserve=reserve, weights=weights, kv_unified=kv_unified, swa_full=swa_full,
-                   block_size=int(block_size), kv_dtype_v=kv_dtype_v, mtp=mtp)
+                   block_size=int(block_size), kv_dtype_v=kv_dtype_v, mtp=mtp, pp=pp, tensor_split=tensor_split)
     from archcalc.report import fit as views
 
     if all_gpus:

@@ -53,7 +53,7 @@ attn_qkv tensor; here the V rule would apply to all of it), --pure and
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from archcalc.ops.op import Op
 from archcalc.spec.model import ModelSpec
@@ -210,6 +210,9 @@ class CheckpointSize:
     tensors_by_type: dict[str, int]
     bytes_by_type: dict[str, float]
     bytes_by_op: dict[int, float]  # by the index of the op in the op list: what an engine places op by op
+    # the same, layer by layer: each op's bytes per occurrence in layer order (a Q4_K_M file gives the
+    # first and last eighth of the layers more bits), what a layer split places GPU by GPU
+    bytes_by_layer: dict[int, list[float]] = field(default_factory=dict)
 
     @property
     def bits_per_weight(self) -> float:
@@ -239,10 +242,12 @@ def tensor_bytes(t: Tensor, kind: str) -> float:
 
 def checkpoint_size(spec: ModelSpec, ops: list[Op], fmt: str) -> CheckpointSize:
     count, nbytes, by_op, elements = defaultdict(int), defaultdict(float), defaultdict(float), 0
+    by_layer: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
     for t, kind in checkpoint_types(spec, ops, fmt):
         count[kind] += 1
         nbytes[kind] += tensor_bytes(t, kind)
         by_op[t.op] += tensor_bytes(t, kind)
+        by_layer[t.op][-1 if t.layer is None else t.layer] += tensor_bytes(t, kind)
         elements += t.elements
         if fmt.startswith("gptq") and kind.startswith("int4"):
             # g_idx, an int32 per input of each matrix; and a bias: AutoGPTQ's make_quant builds every
@@ -254,4 +259,6 @@ def checkpoint_size(spec: ModelSpec, ops: list[Op], fmt: str) -> CheckpointSize:
                 count[name] += b > 0
                 nbytes[name] += b
                 by_op[t.op] += b
-    return CheckpointSize(fmt, sum(nbytes.values()), elements, dict(count), dict(nbytes), dict(by_op))
+                by_layer[t.op][-1 if t.layer is None else t.layer] += b
+    return CheckpointSize(fmt, sum(nbytes.values()), elements, dict(count), dict(nbytes), dict(by_op),
+                          {op: [layers[i] for i in sorted(layers)] for op, layers in by_layer.items()})

@@ -36,9 +36,27 @@ def assumptions(plan: FitPlan) -> list[str]:
         f"capacity = the driver's total memory of {plan.hardware.name} where known, else the datasheet size.",
     ]
     if plan.deployment.replicas > 1:
-        out.append(f"{dep.gpus} GPUs = {dep.replicas} data-parallel copies of TP {dep.tensor_parallel}; "
+        out.append(f"{dep.gpus} GPUs = {dep.replicas} data-parallel copies of {layout(dep)}; "
                    f"each serves {plan.batch_per_gpu:,} of the {plan.batch:,} sequences.")
+    if plan.stage_plans:
+        out.append(f"layers split over {len(plan.stage_plans)} stages ({plan.engine.name}'s rule, "
+                   f"parallel/pipeline.py); the table is the binding stage's ({plan.stage.label()}); "
+                   + ("a vision tower sits on the first stage; " if plan.spec.vision else "")
+                   + "every stage's plan is in 'Per stage'.")
     return out
+
+
+def layout(dep) -> str:
+    """TP 2, or TP 2 × PP 4."""
+    return f"TP {dep.tensor_parallel}" + (f" × PP {dep.pp}" if dep.pp > 1 else "")
+
+
+def _stage_json(p: FitPlan) -> dict:
+    s = p.stage
+    return {"index": s.index, "first_layer": s.first, "layers": s.layers, "embedding": s.input, "output": s.output,
+            "weights": p.weights.bytes, "kv_cache": p.kv_bytes, "activations": p.activations.bytes,
+            "reserve": p.reserve_bytes, "total": p.total, "headroom": p.headroom, "fits": p.fits,
+            "startup": p.startup.to_dict() if p.startup else None}
 
 
 def fit_json(plan: FitPlan, solutions: dict[str, Solution], warnings: list[str] = ()) -> dict:
@@ -69,6 +87,9 @@ def fit_json(plan: FitPlan, solutions: dict[str, Solution], warnings: list[str] 
             "headroom": plan.headroom,
             "fits": plan.fits,
             "binding": plan.binding,
+            # with a layer split, every stage (the plan above is the binding one's)
+            "stage": plan.stage.index if plan.stage else None,
+            "stages": [_stage_json(p) for p in plan.stage_plans],
         },
         "startup": plan.startup.to_dict() if plan.startup else None,
         "solve": {name: _solution_json(s) for name, s in solutions.items()},
@@ -85,7 +106,8 @@ def _hardware_json(hw: HardwareProfile) -> dict:
 def _deployment_json(plan: FitPlan) -> dict:
     dep = plan.deployment
     out = {"engine": dep.engine, "engine_rules_from": engine_named(dep.engine).rules_from, "gpus": dep.gpus,
-           "tp": dep.tensor_parallel, "replicas": dep.replicas,
+           "tp": dep.tensor_parallel, "pp": dep.pp, "tensor_split": list(dep.tensor_split or ()) or None,
+           "replicas": dep.replicas,
            "context": plan.context, "batch": plan.batch, "batch_per_gpu": plan.batch_per_gpu,
            "dtype": dep.weight_dtype, "weights": dep.weights, "kv_dtype": plan.kv_type, "kv_bytes_per_value": plan.kv_bytes_per_value,
            "reserve_override": dep.reserve}
@@ -96,9 +118,10 @@ def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
     dep, hw, cap = plan.deployment, plan.hardware, plan.capacity
     title = Text.assemble(
         (plan.spec.name, "bold"), f" on {dep.gpus} × {hw.name} ({binary(cap)} each), engine {dep.engine}, "
-        f"TP {dep.tensor_parallel}, context {plan.context:,} × batch {plan.batch:,}, weights {dep.weights or dep.weight_dtype}, "
-        f"KV {plan.kv_type}")
-    table = Table(title="Memory per GPU", title_justify="left", show_edge=False)
+        f"{layout(dep)}, context {plan.context:,} × batch {plan.batch:,}, weights {dep.weights or dep.weight_dtype}, "
+        f"KV {plan.kv_type}" + (f", split {','.join(f'{x:g}' for x in dep.tensor_split)}" if dep.tensor_split else ""))
+    table = Table(title="Memory per GPU" + (f" (the binding stage: {plan.stage.label()})" if plan.stage else ""),
+                  title_justify="left", show_edge=False)
     for col in ("term", "bytes", "of capacity", "how"):
         table.add_column(col, justify="right" if col in ("bytes", "of capacity") else "left")
     w = plan.weights
@@ -136,6 +159,8 @@ def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
         verdict = Text(f"DOES NOT FIT: {over}binding term: {TERM_LABELS.get(plan.binding, plan.binding)}.",
                        style="bold red")
     parts = [title, table, verdict, Text("")]
+    if plan.stage_plans:
+        parts += [stage_table(plan), Text("")]
     if plan.startup:
         parts += [Text(plan.startup.title, style="bold"), Text("\n".join(plan.startup.lines), style="cyan"),
                   Text(plan.startup.note + "\n", style="dim")]
@@ -145,6 +170,18 @@ def fit_tables(plan: FitPlan, solutions: dict[str, Solution]) -> Group:
     parts += [solve_table(solutions, plan), Text("")]
     parts.append(Text("\n".join(f"- {line}" for line in assumptions(plan)) + "\n", style="dim"))
     return Group(*parts)
+
+
+def stage_table(plan: FitPlan) -> Table:
+    """One row per stage of a layer split: what each GPU holds."""
+    table = Table(title="Per stage (one GPU of each)", title_justify="left", show_edge=False)
+    for col in ("stage", "holds", "weights", "KV cache", "activations", "total", "headroom", "fits"):
+        table.add_column(col, justify="left" if col in ("stage", "holds", "fits") else "right")
+    for p in plan.stage_plans:
+        table.add_row(str(p.stage.index), p.stage.label(), binary(p.weights.bytes), binary(p.kv_bytes),
+                      binary(p.activations.bytes), binary(p.total), binary(p.headroom), "yes" if p.fits else "no",
+                      style="bold" if p.stage == plan.stage else None)
+    return table
 
 
 def context_text(s: Solution) -> str:
@@ -164,7 +201,8 @@ def solve_table(solutions: dict[str, Solution], plan: FitPlan) -> Table:
         table.add_column(col, justify="right" if col == "answer" else "left")
     labels = {"max_context": f"largest context at batch {plan.batch:,}",
               "max_batch": f"largest batch at context {plan.context:,}",
-              "min_gpus": f"fewest GPUs (TP {', '.join(map(str, (1, 2, 4, 8)))})"}
+              "min_gpus": f"fewest GPUs (TP {', '.join(map(str, (1, 2, 4, 8)))}"
+                          + (f" × PP {plan.deployment.pp})" if plan.deployment.pp > 1 else ")")}
     for name, s in solutions.items():
         value = "none" if s.value is None else context_text(s)
         table.add_row(labels.get(name, name), value, TERM_LABELS.get(s.binding, s.binding), s.method)
@@ -187,8 +225,8 @@ def fit_all_json(rows: list[tuple[HardwareProfile, FitPlan, Solution]]) -> dict:
 def fit_all_table(rows: list[tuple[HardwareProfile, FitPlan, Solution]]) -> Table:
     plan0 = rows[0][1]
     dep = plan0.deployment
-    table = Table(title=f"{plan0.spec.name}: {dep.gpus} × each device, engine {dep.engine}, TP "
-                        f"{dep.tensor_parallel}, context {plan0.context:,} × batch {plan0.batch:,}, weights "
+    table = Table(title=f"{plan0.spec.name}: {dep.gpus} × each device, engine {dep.engine}, "
+                        f"{layout(dep)}, context {plan0.context:,} × batch {plan0.batch:,}, weights "
                         f"{dep.weights or dep.weight_dtype}, KV {plan0.kv_type}", title_justify="left", show_edge=False)
     for col in ("device", "memory", f"fits {plan0.context:,}?", "per GPU", "max context", "binding term"):
         table.add_column(col, justify="right" if col in ("memory", "per GPU", "max context") else "left")

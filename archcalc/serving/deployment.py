@@ -15,7 +15,9 @@ class Deployment:
 
     engine: str = "vllm"  # the engine most GPU deployments run (serving/engines/base.py DEFAULT_ENGINE)
     gpus: int = 1
-    tp: int | None = None  # tensor parallel degree; default: all GPUs
+    tp: int | None = None  # tensor parallel degree; default: all GPUs of one pipeline
+    pp: int = 1  # vLLM --pipeline-parallel-size: stages of consecutive layers, each a TP group
+    tensor_split: tuple[float, ...] | None = None  # llama.cpp --tensor-split: each GPU's share of the layers
     weight_dtype: str = "bf16"
     kv_dtype: str | None = None  # default: the engine's
     kv_dtype_v: str | None = None  # llama.cpp -ctv: the V cache's type when it differs from kv_dtype (-ctk)
@@ -31,12 +33,34 @@ class Deployment:
 
     @property
     def tensor_parallel(self) -> int:
-        return self.tp or self.gpus
+        return self.tp or max(1, self.gpus // self.pp)
+
+    @property
+    def instance_gpus(self) -> int:
+        """GPUs of one copy of the model: TP × PP."""
+        return self.tensor_parallel * self.pp
 
     @property
     def replicas(self) -> int:
-        """GPUs beyond one TP group serve whole copies (data parallel)."""
-        return self.gpus // self.tensor_parallel
+        """GPUs beyond one copy (TP × PP) serve whole copies (data parallel)."""
+        return self.gpus // self.instance_gpus
+
+
+# llama_max_devices(): llama.cpp takes at most 16 GPUs, and its -ts parser refuses more entries (common/arg.cpp)
+MAX_SPLIT_DEVICES = 16
+_SPLIT_ENTRY = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9})?|\.[0-9]{1,9}")
+
+
+def parse_split(text: str) -> tuple[float, ...]:
+    """llama.cpp's --tensor-split: proportions separated by ',' or '/' ("3,1"), one per GPU, at least one > 0."""
+    parts = re.split(r"[,/]+", text.strip()) if isinstance(text, str) and len(text) <= 200 else []
+    if not parts or not all(_SPLIT_ENTRY.fullmatch(p) for p in parts) or len(parts) > MAX_SPLIT_DEVICES:
+        raise InputError(None, "--tensor-split", f"{str(text)[:40]!r} is not a split; give one proportion per GPU "
+                                                 f"separated by commas (e.g. 3,1), at most {MAX_SPLIT_DEVICES}")
+    split = tuple(float(p) for p in parts)
+    if not any(split):
+        raise InputError(None, "--tensor-split", f"{text.strip()!r} gives every GPU 0; at least one must be > 0")
+    return split
 
 
 MAX_RESERVE_BYTES = 2**50  # 1 PiB: above any device's memory (hardware/bounds.py MAX_MEMORY_BYTES)

@@ -38,6 +38,7 @@ from archcalc.ops.mtp import mtp_ops
 from archcalc.ops.vision import vision_ops
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
+from archcalc.parallel.pipeline import Stage, stage_ops
 from archcalc.parallel.tensor import act_bytes_per_rank, tp_shards_heads
 from archcalc.serving.deployment import Deployment
 from archcalc.serving.engines import AttnKind, Chunk, Engine, LayerKV, engine_named
@@ -94,6 +95,9 @@ class FitPlan:
     activations: Activations
     reserve: dict[str, float]
     startup: StartupCheck | None = None  # the engine's own start-up check, where it has one
+    stage: Stage | None = None  # the layers this GPU holds, when the model's layers are split (PP, llama.cpp)
+    # With a layer split, every stage's plan (this one, the binding stage, among them); empty otherwise.
+    stage_plans: tuple["FitPlan", ...] = ()
 
     @property
     def engine(self) -> Engine:
@@ -122,9 +126,19 @@ class FitPlan:
 
     @property
     def fits(self) -> bool:
+        if self.stage_plans:  # every GPU of the split must fit
+            return all(p.fits for p in self.stage_plans)
         if self.startup is not None:  # the engine's own test
             return self.startup.admits(self.batch_per_gpu)
         return self.total <= self.capacity
+
+    @property
+    def slack(self) -> float:
+        """How far this GPU is from not fitting: the engine's concurrency limit where it has one, else
+        the headroom.  The binding stage of a split is the one with the least."""
+        if self.startup is not None and self.fits:
+            return self.startup.max_batch()
+        return self.headroom
 
     @property
     def binding(self) -> str:
@@ -165,12 +179,28 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
             raise InputError(None, "--kv-dtype-v", "a separate V cache type is llama.cpp's (-ctv); use --engine llamacpp")
         engine.kv_bytes_per_value(dep.kv_dtype_v)
     heads, tp = spec.attention.n_heads, dep.tensor_parallel
-    if not tp_shards_heads(spec, tp):
+    if not tp_shards_heads(spec, engine.stage_tp(dep)):  # llama.cpp's GPUs hold whole layers: no heads split
         valid = ", ".join(str(t) for t in range(1, heads + 1) if tp_shards_heads(spec, t))
         raise InputError(None, "--tp", f"{tp} does not split {spec.name}'s {heads} attention heads and "
                                        f"{spec.n_kv_heads} KV heads evenly; valid: {valid}")
-    if dep.gpus % tp:
-        raise InputError(None, "--gpus", f"{dep.gpus} GPUs are not a whole number of TP groups of {tp}")
+    if dep.pp != 1 and not engine.pipeline:
+        raise InputError(None, "--pp", f"pipeline stages are vLLM's (--pipeline-parallel-size); engine {dep.engine} "
+                                       "takes --pp 1" + (" (llama.cpp splits layers across --gpus: see --tensor-split)"
+                                                         if dep.engine == "llamacpp" else ""))
+    if not 1 <= dep.pp <= spec.n_layers:
+        raise InputError(None, "--pp", f"{dep.pp} pipeline stages for {spec.n_layers} layers; give 1 to {spec.n_layers}")
+    if dep.gpus % (tp * dep.pp):
+        group = f"TP {tp} × PP {dep.pp}" if dep.pp > 1 else f"TP groups of {tp}"
+        raise InputError(None, "--gpus", f"{dep.gpus} GPUs are not a whole number of {group}")
+    if dep.tensor_split is not None:
+        if dep.engine != "llamacpp":
+            raise InputError(None, "--tensor-split", "splitting layers by proportion is llama.cpp's (-ts); use "
+                                                     "--engine llamacpp (vLLM: --pp)")
+        if len(dep.tensor_split) != tp:
+            raise InputError(None, "--tensor-split", f"{len(dep.tensor_split)} proportions for {tp} GPUs; give one "
+                                                     f"per GPU of the instance (--gpus {len(dep.tensor_split)})")
+    if dep.mtp and dep.pp > 1:
+        raise InputError(None, "--mtp", "MTP modules under pipeline parallelism are not modelled; use --pp 1")
     if not 0 < dep.gpu_memory_utilization <= 1:
         raise InputError(None, "--gpu-memory-utilization", "must be in (0, 1]")
 
@@ -181,9 +211,19 @@ def warnings(spec: ModelSpec, dep: Deployment, context: int) -> list[str]:
     return context_warnings(spec, context) + engine.warnings(dep) + ([window] if window else [])
 
 
+@dataclass(frozen=True)
+class _StageParts:
+    """What one GPU of a stage holds whatever the context: its weights and its attention kinds."""
+
+    stage: Stage
+    weights: Weights
+    kinds: list[AttnKind]
+
+
 class Planner:
     """Plans of one spec, device and deployment at any context and batch: the
-    op list, the weights and the KV widths are computed once."""
+    op lists, the weights and the KV widths of every stage are computed once.
+    Without a layer split there is one stage, every layer on every GPU of the TP group."""
 
     def __init__(self, spec: ModelSpec, hardware: HardwareProfile, dep: Deployment):
         check_deployment(spec, dep)
@@ -191,38 +231,25 @@ class Planner:
         self.engine = engine_named(dep.engine)
         self.kv_type = dep.kv_dtype or self.engine.default_kv_dtype
         v_type = dep.kv_dtype_v or self.kv_type
-        self.tp = dep.tensor_parallel
+        self.tp = self.engine.stage_tp(dep)
         self.capacity = hardware.capacity
-        self._ops_cache: dict[tuple[int, str], list[Op]] = {}
+        self._ops_cache: dict[tuple[int | None, int, str], list[Op]] = {}
         self.kv_bytes_per_value = self.engine.kv_bytes_per_value(self.kv_type)
-        v_bytes = self.engine.kv_bytes_per_value(v_type)
+        self._v_bytes = self.engine.kv_bytes_per_value(v_type)
         if v_type != self.kv_type:
             self.kv_type = f"K {self.kv_type}, V {v_type}"
         base = model_ops(spec, Workload(weight_dtype=dep.weight_dtype))
         # --weights: a stored checkpoint (a GGUF file, MXFP4 experts, AWQ): every tensor at its type
-        stored = checkpoint_size(spec, base, dep.weights).bytes_by_op if dep.weights else None
-        split = replicated = 0.0
-        for index, op in enumerate(base):
-            share = self.engine.weight_share(op, self.tp, spec.tie_embeddings)
-            w = (weight_bytes([op], dep.weight_dtype) if stored is None else stored.get(index, 0.0)) * share
-            if self.tp > 1 and share == 1.0:
-                replicated += w
-            else:
-                split += w
-        # A multimodal checkpoint's image encoder and projector load too, split like the other
-        # layers under TP (vLLM's SigLIP runs on parallel linear layers).
-        vision = weight_bytes(vision_ops(spec), dep.weight_dtype) / self.tp
-        # --mtp: the MTP modules load too, split like the layers (vLLM's MTP drafter runs under the same TP).
-        mtp = weight_bytes(mtp_ops(spec, dep.weight_dtype), dep.weight_dtype) / self.tp if dep.mtp else 0.0
-        self.weights = Weights(split, replicated, vision, mtp)
-        full = self.engine.window_disabled(spec) is not None  # the engine runs windowed layers as global
-        self.kinds = [AttnKind("global" if full and op.dims.layer_kind == "local" else op.dims.layer_kind, op.count,
-                               None if full and op.dims.layer_kind == "local" else op.dims.window,
-                               self.engine.token_bytes(op, self.kv_bytes_per_value, v_bytes,
-                                                       self.engine.kv_share(op, self.tp)),
-                               self.engine.state_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)))
-                      for op in base if op.kind == "attention"]
+        self._stored: dict[str, list[float]] | None = None  # a checkpoint's bytes of each op, layer by layer
+        if dep.weights:
+            by_layer = checkpoint_size(spec, base, dep.weights).bytes_by_layer
+            self._stored = {op.name: by_layer.get(i, []) for i, op in enumerate(base)}
+        self._taken: dict[str, int] = {}  # layers of each op the stages so far hold (stages run in layer order)
+        self.stages = [self._stage_parts(stage) for stage in self.engine.stages(spec, dep)]
+        self.kinds = [k for part in self.stages for k in part.kinds]
         self.vocab = next(op.dims.n for op in base if op.name == "lm_head")
+        # the closed forms assume one affine total; a split's binding GPU may change with context
+        self.affine = self.engine.affine and len(self.stages) == 1
         r = spec.residual
         # Hyper-connections carry n streams; attention residuals keep every
         # block's sum (N blocks + the partial one).
@@ -233,40 +260,94 @@ class Planner:
         else:
             self.residual_copies = 1
 
-    def _chunk_ops(self, tokens: int, act_dtype: str) -> list[Op]:
-        """The op list of a prefill step of `tokens` tokens (cached: the solvers ask often)."""
-        key = (tokens, act_dtype)
+    def _stage_parts(self, stage: Stage) -> _StageParts:
+        spec, dep = self.spec, self.dep
+        split = replicated = 0.0
+        ops = stage_ops(spec, stage, Workload(weight_dtype=dep.weight_dtype))
+        for op in ops:
+            share = self.engine.weight_share(op, self.tp, spec.tie_embeddings)
+            if self._stored is None:
+                stored = weight_bytes([op], dep.weight_dtype)
+            elif op.name.startswith("layers."):  # the checkpoint's tensors of the stage's layers of the op
+                first = self._taken.get(op.name, 0)
+                stored = sum(self._stored[op.name][first:first + op.count])
+                self._taken[op.name] = first + op.count
+            else:
+                stored = sum(self._stored[op.name])
+            if self.tp > 1 and share == 1.0:
+                replicated += stored * share
+            else:
+                split += stored * share
+        # A multimodal checkpoint's image encoder and projector load too, split like the other
+        # layers under TP (vLLM's SigLIP runs on parallel linear layers), on the first stage (the
+        # image embeddings enter before layer 0).
+        vision = weight_bytes(vision_ops(spec), dep.weight_dtype) / self.tp if stage.index == 0 else 0.0
+        # --mtp: the MTP modules load too, split like the layers (vLLM's MTP drafter runs under the same TP),
+        # beside the output layer (they take the last hidden state).
+        mtp = weight_bytes(mtp_ops(spec, dep.weight_dtype), dep.weight_dtype) / self.tp if dep.mtp and stage.output \
+            else 0.0
+        full = self.engine.window_disabled(spec) is not None  # the engine runs windowed layers as global
+        kinds = [AttnKind("global" if full and op.dims.layer_kind == "local" else op.dims.layer_kind, op.count,
+                          None if full and op.dims.layer_kind == "local" else op.dims.window,
+                          self.engine.token_bytes(op, self.kv_bytes_per_value, self._v_bytes,
+                                                  self.engine.kv_share(op, self.tp)),
+                          self.engine.state_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)))
+                 for op in ops if op.kind == "attention" and op.count]
+        return _StageParts(stage, Weights(split, replicated, vision, mtp), kinds)
+
+    def _chunk_ops(self, stage: Stage | None, tokens: int, act_dtype: str) -> list[Op]:
+        """The op list of a prefill step of `tokens` tokens, of the whole model or of one stage (cached:
+        the solvers ask often)."""
+        key = (None if stage is None else stage.index, tokens, act_dtype)
         if key not in self._ops_cache:
             wl = Workload(batch=1, new_tokens=tokens, context=tokens, weight_dtype=self.dep.weight_dtype,
                           act_dtype=act_dtype, logits="last")
-            self._ops_cache[key] = model_ops(self.spec, wl)
+            self._ops_cache[key] = model_ops(self.spec, wl) if stage is None else stage_ops(self.spec, stage, wl)
         return self._ops_cache[key]
 
-    def activations(self, context: int, batch: int) -> Activations:
+    def activations(self, context: int, batch: int, stage: Stage | None = None) -> Activations:
+        """The activation peak of the engine's prefill chunk on one GPU of `stage` (default: the first)."""
+        stage = stage or self.stages[0].stage
         chunk = self.engine.chunk(context, batch, self.dep)
-        ops = self._chunk_ops(chunk.tokens, chunk.act_dtype)
-        act_tp = self.engine.act_tp(self.tp)
-        residual = next(op.act_bytes for op in ops if op.kind == "gather" and op.component == "embedding")
-        largest = max((op for op in ops if op.component != "lm_head"), key=lambda op: act_bytes_per_rank(op, act_tp))
-        return Activations(chunk, residual * self.residual_copies, largest.name, act_bytes_per_rank(largest, act_tp),
-                           chunk.logit_tokens * self.vocab * LOGIT_BYTES)
+        model = self._chunk_ops(None, chunk.tokens, chunk.act_dtype)
+        # the hidden state entering a layer: the embedding's output, on every stage
+        residual = next(op.act_bytes for op in model if op.kind == "gather" and op.component == "embedding")
+        ops = [op for op in self._chunk_ops(stage, chunk.tokens, chunk.act_dtype) if op.component != "lm_head"]
+        largest = max(ops, key=lambda op: act_bytes_per_rank(op, self.tp), default=None)
+        return Activations(chunk, residual * self.residual_copies, largest.name if largest else "none",
+                           act_bytes_per_rank(largest, self.tp) if largest else 0.0,
+                           chunk.logit_tokens * self.vocab * LOGIT_BYTES if stage.output else 0.0)
+
+    @property
+    def weights(self) -> Weights:
+        """The weights of one GPU of the first stage (the only one without a layer split)."""
+        return self.stages[0].weights
 
     def plan(self, context: int, batch: int = 1) -> FitPlan:
         """Batch counts all replicas; each TP group serves its share."""
         return self.plan_per_gpu(context, math.ceil(batch / self.dep.replicas), batch)
 
     def plan_per_gpu(self, context: int, batch_per_gpu: int, batch: int | None = None) -> FitPlan:
+        """The plan of one GPU; with a layer split, the binding stage's, holding every stage's plan."""
         if context < 1 or batch_per_gpu < 1:
             raise InputError(None, "--context" if context < 1 else "--batch", "must be at least 1")
-        kv = self.engine.kv_layers(self.kinds, context, batch_per_gpu, self.dep)
-        act = self.activations(context, batch_per_gpu)
+        batch = batch or batch_per_gpu * self.dep.replicas
+        plans = [self._stage_plan(part, context, batch_per_gpu, batch) for part in self.stages]
+        if len(plans) == 1:
+            return plans[0]
+        worst = min(plans, key=lambda p: (p.fits, p.slack, p.headroom))  # a GPU that does not fit, else the least slack
+        return replace(worst, stage_plans=tuple(plans))
+
+    def _stage_plan(self, part: _StageParts, context: int, batch_per_gpu: int, batch: int) -> FitPlan:
+        kv = self.engine.kv_layers(part.kinds, context, batch_per_gpu, self.dep)
+        act = self.activations(context, batch_per_gpu, part.stage)
         reserve = self.engine.reserve(self.capacity, self.dep)
         # What is left for the KV cache, in whole bytes (vLLM: requested = ceil(total × utilization)).
-        available = int(self.capacity - sum(reserve.values()) - math.ceil(self.weights.bytes) - math.ceil(act.bytes))
-        startup = self.engine.startup(self.kinds, context, available, self.dep)
-        return FitPlan(self.spec, self.hardware, self.dep, context, batch or batch_per_gpu * self.dep.replicas,
-                       batch_per_gpu, self.capacity, self.weights, kv, self.kv_type, self.kv_bytes_per_value, act, reserve,
-                       startup)
+        available = int(self.capacity - sum(reserve.values()) - math.ceil(part.weights.bytes) - math.ceil(act.bytes))
+        startup = self.engine.startup(part.kinds, context, available, self.dep)
+        return FitPlan(self.spec, self.hardware, self.dep, context, batch, batch_per_gpu, self.capacity, part.weights,
+                       kv, self.kv_type, self.kv_bytes_per_value, act, reserve, startup,
+                       stage=part.stage if len(self.stages) > 1 else None)
 
     # ---- solvers -------------------------------------------------------------------
 
@@ -285,12 +366,12 @@ class Planner:
             if fits(MEMORY_CONTEXT_LIMIT):
                 alone, binding = MEMORY_CONTEXT_LIMIT, "search limit"
             else:
-                alone = (self._affine_max_context(b, MEMORY_CONTEXT_LIMIT) if self.engine.affine
+                alone = (self._affine_max_context(b, MEMORY_CONTEXT_LIMIT) if self.affine
                          else last_true(fits, top, MEMORY_CONTEXT_LIMIT))
                 binding = self.plan_per_gpu(alone + 1, b).binding
             return Solution(top, "model max context", "model limit", capped=True,
                             detail={"memory_max_context": alone, "memory_binding": binding})
-        if self.engine.affine:
+        if self.affine:
             best, method = self._affine_max_context(b, top), "closed form"
         else:
             best, method = last_true(fits, 1, top), "binary search"
@@ -321,10 +402,10 @@ class Planner:
         """Largest number of sequences of `context` tokens that fit (all replicas)."""
         first = self.plan_per_gpu(context, 1)
         if not first.fits:
-            return Solution(0, first.binding, "closed form" if self.engine.affine or first.startup else "binary search")
-        if first.startup is not None:
-            best, method = first.startup.max_batch(), "closed form"  # the engine's own concurrency limit
-        elif self.engine.affine:
+            return Solution(0, first.binding, "closed form" if self.affine or first.startup else "binary search")
+        if first.startup is not None:  # the engine's own concurrency limit, the least of every stage's
+            best, method = min(p.startup.max_batch() for p in first.stage_plans or (first,)), "closed form"
+        elif self.affine:
             # Affine in batch: total(b) = total(1) + (b − 1)·(total(2) − total(1)).
             t1, t2 = first.total, self.plan_per_gpu(context, 2).total
             best = 1 + int((self.capacity - t1) // (t2 - t1)) if t2 > t1 else MAX_BATCH_SEARCH
@@ -345,14 +426,17 @@ class Planner:
 
 
 def min_gpus(spec: ModelSpec, hardware: HardwareProfile, dep: Deployment, context: int, batch: int = 1) -> Solution:
-    """Fewest GPUs (one TP group of 1, 2, 4 or 8 dividing the heads) that fit."""
+    """Fewest GPUs that fit: one TP group of 1, 2, 4 or 8 dividing the heads per pipeline stage (--pp kept);
+    llama.cpp: 1, 2, 4 or 8 GPUs sharing the layers evenly."""
     stopped = "nothing: one GPU fits"  # what made the next smaller TP fail
     for tp in TP_CHOICES:
-        if not tp_shards_heads(spec, tp):
+        trial = replace(dep, gpus=tp * dep.pp, tp=tp, tensor_split=None)
+        if engine_named(dep.engine).stage_tp(trial) > 1 and not tp_shards_heads(spec, tp):
             continue
-        plan = Planner(spec, hardware, replace(dep, gpus=tp, tp=tp)).plan(context, batch)
+        plan = Planner(spec, hardware, trial).plan(context, batch)
         if plan.fits:
-            return Solution(tp, stopped, "search over TP", detail={"tp": tp, "headroom": plan.headroom})
+            return Solution(tp * dep.pp, stopped, "search over TP",
+                            detail={"tp": tp, "pp": dep.pp, "headroom": plan.headroom})
         stopped = plan.binding
     return Solution(None, stopped, "search over TP")
 

@@ -236,7 +236,9 @@ def test_llama_cpp_keeps_the_token_embedding_of_a_gguf_on_the_host():
     plan = Planner(spec, load_hardware("rtx-4090"), Deployment(engine="llamacpp", weights="gguf:Q4_0")).plan(4096)
     assert round(plan.weights.bytes / 2**20, 2) == 2021.82
     assert round((c.bytes - plan.weights.bytes) / 2**20, 2) == 52.84
-    # two GPUs (-sm layer): each holds half the layers; output and its norm sit whole on the last one
+    # two GPUs (-sm layer): 33 slots, il < 16.5 on GPU 0 (17 layers); the other 15, the output and its
+    # norm on GPU 1; every layer of the file is the same size
     two = Planner(spec, load_hardware("rtx-4090"), Deployment(engine="llamacpp", weights="gguf:Q4_0", gpus=2))
     head = c.bytes_by_op[len(model_ops(spec, Workload())) - 1] + 3072 * 4  # output (q6_K) + output_norm (f32)
-    assert two.weights.bytes == (plan.weights.bytes - head) / 2 + head
+    layer = (plan.weights.bytes - head) / 32
+    assert [p.weights.bytes for p in two.stages] == pytest.approx([17 * layer, 15 * layer + head], rel=1e-12)

@@ -222,10 +222,17 @@ def test_linear_layer_state_per_sequence(engine, per_layer):
 
     spec = load_model("qwen3-next-80b-a3b")[0]
     plan = Planner(spec, load_hardware("h100-sxm"), Deployment(engine=engine, gpus=2)).plan(4096, 3)
+    if engine == "llamacpp":
+        # 2 GPUs split the 48 layers: of the 49 slots (the output layer last) il < 24.5 go to GPU 0, layers
+        # 0-24, 19 of them linear (every 4th layer is full attention); each holds its layers' whole state.
+        layers, share = 19, 1
+        assert [p.stage.layers for p in plan.stage_plans] == [25, 23]
+    else:  # 2 GPUs split the heads, so the state, in two
+        layers, share = 36, 1 / 2
     (linear,) = [k for k in plan.kv if k.kind == "linear"]
-    # 3 sequences; 2 GPUs split the heads (llama.cpp: the layers), so the state, in two; nothing grows with context.
-    assert (linear.layers, linear.cells, linear.state_bytes) == (36, 0, 3 * per_layer / 2)
-    assert linear.bytes == 36 * 3 * per_layer / 2
+    # 3 sequences; nothing grows with context
+    assert (linear.layers, linear.cells, linear.state_bytes) == (layers, 0, 3 * per_layer * share)
+    assert linear.bytes == layers * 3 * per_layer * share
 
 
 def test_vllm_pure_state_space_model_pools_whole_states():
@@ -343,8 +350,10 @@ def test_llama_cpp_settings_warnings_and_notes():
     assert plan.reserve == {"fit margin": 1024 * 2**20}
     assert _llamacpp_plan("gemma-3-1b", reserve=5e8).reserve == {"fit margin": 5e8}
     dep = Deployment(engine="llamacpp", gpus=2)
-    assert plan.engine.warnings(dep) == ["llama.cpp splits layers across GPUs (-sm layer): --tp 2 is planned as "
-                                         "2 GPUs holding 1/2 of the layers each"]
+    assert plan.engine.warnings(dep) == [
+        "llama.cpp splits layers across GPUs (-sm layer): --tp 2 is planned as 2 GPUs sharing the layers evenly "
+        "(--tensor-split 1,...,1; llama.cpp's own default splits by each GPU's free memory)"]
+    assert plan.engine.warnings(Deployment(engine="llamacpp", gpus=2, tensor_split=(3.0, 1.0))) == []
     assert plan.engine.warnings(Deployment(engine="llamacpp")) == []
 
 
@@ -479,11 +488,14 @@ def test_vllm_blocks_come_after_the_linear_states():
 
 
 def test_llama_cpp_split_cache_types_across_gpus():
-    """-ctk q8_0 -ctv f16 with the layers split over 2 GPUs: each holds half the layers' K (34/32 B a
-    value) and V (2 B) of Llama-3.1-8B's 8 KV heads × 128."""
+    """-ctk q8_0 -ctv f16 with the layers split over 2 GPUs: each holds its layers' K (34/32 B a
+    value) and V (2 B) of Llama-3.1-8B's 8 KV heads × 128; 33 slots (the output layer last), il < 16.5 on GPU 0."""
     from archcalc.hardware.profile import load_hardware
     from archcalc.spec.catalog import load_model
 
     dep = Deployment(engine="llamacpp", gpus=2, kv_dtype="q8_0", kv_dtype_v="f16")
-    [kv] = Planner(load_model("llama-3.1-8b")[0], load_hardware("rtx-4090"), dep).plan(8192).kv
-    assert kv.token_bytes == 8 * 128 * (34 / 32 + 2) / 2
+    plan = Planner(load_model("llama-3.1-8b")[0], load_hardware("rtx-4090"), dep).plan(8192)
+    assert [p.stage.layers for p in plan.stage_plans] == [17, 15]
+    for p, layers in zip(plan.stage_plans, (17, 15)):
+        [kv] = p.kv
+        assert (kv.layers, kv.cells, kv.token_bytes) == (layers, 8192, 8 * 128 * (34 / 32 + 2))

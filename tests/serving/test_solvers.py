@@ -81,7 +81,7 @@ def test_fewest_gpus_is_the_first_tp_that_fits():
     s = min_gpus(spec, hw, dep, 32768, 4)
     assert first > 1 and s.value == first
     assert s.binding == plans[TP_CHOICES[TP_CHOICES.index(first) - 1]].binding and s.method == "search over TP"
-    assert s.detail == {"tp": first, "headroom": plans[first].headroom}
+    assert s.detail == {"tp": first, "pp": 1, "headroom": plans[first].headroom}
     assert min_gpus(spec, hw, dep, 32768, 1).value <= first  # fewer sequences never need more GPUs
     one = min_gpus(load_model("llama-3.2-1b")[0], hw, dep, 4096)
     assert (one.value, one.binding) == (1, "nothing: one GPU fits")

@@ -27,6 +27,7 @@ from typing import Protocol
 from archcalc.errors import InputError
 from archcalc.ops.dtypes import BITS, KV_DTYPES
 from archcalc.ops.op import Op, cache_token_bytes, cached_tokens
+from archcalc.parallel.pipeline import Stage, whole
 from archcalc.parallel.tensor import kv_share, weight_share
 from archcalc.serving.deployment import Deployment
 
@@ -162,9 +163,15 @@ class Engine:
         """Share of an attention op's KV values one GPU caches."""
         return kv_share(op, tp)
 
-    def act_tp(self, tp: int) -> int:
-        """Ways each op's activations are split across GPUs."""
-        return tp
+    def stage_tp(self, dep: Deployment) -> int:
+        """Ways each stage's ops split across GPUs (tensor parallelism within a stage)."""
+        return dep.tensor_parallel
+
+    pipeline = False  # the engine takes --pp (pipeline stages of whole layers)
+
+    def stages(self, spec, dep: Deployment) -> list[Stage]:
+        """The layer split of one copy of the model: one stage per GPU (or TP group) that holds layers."""
+        return whole(spec)
 
     def window_disabled(self, spec) -> str | None:
         """Why this engine runs the spec's sliding-window layers as full attention; None: it keeps the window."""

@@ -14,6 +14,7 @@ sliding-window layers get the whole stream."""
 
 from __future__ import annotations
 
+from archcalc.parallel.pipeline import llamacpp_stages
 from archcalc.serving.engines.base import Chunk, Engine, LayerKV, MiB, pad, register
 
 LLAMACPP_PAD = 256  # n_ctx and the SWA cache are padded to 256 cells
@@ -49,20 +50,13 @@ class LlamaCppEngine(Engine):
                    f"types in blocks of {GGML_BLOCK} (flash attention assumed); the token embedding stays in host "
                    f"memory; several GPUs split the layers (-sm layer); activations in f32")
 
-    def weight_share(self, op, tp, tied):
-        if op.kind == "gather":
-            # token_embd and a learned position table are the input layer, kept
-            # on the CPU; a tied output matrix is duplicated onto the GPU.
-            return 1.0 if (op.component == "embedding" and tied) else 0.0
-        # -sm layer: each GPU holds 1/N of the layers; the output layer and
-        # final norm sit whole on the last GPU, the one planned here.
-        return 1.0 / tp if op.name.startswith("layers.") else 1.0
+    def stage_tp(self, dep):
+        return 1  # -sm layer: every GPU runs whole layers
 
-    def kv_share(self, op, tp):
-        return 1.0 / tp  # a layer's cache lives with the layer
-
-    def act_tp(self, tp):
-        return 1  # every GPU runs whole layers
+    def stages(self, spec, dep):
+        # the layers split across the GPUs by --tensor-split, or evenly (llama.cpp's default splits by
+        # free memory, even on identical GPUs); the input layer stays on the CPU
+        return llamacpp_stages(spec, dep.tensor_split or (1.0,) * dep.tensor_parallel)
 
     def n_ctx(self, context: int, batch: int) -> int:
         return pad(context * batch, LLAMACPP_PAD)
@@ -105,10 +99,10 @@ class LlamaCppEngine(Engine):
 
     def warnings(self, dep):
         tp = dep.tensor_parallel
-        if tp == 1:
+        if tp == 1 or dep.tensor_split:
             return []
-        return [f"llama.cpp splits layers across GPUs (-sm layer): --tp {tp} is planned as {tp} GPUs holding "
-                f"1/{tp} of the layers each"]
+        return [f"llama.cpp splits layers across GPUs (-sm layer): --tp {tp} is planned as {tp} GPUs sharing the "
+                f"layers evenly (--tensor-split 1,...,1; llama.cpp's own default splits by each GPU's free memory)"]
 
     def notes(self, kv, batch_per_gpu, dep, tied):
         lines = [f"{k.kind}: {k.layers} layers × one F32 state cell per sequence ({batch_per_gpu})"

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass, replace
 
 from archcalc.cost.solve import last_true
+from archcalc.parallel.pipeline import vllm_stages
 from archcalc.report.units import binary
 from archcalc.serving.engines.base import (
     AttnKind,
@@ -214,6 +215,11 @@ class VllmEngine(Engine):
                                                          dep.block_size, k.kind == "chunked"),
                     k.token_bytes) for k in kinds if k.kind != "linear"]
 
+    pipeline = True
+
+    def stages(self, spec, dep):
+        return vllm_stages(spec, dep.pp)
+
     def chunk(self, context, batch, dep):
         # The profile run: one dummy batch of max_num_batched_tokens (chunked
         # prefill caps every step there), logits for up to max_num_seqs requests.
@@ -224,7 +230,8 @@ class VllmEngine(Engine):
 
     def reserve(self, capacity, dep):
         requested = math.ceil(capacity * dep.gpu_memory_utilization)
-        non_torch = dep.reserve if dep.reserve is not None else VLLM_NON_TORCH[1 if dep.tensor_parallel == 1 else "tp"]
+        # NCCL's buffers come with any second GPU of the instance, TP or PP
+        non_torch = dep.reserve if dep.reserve is not None else VLLM_NON_TORCH[1 if dep.instance_gpus == 1 else "tp"]
         return {f"outside gpu_memory_utilization {dep.gpu_memory_utilization:g}": capacity - requested,
                 "non-torch (CUDA context, NCCL, workspaces)": non_torch}
 

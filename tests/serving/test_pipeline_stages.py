@@ -1,0 +1,205 @@
+"""Layer splits across GPUs: vLLM's pipeline stages and llama.cpp's --tensor-split, pinned to the
+engines' own logs and code (parallel/pipeline.py cites the rules)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from archcalc.cli import cli
+from archcalc.cost.totals import weight_bytes
+from archcalc.hardware.profile import load_hardware
+from archcalc.ops.checkpoints import checkpoint_size
+from archcalc.ops.layers import model_ops
+from archcalc.ops.op import cache_token_bytes
+from archcalc.ops.workload import Workload
+from archcalc.parallel.pipeline import Stage, llamacpp_devices, stage_ops, vllm_partition, vllm_stages
+from archcalc.serving.deployment import Deployment
+from archcalc.serving.engines.vllm import format_gib
+from archcalc.serving.planner import Planner
+from archcalc.spec.catalog import load_model
+
+MiB = 2**20
+CODER = "tests/data/hf/qwen2.5-coder-32b-instruct.json"  # 64 layers, 8 KV heads × 128
+
+
+def spec_of(name):
+    return load_model(name)[0]
+
+
+# ---- vLLM ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("layers", "pp", "parts"), [
+    # vLLM's docs (distributed serving, VLLM_PP_LAYER_PARTITION): a 61-layer model
+    (61, 2, [31, 30]), (61, 4, [15, 15, 16, 15]),
+    # get_pp_indices' docstring cases (tests/distributed/test_pipeline_partition.py)
+    (22, 4, [5, 6, 6, 5]), (5, 3, [2, 2, 1]), (4, 3, [1, 2, 1]), (3, 2, [2, 1]), (32, 4, [8, 8, 8, 8]),
+    # a vLLM log: "Hidden layers were unevenly partitioned: [22,21]" (SystemPanic/vllm-windows#71, 43 layers)
+    (43, 2, [22, 21]),
+])
+def test_vllm_partitions_layers_as_get_pp_indices(layers, pp, parts):
+    assert vllm_partition(layers, pp) == parts
+
+
+def test_deepseek_v3_under_pp_2_as_vllm_ascend_logs_it():
+    """DeepSeek-V3 at TP 8 × PP 2: "Hidden layers were unevenly partitioned: [31,30]"; the first stage
+    holds the embedding, the last the norm and lm_head."""
+    stages = vllm_stages(spec_of("deepseek-v3"), 2)
+    assert stages == [Stage(0, 0, 31, True, False), Stage(1, 31, 61, False, True)]
+
+
+def test_qwen3_32b_under_pp_2_loads_what_vllm_logs():
+    """Qwen3-32B, vLLM 0.27.1, --pipeline-parallel-size 2 (kubesimplify's "Running a single LLM across
+    two GPUs with vLLM"): "(Worker_PP0) Model loading took 30.52 GiB" and the same for Worker_PP1.
+    Stage 0: the embedding (151,936 × 5,120) and layers 0-31; stage 1: layers 32-63, the norm and
+    lm_head (untied, the same size): 30.51 GiB of bf16 weights each.  vLLM measures the memory loading
+    took, which also holds the RoPE cos/sin cache each worker registers as a buffer
+    ([max_position_embeddings, head_dim] = 40,960 × 128 in bf16, 10 MiB): 30.52."""
+    spec = spec_of("tests/data/hf/qwen3-32b.json")
+    plan = Planner(spec, load_hardware("h100-sxm"), Deployment(gpus=2, pp=2)).plan(32768)
+    assert [p.stage.layers for p in plan.stage_plans] == [32, 32]
+    rope_cache = 40960 * 128 * 2
+    for p in plan.stage_plans:
+        assert format_gib(p.weights.bytes) == "30.51"
+        assert format_gib(p.weights.bytes + rope_cache) == "30.52"
+    # the two stages differ by the final norm (5,120 bf16 values) and nothing else
+    assert plan.stage_plans[1].weights.bytes - plan.stage_plans[0].weights.bytes == 5120 * 2
+
+
+def test_vllm_ties_the_embedding_onto_the_last_stage():
+    """LlamaModel builds embed_tokens where `is_first_rank or (tie_word_embeddings and is_last_rank)`:
+    Llama-3.2-1B (tied, 128,256 × 2,048) holds it on both ends of PP 2."""
+    spec = spec_of("llama-3.2-1b")
+    plan = Planner(spec, load_hardware("h100-sxm"), Deployment(gpus=2, pp=2)).plan(8192)
+    embedding = 128256 * 2048 * 2
+    layers = weight_bytes(model_ops(spec, Workload()), "bf16") - embedding - 2048 * 2  # less the final norm
+    first, last = plan.stage_plans
+    assert first.weights.bytes == embedding + layers / 2
+    assert last.weights.bytes == embedding + layers / 2 + 2048 * 2
+
+
+def test_vllm_kv_pool_is_the_least_stage_s():
+    """get_kv_cache_configs: every worker's num_blocks becomes the smallest among them.  A stage with
+    the logits (the last) has less memory left; its concurrency is what vLLM reports and what fits."""
+    spec = spec_of("qwen3-8b")
+    planner = Planner(spec, load_hardware("h100-sxm"), Deployment(gpus=2, pp=2))
+    plan = planner.plan(32768)
+    blocks = [p.startup.num_blocks for p in plan.stage_plans]
+    assert plan.stage is plan.stage_plans[1].stage and plan.startup.num_blocks == min(blocks) < blocks[0]
+    assert planner.max_batch(32768).value == min(p.startup.max_batch() for p in plan.stage_plans)
+    # the layers are half the model's on each stage: 18 of 36 layers × 16-token pages of 8 × 128 × 2 × 2 B
+    assert plan.startup.page_bytes * plan.startup.group_size == 16 * 8 * 128 * 2 * 2 * 18
+
+
+# ---- llama.cpp -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("split", "context", "layers", "kv_mib"), [
+    # ggml-org/llama.cpp#11200: 2 × RTX 3090 Ti, -ts 10,6 -c 32768 -ctk q8_0 -ctv q8_0,
+    # "CUDA0 KV buffer size = 2788.00 MiB", "CUDA1 KV buffer size = 1564.00 MiB"
+    ((10.0, 6.0), 32768, [41, 23], [2788.00, 1564.00]),
+    # ggml-org/llama.cpp#10547: RTX 4090 + RTX 3090, -ts 3,10 -c 32000 q8_0: 996.09 / 3253.91 MiB.
+    # Layer 15's slot 15/65 equals the first GPU's share 3/13: upper_bound sends it to the second.
+    ((3.0, 10.0), 32000, [15, 49], [996.09, 3253.91]),
+])
+def test_llama_cpp_tensor_split_as_logged(split, context, layers, kv_mib):
+    dep = Deployment(engine="llamacpp", gpus=2, tensor_split=split, kv_dtype="q8_0")
+    plan = Planner(spec_of(CODER), load_hardware("h100-sxm"), dep).plan(context)
+    assert [p.stage.layers for p in plan.stage_plans] == layers
+    assert [round(p.kv_bytes / MiB, 2) for p in plan.stage_plans] == kv_mib
+    assert [p.stage.output for p in plan.stage_plans] == [False, True]
+
+
+def test_llama_cpp_default_split_of_qwen2_5_0_5b():
+    """nixiesearch's GPU docs, 2 × RTX 4090, no -ts: "offloaded 25/25 layers", n_ctx = 32768 (4 slots of
+    8192), "CUDA0 KV buffer size = 208.00 MiB", "CUDA1 KV buffer size = 176.00 MiB" (f16): 13 and 11 of
+    the 24 layers; the output layer (slot 24) on CUDA1."""
+    dep = Deployment(engine="llamacpp", gpus=2)
+    plan = Planner(spec_of("qwen2.5-0.5b"), load_hardware("rtx-4090"), dep).plan(8192, 4)
+    assert [(p.stage.layers, p.stage.output) for p in plan.stage_plans] == [(13, False), (11, True)]
+    assert [p.kv_bytes / MiB for p in plan.stage_plans] == [208.0, 176.0]
+
+
+def test_llama_cpp_split_places_every_layer_once():
+    """llama-model.cpp's split for 3 GPUs 1:1:2 over 32 layers: slots il/33 against 0.25, 0.5, 1."""
+    devices = llamacpp_devices(32, (1.0, 1.0, 2.0))
+    assert [devices.count(g) for g in range(3)] == [9, 8, 16]  # the 33rd slot, the output, on GPU 2
+    assert devices[-1] == 2 and devices == sorted(devices)
+    assert llamacpp_devices(32, (1.0, 0.0)) == [0] * 33  # a GPU given 0 holds nothing
+
+
+def test_q4_k_m_layers_land_on_their_gpu():
+    """A Q4_K_M file gives the first and last eighth of the layers (use_more_bits) Q6_K attn_v and
+    ffn_down: split 1:1, each GPU holds its own layers' tensors, and together the file's bytes."""
+    spec = spec_of("llama-3.1-8b")
+    ops = model_ops(spec, Workload())
+    c = checkpoint_size(spec, ops, "gguf:Q4_K_M")
+    plan = Planner(spec, load_hardware("rtx-4090"), Deployment(engine="llamacpp", gpus=2, weights="gguf:Q4_K_M")).plan(4096)
+    first, second = (p.weights.bytes for p in plan.stage_plans)
+    embedding = c.bytes_by_op[0]  # token_embd stays in host memory
+    assert first + second == pytest.approx(c.bytes - embedding, rel=1e-12)
+    # layers 0-16 on GPU 0: the layer-by-layer bytes of the file, not 17/32 of the whole
+    by_layer = sum(sum(b[:17]) for i, b in c.bytes_by_layer.items() if ops[i].name.startswith("layers."))
+    assert first == pytest.approx(by_layer, rel=1e-12)
+    assert first != pytest.approx((c.bytes - embedding - c.bytes_by_op[len(ops) - 1]) * 17 / 32, rel=1e-6)
+
+
+# ---- the cut keeps every layer ---------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(name=st.sampled_from(["gemma-3-27b", "deepseek-v3", "qwen3-next-80b-a3b", "llama-4-maverick", "jamba-1.5-mini",
+                             "smollm3-3b", "gpt2", "olmoe-1b-7b", "nemotron-3-nano-30b-a3b"]),
+       pp=st.integers(1, 9))
+def test_stages_add_up_to_the_model(name, pp):
+    """Cutting a model into stages loses and duplicates nothing: the stages' weights and KV bytes per
+    token sum to the whole model's (whose numbers the HF oracle pins), the tied embedding excepted."""
+    spec = spec_of(name)
+    wl = Workload()
+    whole = model_ops(spec, wl)
+    stages = vllm_stages(spec, min(pp, spec.n_layers))
+    parts = [stage_ops(spec, s, wl) for s in stages]
+    tied = weight_bytes([whole[0]], "bf16") if spec.tie_embeddings and len(stages) > 1 else 0
+    assert sum(weight_bytes(p, "bf16") for p in parts) == weight_bytes(whole, "bf16") + tied
+
+    def kv(ops):
+        return sum(op.count * cache_token_bytes(op, 2, 1.0) for op in ops if op.kind == "attention")
+
+    assert sum(kv(p) for p in parts) == kv(whole)
+    assert sum(s.layers for s in stages) == spec.n_layers
+
+
+# ---- options ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--engine", "llamacpp", "--pp", "2"], "--pp: pipeline stages are vLLM's"),
+    (["--pp", "2", "--tensor-split", "1,1"], "--tensor-split: splitting layers by proportion is llama.cpp's"),
+    (["--engine", "llamacpp", "--tensor-split", "1,x"], "--tensor-split: '1,x' is not a split"),
+    (["--engine", "llamacpp", "--tensor-split", "0,0"], "at least one must be > 0"),
+    (["--engine", "llamacpp", "--gpus", "4", "--tensor-split", "1,1"], "2 proportions for 4 GPUs"),
+    (["--pp", "40"], "--pp: 40 pipeline stages for 36 layers"),
+    (["--gpus", "3", "--pp", "2"], "3 GPUs are not a whole number of TP 1 × PP 2"),
+])
+def test_bad_split_options_are_one_line(args, message):
+    r = CliRunner().invoke(cli, ["fit", "qwen3-8b", "--gpu", "h100", "--context", "4096", *args])
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_fit_json_lists_every_stage():
+    r = CliRunner().invoke(cli, ["fit", "qwen2.5-0.5b", "--gpu", "rtx-4090", "--engine", "llamacpp",
+                                 "--tensor-split", "3,1", "--context", "8192", "--json"])
+    doc = json.loads(r.stdout)
+    stages = doc["plan"]["stages"]
+    # 25 slots, shares 0.75 and 1: il/25 < 0.75 for il <= 18: 19 layers on GPU 0, 5 and the output on GPU 1
+    assert [(s["first_layer"], s["layers"], s["output"]) for s in stages] == [(0, 19, False), (19, 5, True)]
+    assert doc["deployment"]["tensor_split"] == [3.0, 1.0] and doc["deployment"]["gpus"] == 2
+    assert doc["plan"]["total"] == max(s["total"] for s in stages if s["index"] == doc["plan"]["stage"])
+    r = CliRunner().invoke(cli, ["fit", "qwen3-8b", "--gpu", "h100", "--pp", "2", "--context", "4096"])
+    assert r.exit_code == 0 and "Per stage" in r.output and "TP 1 × PP 2" in r.output
