@@ -202,8 +202,8 @@ NUMBERS = st.sampled_from(["0", "-1", "1", "7", "1e400", "9" * 400, "abc", "", "
 COMMANDS = {
     "size": ["--context", "--batch"],
     "roofline": ["--prompt", "--context", "--batch", "--gen", "--tp", "--gpus", "--repeats"],
-    "fit": ["--context", "--batch", "--gpus", "--tp", "--reserve", "--gpu-memory-utilization",
-            "--max-num-batched-tokens", "--ubatch"],
+    "fit": ["--context", "--batch", "--gpus", "--tp", "--pp", "--tensor-split", "--reserve",
+            "--gpu-memory-utilization", "--max-num-batched-tokens", "--ubatch"],
     "compare": ["--context", "--batch", "--tp"],
     "sweep": ["--context", "--batch", "--top", "--samples", "--seed", "--tp"],
 }

@@ -23,6 +23,8 @@ def count(n: float) -> str:
 
 
 def binary(n: float) -> str:
+    if n < 0:  # a headroom below zero: over by that much
+        return "-" + binary(-n)
     for factor, unit in ((2**40, "TiB"), (GiB, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
         if n >= factor:
             return f"{n / factor:.2f} {unit}"
