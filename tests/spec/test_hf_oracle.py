@@ -486,6 +486,38 @@ def test_linear_layer_tensors_are_hf_s():
 LINEAR = [n for n in CONFIGS if spec_of(n).linear is not None]
 
 
+# transformers' linear-attention and state-space mixers: every parameter inside one is archcalc's "linear" component
+LINEAR_MIXERS = {"Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "Lfm2ShortConv",
+                 "JambaMambaMixer", "NemotronHMamba2Mixer", "MambaMixer", "Mamba2Mixer", "BambaMixer",
+                 "GraniteMoeHybridMambaLayer", "FalconMambaMixer"}
+
+
+def _hf_components(model: torch.nn.Module) -> dict[str, int]:
+    """Parameters by what HF's module tree says they are: inside a linear mixer; inside an `experts`
+    module (routed experts); inside an attention module (a class named *Attention) but not in a norm."""
+    out = {"linear": 0, "attention": 0, "experts": 0}
+    for module in model.modules():
+        if type(module).__name__ in LINEAR_MIXERS:
+            out["linear"] += sum(p.numel() for p in module.parameters())
+    for name, p in model.named_parameters():
+        parts = name.split(".")
+        owners = [type(model.get_submodule(".".join(parts[:i]))).__name__ for i in range(1, len(parts))]
+        out["experts"] += p.numel() * ("experts" in parts)
+        in_attention = any(o.endswith("Attention") for o in owners)
+        out["attention"] += p.numel() * (in_attention and "norm" not in owners[-1].lower())
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in CONFIGS if n not in EXCLUDED_MODULES])
+def test_components_equal_hf_modules(name):
+    """size's breakdown by component against HF's module tree: the attention projections (norms
+    apart), the routed experts and the linear mixers hold exactly what archcalc calls attention,
+    experts and linear (a component mislabelled moves parameters between them)."""
+    hf = _hf_components(hf_model(name))
+    by = ours(name, 1).params.by_component
+    assert {c: by.get(c, 0) for c in hf} == hf
+
+
 @pytest.mark.parametrize("name", LINEAR)
 def test_linear_layer_flops_over_several_chunks(name):
     """A prefill of 2 chunks and 3 tokens (Gated DeltaNet's chunks of 64: the last one padded), so
