@@ -499,3 +499,18 @@ def test_llama_cpp_split_cache_types_across_gpus():
     for p, layers in zip(plan.stage_plans, (17, 15)):
         [kv] = p.kv
         assert (kv.layers, kv.cells, kv.token_bytes) == (layers, 8192, 8 * 128 * (34 / 32 + 2))
+
+
+def test_the_lightning_indexer_is_whole_on_every_tp_rank():
+    """vLLM's DeepSeek-V3.2 Indexer (models/deepseek_v2.py: "no tensor parallel, just replicated"):
+    wq_b, wk and weights_proj are ReplicatedLinear, k_norm a LayerNorm; 1,536 × 64·128 + 7,168 × 128 +
+    7,168 × 64 + 2 × 128 = 13,959,424 parameters a layer, 61 layers, bf16, on each of 8 GPUs.  The rest of
+    the model is DeepSeek-V3's, so the difference between the two is the indexer alone."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    indexer = 61 * 13_959_424 * 2
+    v32, v3 = (Planner(load_model(n)[0], load_hardware("h200"), Deployment(gpus=8)) for n in ("deepseek-v3.2",
+                                                                                               "deepseek-v3"))
+    assert v32.weights.replicated - v3.weights.replicated == indexer
+    assert v32.weights.split == v3.weights.split

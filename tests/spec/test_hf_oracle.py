@@ -529,6 +529,32 @@ def test_linear_layer_flops_over_several_chunks(name):
     assert ours(name, tokens).flops.forward + _conv_padding_flops(name) == flops
 
 
+DECODE_CONTEXT = 5  # tokens cached before the decode step
+
+
+def _hf_decode_flops(name: str) -> int:
+    """FlopCounterMode's FLOPs of one decoded token after a prefill of DECODE_CONTEXT tokens, through
+    the cache HF's own prefill returned (its keyword: `cache`)."""
+    model = hf_model(name)
+    ids = torch.zeros(1, DECODE_CONTEXT, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        cache = model(input_ids=ids, use_cache=True).cache
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids[:, :1], use_cache=True, cache=cache)
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("name", [*LINEAR, "llama-3.2-1b", "gemma-3-1b"])
+def test_decode_step_flops_equal_flop_counter(name):
+    """One decode step: the recurrent update (Mamba's selective scan, Mamba-2's SSD, Gated DeltaNet,
+    LFM2's conv) reads the state, not a cache; attention models read the cache.  HF's conv keeps K
+    inputs where K − 1 suffice (_conv_state_extra), so its decode conv runs over K + 1 inputs and
+    computes one output more than the step needs, 2 · channels · K FLOPs per linear layer."""
+    extra = sum(2 * c.weight.shape[0] * c.weight.shape[2] for c in _linear_convs(name))
+    ours_flops = size(spec_of(name), Workload.decode(DECODE_CONTEXT + 1), CONVENTIONS["torch"]).flops.forward
+    assert ours_flops == _hf_decode_flops(name) - extra
+
+
 # Families read by the mapping for which no real config.json was found (tests/data/hf/SOURCES.md,
 # "Missing"): pinned instead on configs transformers' own config classes build (their defaults,
 # shrunk), so that the mapping still meets the modules it describes.
