@@ -232,8 +232,8 @@ def _mamba_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     m, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
     E, N, R, K = m.expand * D, m.d_state, m.dt_rank, m.d_conv
     out = [
-        ops.matmul("layers.linear.in_proj", "linear", wl, D, 2 * E, bias_width=2 * E if m.proj_bias else 0,
-                   count=n, parts=(E, E)),  # x and the gate z, one nn.Linear of 2E rows
+        # x and the gate z: one nn.Linear of 2E rows (one tensor)
+        ops.matmul("layers.linear.in_proj", "linear", wl, D, 2 * E, bias_width=2 * E if m.proj_bias else 0, count=n),
         ops.contraction("layers.linear.conv", "linear", wl, E * K, 2 * E, count=n,
                         params=E * K + (E if m.conv_bias else 0),
                         shapes=((E, 1, K),) + (((E,),) if m.conv_bias else ())),
@@ -273,7 +273,8 @@ def _gated_deltanet_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     g, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
     Hv, Kd, Vd, C = g.n_heads, g.key_width, g.value_width, g.conv_channels
     qkvz, ba = 2 * Kd + 2 * Vd, 2 * Hv  # q, k, v and the gate z; β and α per value head
-    proj = ops.matmul("layers.linear.in_proj", "linear", wl, D, qkvz + ba, count=n, parts=(qkvz, ba))
+    parts = (qkvz, ba) if g.fused_projections else (2 * Kd + Vd, Vd, Hv, Hv)  # qkv, z, b, a
+    proj = ops.matmul("layers.linear.in_proj", "linear", wl, D, qkvz + ba, count=n, parts=parts)
     return [
         proj,
         # Depthwise causal conv over q, k, v: conv_kernel MACs per channel per token (no bias).

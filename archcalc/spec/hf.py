@@ -314,7 +314,9 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         spec["linear"] = {"n_heads": r.get("linear_num_value_heads"), "n_key_heads": r.get("linear_num_key_heads"),
                           "key_head_dim": r.get("linear_key_head_dim"),
                           "value_head_dim": r.get("linear_value_head_dim"),
-                          "conv_kernel": r.get("linear_conv_kernel_dim", default=4)}
+                          "conv_kernel": r.get("linear_conv_kernel_dim", default=4),
+                          # Qwen3-Next stores in_proj_qkvz and in_proj_ba; Qwen3.5 in_proj_qkv, _z, _b and _a
+                          **({"fused_projections": False} if family != "qwen3_next" else {})}
         if r.has("layer_types"):
             r.ignore("full_attention_interval", "layer_types lists the layers")
         else:  # Qwen3NextConfig: every full_attention_interval-th layer is full attention

@@ -191,6 +191,10 @@ class GatedDeltaNetSpec(_Ruled):
     value_head_dim: Width
     conv_kernel: int = Field(default=4, ge=1, le=64)
     chunk: Tokens = 64  # the chunk of the chunked form (transformers and flash-linear-attention: 64)
+    # The input projection as tensors: fused, in_proj_qkvz and in_proj_ba (Qwen3-Next); or four,
+    # in_proj_qkv, in_proj_z, in_proj_b and in_proj_a (Qwen3.5).  The same parameters; the tensors
+    # matter to what goes tensor by tensor (Muon's matrices, FSDP's padding).
+    fused_projections: bool = True
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         _divisible("n_heads", "n_key_heads", "linear n_heads divisible by n_key_heads"),)

@@ -469,20 +469,6 @@ def _experts_run_on_every_token(name: str, tokens: int) -> int:
     return extra
 
 
-def test_linear_layer_tensors_are_hf_s():
-    """One Gated DeltaNet layer's parameter tensors as archcalc lists them (optimizer state, Muon's
-    matrices and FSDP's padding go tensor by tensor: training/tensors.py) are transformers' own,
-    shape for shape: in_proj_qkvz, in_proj_ba, conv1d, dt_bias, A_log, the gated norm, out_proj."""
-    from archcalc.training.tensors import op_tensors
-
-    name = "qwen3-next-80b-a3b"
-    layer = next(m for m in hf_model(name).modules() if type(m).__name__ == "Qwen3NextGatedDeltaNet")
-    hf_shapes = sorted(tuple(p.shape) for p in layer.parameters())
-    ops = [op for op in ours(name, 1).ops if op.name.startswith("layers.linear.")]
-    assert sorted(shape for op in ops for shape in op_tensors(op)) == hf_shapes
-    assert len(hf_shapes) == 7
-
-
 LINEAR = [n for n in CONFIGS if spec_of(n).linear is not None]
 
 
@@ -506,6 +492,20 @@ def _hf_components(model: torch.nn.Module) -> dict[str, int]:
         in_attention = any(o.endswith("Attention") for o in owners)
         out["attention"] += p.numel() * (in_attention and "norm" not in owners[-1].lower())
     return out
+
+
+@pytest.mark.parametrize("name", LINEAR)
+def test_linear_layer_tensors_are_hf_s(name):
+    """One linear layer's parameter tensors as archcalc lists them (optimizer state, Muon's matrices
+    and FSDP's padding go tensor by tensor: training/tensors.py) are transformers' own, shape for
+    shape: Qwen3-Next's fused in_proj_qkvz and in_proj_ba against Qwen3.5's four, Mamba's one
+    in_proj of 2E rows, the convs, dt_bias / A_log / D, the norms, out_proj."""
+    from archcalc.training.tensors import op_tensors
+
+    layer = next(m for m in hf_model(name).modules() if type(m).__name__ in LINEAR_MIXERS)
+    hf_shapes = sorted(tuple(p.shape) for p in layer.parameters())
+    ops = [op for op in ours(name, 1).ops if op.name.startswith("layers.linear.")]
+    assert sorted(shape for op in ops for shape in op_tensors(op)) == hf_shapes
 
 
 @pytest.mark.parametrize("name", [n for n in CONFIGS if n not in EXCLUDED_MODULES])
