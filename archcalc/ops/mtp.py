@@ -21,34 +21,14 @@ from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
 
 
-def _last_layer(spec: ModelSpec) -> ModelSpec:
-    """A one-layer spec whose layer is the model's last: its mixer and FFN kind, its MoE."""
-    last = spec.n_layers - 1
-    data = spec.model_dump(exclude_defaults=True)
-    data.update(n_layers=1, mtp=None)
-    att = data["attention"]
-    if isinstance(att.get("layer_types"), list):
-        att["layer_types"] = [att["layer_types"][last]]
-    if spec.layer_attention[last] != "linear" and not spec.parallel_linear:
-        data.pop("linear", None)
-    att.pop("nope_layers", None)
-    if last in (spec.attention.nope_layers or ()):
-        att["nope_layers"] = [0]
-    ffn = data.setdefault("ffn", {})
-    ffn.pop("none_layers", None)
-    if spec.ffn.moe is not None:
-        ffn["moe"] = {**ffn["moe"], "first_dense_layers": 0, "every": 1,
-                      "layers": [0] if spec.layer_ffn[last] == "moe" else []}
-    return ModelSpec.model_validate(data)
-
-
 def mtp_ops(spec: ModelSpec, weight_dtype: str = "bf16") -> list[Op]:
     m = spec.mtp
     if m is None:
         return []
     wl = Workload(weight_dtype=weight_dtype)  # one token: only parameters and weight bytes are read
     D, V = spec.d_model, spec.vocab_size
-    layer = [op for op in model_ops(_last_layer(spec), wl) if op.name.startswith("layers.")]
+    last = spec.cut(spec.n_layers - 1, spec.n_layers)  # one layer of the kind of the model's last
+    layer = [op for op in model_ops(last, wl) if op.name.startswith("layers.")]
     out = [replace(op, name=f"mtp.{op.name}") for op in layer]
     out += [ops.norm(f"mtp.{name}", wl, D, spec.norm.kind, spec.norm.bias, weight=spec.norm.weight)
             for name in ("enorm", "hnorm", "final_norm")]

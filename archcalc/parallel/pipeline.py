@@ -102,27 +102,13 @@ def llamacpp_stages(spec: ModelSpec, split: tuple[float, ...]) -> list[Stage]:
 
 
 def stage_spec(spec: ModelSpec, stage: Stage) -> ModelSpec:
-    """The spec cut to the stage's layers, each keeping its attention kind, RoPE, FFN kind and mixer
-    (MTP modules and a vision tower are not in it: the planner places them)."""
+    """The spec cut to the stage's layers (ModelSpec.cut); a stage without layers gets layer 0's,
+    whose ops it then does not hold, for its input and output ops."""
     if stage.first == 0 and stage.last == spec.n_layers:
         return spec  # model_ops never holds MTP modules or a vision tower
     if spec.residual.kind == "attnres":
         raise InputError(None, "--pp", "attention residuals mix every layer's output: not split into stages")
-    lo, hi = (stage.first, stage.last) if stage.layers else (0, 1)  # no layers: one, for the input/output ops
-    kinds, rope, ffn = (list(t[lo:hi]) for t in (spec.layer_attention, spec.layer_rope, spec.layer_ffn))
-    data = spec.model_dump()
-    a, f = data["attention"], data["ffn"]
-    data.update(n_layers=hi - lo, mtp=None, vision=None)
-    a["layer_types"] = kinds
-    # every layer that does not rotate is named: a NoPE layer, or a global layer under global_rope = false
-    a["nope_layers"] = [i for i, r in enumerate(rope) if not r and kinds[i] not in ("linear", "none")] or None
-    if "linear" not in kinds and not spec.parallel_linear:
-        data["linear"] = None
-    if f["moe"] is not None:
-        moe = [i for i, k in enumerate(ffn) if k == "moe"]
-        f["moe"] = {**f["moe"], "layers": moe, "first_dense_layers": 0, "every": 1} if moe else None
-    f["none_layers"] = [i for i, k in enumerate(ffn) if k == "none"] or None
-    return ModelSpec.model_validate(data)
+    return spec.cut(stage.first, stage.last) if stage.layers else spec.cut(0, 1)
 
 
 def _placement(op: Op) -> str:

@@ -701,6 +701,28 @@ class ModelSpec(_Frozen):
             for i in range(self.n_layers)
         )
 
+    def cut(self, first: int, last: int) -> ModelSpec:
+        """The same model with only layers [first, last) (a pipeline stage; an MTP module's copy of
+        the last layer): each keeps its attention kind, RoPE, FFN kind (dense, MoE, none) and
+        mixer.  MTP modules and a vision tower are not layers: the cut has neither."""
+        kinds, rope, ffn = (list(t[first:last]) for t in (self.layer_attention, self.layer_rope, self.layer_ffn))
+        data = self.model_dump(exclude_defaults=True)
+        data.update(n_layers=last - first, mtp=None, vision=None)
+        att, f = data["attention"], data.setdefault("ffn", {})
+        att["layer_types"] = kinds
+        att.pop("nope_layers", None)
+        if self.position.kind == "rope":  # every layer that would rotate by its kind but does not
+            nope = [i for i, k in enumerate(kinds) if not rope[i] and k not in ("linear", "none")
+                    and (k != "global" or self.attention.global_rope)]
+            att["nope_layers"] = nope or None
+        if "linear" not in kinds and not self.parallel_linear:
+            data.pop("linear", None)
+        f["none_layers"] = [i for i, k in enumerate(ffn) if k == "none"] or None
+        if self.ffn.moe is not None:
+            moe = [i for i, k in enumerate(ffn) if k == "moe"]
+            f["moe"] = {**f["moe"], "layers": moe, "first_dense_layers": 0, "every": 1} if moe else None
+        return ModelSpec.model_validate(data)
+
 
 def _parse_ratio(text: str) -> tuple[int, int] | None:
     parts = text.split(":")

@@ -706,3 +706,30 @@ def test_sparse_decode_time_closed_form_equals_the_step_by_step_sum(spec, prompt
     rates = rate_sets(H100, Workload.decode(prompt + 1, batch))[0]
     steps = [step(spec, Workload.decode(c, batch), rates).time for c in range(prompt + 1, prompt + gen + 1)]
     assert decode_time(spec, prompt, gen, batch, rates) == pytest.approx(sum(steps), rel=1e-9)
+
+
+@settings(max_examples=60)
+@given(spec=st.one_of(model_specs(max_layers=6), linear_specs(), sparse_specs()), data=st.data())
+def test_cutting_the_layers_keeps_every_layer(spec, data):
+    """ModelSpec.cut (pipeline stages, an MTP module's layer): cut at any point, the two halves hold
+    exactly the model's layer ops (parameters, FLOPs, cache bytes per token), each layer keeping its
+    attention kind, RoPE, FFN kind and mixer."""
+    from archcalc.ops.layers import model_ops
+
+    if spec.residual.kind == "attnres":  # mixes every layer's output: never cut (parallel/pipeline.py)
+        return
+    at = data.draw(st.integers(1, spec.n_layers - 1)) if spec.n_layers > 1 else 1
+    wl = Workload.forward(7)
+
+    def layers(s):
+        return [op for op in model_ops(s, wl) if op.name.startswith("layers.")]
+
+    def totals(ops):
+        return (sum(op.params * op.count for op in ops), sum(op.flops * op.count for op in ops),
+                sum(op.kv_bytes * op.count for op in ops))
+
+    halves = [spec.cut(0, at)] + ([spec.cut(at, spec.n_layers)] if at < spec.n_layers else [])
+    assert [sum(x) for x in zip(*(totals(layers(h)) for h in halves))] == list(totals(layers(spec)))
+    assert sum((h.layer_attention for h in halves), ()) == spec.layer_attention
+    assert sum((h.layer_ffn for h in halves), ()) == spec.layer_ffn
+    assert sum((h.layer_rope for h in halves), ()) == spec.layer_rope
