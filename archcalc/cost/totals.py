@@ -59,10 +59,13 @@ def param_counts(ops: list[Op]) -> ParamCounts:
 def weight_bytes(ops: list[Op], dtype: str) -> float:
     """Bytes of all stored parameters in `dtype`.  Below 16 bits only layer
     weights are quantized; embeddings, lm_head, norms, routers and biases stay
-    at 16 bits, as real 8/4-bit checkpoints keep them."""
+    at 16 bits, as real 8/4-bit checkpoints keep them; an op with a stored_dtype keeps that."""
     total = 0.0
     for op in ops:
         n = op.params * op.count
+        if op.stored_dtype is not None:  # a weight its architecture keeps at one dtype
+            total += nbytes(n, op.stored_dtype)
+            continue
         quantized = (op.params - op.bias_params) * op.count if op.quantizable else 0
         total += nbytes(quantized, dtype) + nbytes(n - quantized, kept_dtype(dtype))
     return total

@@ -160,6 +160,7 @@ class Op:
     active_params: int = 0  # parameters one token uses (top-k experts)
     bias_params: int = 0  # part of `params` that are biases (kept 16-bit when quantized)
     quantizable: bool = False  # a layer weight that 8/4-bit checkpoints quantize
+    stored_dtype: str | None = None  # kept at this dtype whatever the weights' (mHC's fp32 coefficients)
     tp: Sharding = "split"
     flops: int = 0  # matmul / attention-contraction work (tensor cores)
     vector_flops: int = 0  # elementwise work
@@ -195,7 +196,7 @@ def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int,
                      n_kv_heads=fused_qkv[2])
         if fused_qkv else MatmulDims(m, d_in, d_out, parts=parts), count,
         params=params, active_params=params, bias_params=bias_params, quantizable=quantizable, tp=tp,
-        flops=2 * m * d_in * d_out,
+        stored_dtype=weight_dtype, flops=2 * m * d_in * d_out,
         # Below 16 bits only the weight matrix of a quantizable layer is quantized.
         weight_bytes=nbytes(d_in * d_out, dtype if quantizable else kept_dtype(dtype))
         + nbytes(bias_params, kept_dtype(dtype)),

@@ -1,0 +1,70 @@
+"""Hyper-connections (Zhu et al., arXiv:2409.19606) and mHC (DeepSeek, arXiv:2512.24880) by the
+papers' own statements: n residual streams, one module per sublayer (2L of them), mHC's coefficient
+projection in fp32 (§4.3) and its Sinkhorn-Knopp projection of t_max = 20 iterations; every HC
+weight is a residual-stream weight: whole on every TP rank (Megatron keeps the hidden state whole
+between layers) and never quantized."""
+
+from __future__ import annotations
+
+import pytest
+
+from archcalc.cost.totals import weight_bytes
+from archcalc.hardware.profile import load_hardware
+from archcalc.ops.layers import model_ops
+from archcalc.ops.workload import Workload
+from archcalc.parallel.tensor import act_bytes_per_rank, weight_share
+from archcalc.serving.deployment import Deployment
+from archcalc.serving.planner import Planner
+from archcalc.spec.catalog import load_model
+from archcalc.spec.model import ModelSpec
+
+N, D, L = 4, 2048, 16  # Llama-3.2-1B's width and depth with four streams
+
+
+def with_residual(**residual) -> ModelSpec:
+    spec = load_model("llama-3.2-1b")[0]
+    return ModelSpec.model_validate({**spec.model_dump(), "residual": residual})
+
+
+def ops_of(spec, **wl):
+    return {op.name: op for op in model_ops(spec, Workload(**wl))}
+
+
+def test_mhc_coefficients_are_fp32_and_whole():
+    """φ: the flattened n·D state to n² + 2n coefficients with a bias, per sublayer (2L = 32), in fp32
+    whatever the weights' dtype; RMS of the n·D state (a square and a sum per value); Sinkhorn over
+    the n × n mixing matrix: an exp, then 20 rounds of a row and a column normalisation (a sum and a
+    divide per entry each)."""
+    spec = with_residual(kind="mhc", streams=N, sinkhorn_iters=20)
+    ops = ops_of(spec, weight_dtype="int4")
+    coeffs = ops["layers.mhc.coeffs"]
+    assert (coeffs.count, coeffs.params) == (2 * L, N * D * (N * N + 2 * N) + N * N + 2 * N)
+    assert weight_bytes([coeffs], "int4") == 2 * L * coeffs.params * 4  # fp32 at int4
+    assert weight_share(coeffs, 8) == 1.0 and act_bytes_per_rank(coeffs, 8) == coeffs.act_bytes
+    tokens = 5
+    ops = ops_of(spec, new_tokens=tokens, context=tokens)
+    assert ops["layers.mhc.rms"].vector_flops == tokens * N * D * 2
+    assert ops["layers.mhc.sinkhorn"].vector_flops == tokens * N * N * (1 + 20 * 4)
+    assert ops["layers.mhc.sinkhorn"].params == 3  # α_pre, α_post, α_res
+    assert {op.component for op in ops.values() if op.name.startswith("layers.mhc.")} == {"residual"}
+
+
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_hyper_connection_weights_stay_16_bit_and_whole_under_tp(dynamic):
+    """HC's own weights (static B, A_m, A_r: n + n + n², the dynamic ones' W_β, W_m, W_r and the two
+    scales) sit in the residual stream: bf16 at --dtype int4, and whole on each of 2 GPUs."""
+    spec = with_residual(kind="hyper", streams=N, dynamic=dynamic)
+    ops = ops_of(spec, weight_dtype="int4")
+    hc = [op for name, op in ops.items() if name.startswith(("layers.hc.", "hc."))]
+    assert all(weight_share(op, 2) == 1.0 for op in hc)
+    assert weight_bytes(hc, "int4") == 2 * sum(op.params * op.count for op in hc)  # 2 bytes each
+    static = N + N + N * N + (2 if dynamic else 0)
+    assert ops["layers.hc.read"].params == static
+    if dynamic:  # a per-stream RMSNorm (D), then each stream's D -> n + 2
+        assert ops["layers.hc.norm"].params == D and ops["layers.hc.proj"].params == D * (N + 2)
+        assert ops["layers.hc.proj"].dims.m == Workload().tokens * N
+    plain = Planner(load_model("llama-3.2-1b")[0], load_hardware("h100"), Deployment(gpus=2, weight_dtype="int4"))
+    with_hc = Planner(spec, load_hardware("h100"), Deployment(gpus=2, weight_dtype="int4"))
+    assert with_hc.weights.replicated - plain.weights.replicated == weight_bytes(hc, "int4")
+    # n streams of D: each read is A_mᵀH (n·D MACs per token), each mix A_rᵀH (n²·D)
+    assert ops["layers.hc.read"].flops == 2 * N * D and ops["layers.hc.mix"].flops == 2 * N * N * D
