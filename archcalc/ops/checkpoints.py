@@ -21,7 +21,16 @@
 - fp8-block: DeepSeek-V3's format (its README_WEIGHTS.md, also Qwen3's -FP8
   releases): e4m3 weights, one fp32 scale_inv per 128 × 128 block,
   ceil(N/128)·ceil(K/128) of them (inference/model.py); the same linears as
-  above, everything else bf16.
+  above, everything else bf16;
+- nvfp4: NVIDIA ModelOpt's NVFP4 (nvidia/*-FP4 checkpoints): E2M1 values two to a
+  byte, an E4M3 scale per 16 inputs of each output, and two fp32 scalars per
+  matrix (weight_scale_2, the global scale, and the activation's input_scale):
+  N·K/2 + N·ceil(K/16) + 8 bytes, as vLLM's ModelOptNvFp4LinearMethod.create_weights
+  allocates them (weight uint8 [N, K/2], weight_scale float8_e4m3fn [N, K/16]);
+  "only the weights and activations of the linear operators within transformers
+  blocks are quantized" (the model cards): embeddings, lm_head, norms and routers
+  bf16.  llm-compressor's nvfp4-pack-quantized stores the same bytes under other
+  names (weight_packed, weight_global_scale, input_global_scale).
 
 GGUF:
 
@@ -79,8 +88,9 @@ MIXES = {"Q4_0": "q4_0", "Q8_0": "q8_0", "Q6_K": "q6_K", "Q4_K_M": "q4_K", "Q5_K
 GROUPS = (32, 64, 128)  # AWQ/GPTQ group sizes (128 is both tools' default)
 GROUPED = {f"{tool}{'' if g == 128 else f':g{g}'}": (tool, g) for tool in ("awq", "gptq") for g in GROUPS}
 FP8_BLOCK = 128  # weight_block_size [128, 128]
+NVFP4_GROUP = 16  # inputs per E4M3 scale (ModelOpt's group_size; vLLM: "NVFP4 only supports group_size=16")
 # --weights choices
-WEIGHT_FORMATS = (*(f"gguf:{m}" for m in MIXES), "mxfp4", *GROUPED, "fp8-block")
+WEIGHT_FORMATS = (*(f"gguf:{m}" for m in MIXES), "mxfp4", *GROUPED, "fp8-block", "nvfp4")
 # A tensor these checkpoints never quantize: llama.cpp's roles for the embeddings, the
 # unembedding, 1-D tensors (norms, biases) and routers, and position tables.
 UNQUANTIZED_ROLES = ("token_embd", "output", "f32", "f16")
@@ -224,8 +234,9 @@ def checkpoint_types(spec: ModelSpec, ops: list[Op], fmt: str) -> list[tuple[Ten
     """Every weight tensor of the checkpoint with the type `fmt` stores it in."""
     if fmt == "mxfp4":
         return [(t, "mxfp4" if t.name.endswith("_exps.weight") else "bf16") for t in tensors(spec, ops)]
-    if fmt in GROUPED or fmt == "fp8-block":
-        quantized, kept = (f"int4_g{GROUPED[fmt][1]}", "f16") if fmt in GROUPED else ("fp8_b128", "bf16")
+    if fmt in GROUPED or fmt in ("fp8-block", "nvfp4"):
+        quantized, kept = (f"int4_g{GROUPED[fmt][1]}", "f16") if fmt in GROUPED else \
+            ({"fp8-block": "fp8_b128", "nvfp4": "nvfp4_g16"}[fmt], "bf16")
         return [(t, kept if t.role in UNQUANTIZED_ROLES else quantized) for t in tensors(spec, ops)]
     return tensor_types(spec, ops, fmt.removeprefix("gguf:"))
 
@@ -236,6 +247,8 @@ def tensor_bytes(t: Tensor, kind: str) -> float:
         return t.elements / 2 + -(-t.row // int(kind[6:])) * t.outputs * t.matrices * 2.5
     if kind == "fp8_b128":  # 1-byte values + an fp32 scale per 128 x 128 block
         return t.elements + -(-t.row // FP8_BLOCK) * -(-t.outputs // FP8_BLOCK) * t.matrices * 4
+    if kind == "nvfp4_g16":  # two E2M1 values a byte + an E4M3 scale per 16 inputs + two fp32 scalars a matrix
+        return t.elements / 2 + -(-t.row // NVFP4_GROUP) * t.outputs * t.matrices + 8 * t.matrices
     per_block, size = GGML_TYPES[kind]
     return t.elements // per_block * size
 

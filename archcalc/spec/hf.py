@@ -1201,6 +1201,9 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
         method = r.nested(q, "quant_method", "quantization_config", "?")
         fmt = {"awq": "awq", "gptq": "gptq"}.get(method) or ("fp8-block" if method == "fp8" and q.get("weight_block_size")
                                                               == [128, 128] else None)
+        if (method == "modelopt" and q.get("quant_algo") == "NVFP4") or \
+                (method == "compressed-tensors" and q.get("format") == "nvfp4-pack-quantized"):
+            fmt = "nvfp4"
         how = f"--weights {fmt}" if fmt else "--dtype"
         r.ignore("quantization_config", f"checkpoint stored as {method}; size it with {how}")
     r.finish()

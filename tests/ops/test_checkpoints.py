@@ -213,7 +213,42 @@ def test_fp8_block_scales_round_up_per_128_block():
     assert kinds["blk.3.ffn_gate_inp.weight"][1] == kinds["token_embd.weight"][1] == "bf16"
 
 
-@pytest.mark.parametrize("fmt", ["awq", "gptq:g32", "fp8-block"])
+def test_nvfp4_tensors_as_vllm_allocates_them():
+    """ModelOpt NVFP4 (vLLM's ModelOptNvFp4LinearMethod.create_weights): weight uint8 [N, K/2],
+    weight_scale float8_e4m3fn [N, K/16], weight_scale_2 and input_scale fp32 scalars.  Llama-3.1-8B's
+    q_proj (4,096 × 4,096): 8,388,608 + 1,048,576 + 8 bytes; the model cards: "only the weights and
+    activations of the linear operators within transformers blocks are quantized", so 7 × 32 = 224
+    NVFP4 tensors and 67 bf16 ones (token_embd, output, 65 norms): 6,027,749,120 bytes."""
+    spec = spec_of("llama-3.1-8b")
+    c = checkpoint_size(spec, model_ops(spec, Workload()), "nvfp4")
+    kinds = {t.name: (t, kind) for t, kind in checkpoint_types(spec, model_ops(spec, Workload()), "nvfp4")}
+    t, kind = kinds["blk.0.attn_q.weight"]
+    assert kind == "nvfp4_g16" and tensor_bytes(t, kind) == 4096 * 4096 // 2 + 4096 * 4096 // 16 + 8
+    assert c.tensors_by_type == {"nvfp4_g16": 224, "bf16": 67}
+    layers = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336)
+    assert c.bytes == layers // 2 + layers // 16 + 224 * 8 + 2 * 128256 * 4096 * 2 + 65 * 4096 * 2 == 6_027_749_120
+    moe = spec_of("qwen3-30b-a3b")  # the routers (TensorRT-LLM's NVFP4 default exclude: '*.mlp.gate') stay bf16
+    kinds = {t.name: kind for t, kind in checkpoint_types(moe, model_ops(moe, Workload()), "nvfp4")}
+    assert kinds["blk.0.ffn_gate_inp.weight"] == "bf16" and kinds["blk.0.ffn_down_exps.weight"] == "nvfp4_g16"
+
+
+def test_a_quantization_config_names_its_weights_format():
+    """config.json's quantization_config is not read into the sizes; the mapping names the --weights
+    that sizes the checkpoint: ModelOpt's {"quant_method": "modelopt", "quant_algo": "NVFP4"} and
+    llm-compressor's compressed-tensors "nvfp4-pack-quantized" -> nvfp4."""
+    import json
+    from pathlib import Path
+
+    from archcalc.spec.hf import spec_dict_from_config
+
+    base = json.loads((Path(__file__).parents[1] / "data" / "hf" / "llama-3.1-8b.json").read_text())
+    for q in ({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16},
+              {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized"}):
+        _, report = spec_dict_from_config({**base, "quantization_config": q}, "c.json")
+        assert any("--weights nvfp4" in why for why in report.ignored.values()), report.ignored
+
+
+@pytest.mark.parametrize("fmt", ["awq", "gptq:g32", "fp8-block", "nvfp4"])
 def test_fit_loads_the_grouped_formats(fmt):
     spec = spec_of("llama-3.1-8b")
     c = checkpoint_size(spec, model_ops(spec, Workload()), fmt)
