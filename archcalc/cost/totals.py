@@ -87,7 +87,7 @@ def flop_counts(ops: list[Op], convention: FlopsConvention) -> FlopCounts:
     matmul = sum(op.flops * op.count for op in ops if op.kind != "attention")
     attention = sum(op.flops * op.count for op in ops if op.kind == "attention")
     vector = sum(op.vector_flops * op.count for op in ops)
-    return FlopCounts(matmul, attention, vector, matmul + attention + (vector if convention.count_vector else 0))
+    return FlopCounts(matmul, attention, vector, sum(op.counted_flops(convention) * op.count for op in ops))
 
 
 @dataclass(frozen=True)
