@@ -264,3 +264,22 @@ def test_learned_position_table_is_whole_on_every_rank():
     ops = {o.name: o for o in model_ops(spec, wl)}
     assert rank_op(ops["position.embedding"], 2).params == 1024 * 768
     assert rank_op(ops["embedding"], 2).params == 50_257 * 768 / 2
+
+
+@pytest.mark.parametrize(("pattern", "sent", "adds", "local"), [
+    # N = 8 tokens × 1,024 values × 2 B = 16,384 B over t = 4 ranks (nccl-tests doc/PERFORMANCE.md: the ring
+    # moves 2(t−1)/t·N for an all-reduce, (t−1)/t·N for the others; each rank adds (t−1)/t of the values)
+    ("all_reduce", 2 * 3 / 4 * 16384, 3 / 4 * 8192, 2 * 16384),
+    ("all_gather", 3 / 4 * 16384, 0, 16384 + 16384 / 4),
+    ("reduce_scatter", 3 / 4 * 16384, 3 / 4 * 8192, 16384 + 16384 / 4),
+    ("all_to_all", 3 / 4 * 16384, 0, 2 * 16384),
+    ("send_recv", 16384, 0, 2 * 16384),  # a pipeline stage's send: the whole tensor, nothing added
+])
+def test_each_ring_collective_by_hand(pattern, sent, adds, local):
+    from archcalc.ops.op import collective
+    from archcalc.ops.workload import Workload
+
+    op = collective("c", "residual", Workload(new_tokens=8, context=8), 1024, 4, pattern)
+    assert (op.comm_bytes, op.vector_flops, op.act_bytes) == (sent, adds, local)
+    with pytest.raises(ValueError, match="unknown collective pattern"):
+        collective("c", "residual", Workload(), 1024, 4, "broadcast")
