@@ -55,6 +55,11 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
 @click.option("--kv-unified/--no-kv-unified", default=True, show_default=True,
               help="llama.cpp: one KV cache for every slot, or one stream per slot (each context / batch cells).")
 @click.option("--swa-full", is_flag=True, help="llama.cpp: sliding-window layers cache the whole context.")
+@click.option("--llamacpp-build", type=click.IntRange(1, 10**6), metavar="N",
+              help="llama.cpp: the build (bN) whose cache rules apply; before 6969 the padding followed -fa. "
+                   "Default: the current rules.")
+@click.option("--flash-attn/--no-flash-attn", default=True, show_default=True,
+              help="llama.cpp -fa: before b6969 the cache was padded to 256 cells with it, 32 without.")
 @click.option("--weights", type=click.Choice(list(WEIGHT_FORMATS)),
               help="A GGUF checkpoint's mix instead of --dtype for the weights (llama.cpp's per-tensor types).")
 @click.option("--mtp", is_flag=True, help="Also load the checkpoint's multi-token-prediction modules (MTP speculative "
@@ -63,7 +68,8 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
                                 "vllm non-torch 1 GiB, 2 GiB with TP; llamacpp 1024 MiB fit margin).")
 @json_option
 def fit(model, gpu, all_gpus, gpus, tp, pp, tensor_split, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
-        max_num_batched_tokens, ubatch, kv_dtype_v, block_size, kv_unified, swa_full, weights, mtp, reserve, as_json):
+        max_num_batched_tokens, ubatch, kv_dtype_v, block_size, kv_unified, swa_full, llamacpp_build, flash_attn,
+        weights, mtp, reserve, as_json):
     """Does MODEL fit: a memory plan per GPU, a verdict, and the largest
     context, largest batch and fewest GPUs that fit."""
     if bool(gpu) == all_gpus:
@@ -71,7 +77,8 @@ def fit(model, gpu, all_gpus, gpus, tp, pp, tensor_split, context, batch, dtype,
     options = dict(gpus=gpus, tp=tp, context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, engine=engine,
                    gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
                    ubatch=ubatch, reserve=reserve, weights=weights, kv_unified=kv_unified, swa_full=swa_full,
-                   block_size=int(block_size), kv_dtype_v=kv_dtype_v, mtp=mtp, pp=pp, tensor_split=tensor_split)
+                   block_size=int(block_size), kv_dtype_v=kv_dtype_v, mtp=mtp, pp=pp, tensor_split=tensor_split,
+                   llamacpp_build=llamacpp_build, flash_attn=flash_attn)
     from archcalc.report import fit as views
 
     if all_gpus:

@@ -30,6 +30,8 @@ class Deployment:
     swa_full: bool = False  # llama.cpp --swa-full: sliding-window layers cache the whole context
     weights: str | None = None  # a checkpoint format ("gguf:Q4_K_M", ops/checkpoints.py) instead of --dtype for the weights
     mtp: bool = False  # --mtp: also load the checkpoint's multi-token-prediction modules (MTP speculative decoding)
+    engine_build: int | None = None  # llama.cpp --llamacpp-build: the build whose rules apply (None: the current)
+    flash_attn: bool = True  # llama.cpp -fa: before b6969 the cache was padded to 256 cells with it, 32 without
 
     @property
     def tensor_parallel(self) -> int:

@@ -165,6 +165,7 @@ class Solution:
 def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
     """Every bad option as one InputError."""
     engine = engine_named(dep.engine)
+    from archcalc.serving.engines.llamacpp import LLAMACPP_BLOCK_BYTES
     from archcalc.serving.engines.vllm import VLLM_BLOCK_SIZES
 
     if dep.block_size not in VLLM_BLOCK_SIZES:
@@ -199,6 +200,14 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
         if len(dep.tensor_split) != tp:
             raise InputError(None, "--tensor-split", f"{len(dep.tensor_split)} proportions for {tp} GPUs; give one "
                                                      f"per GPU of the instance (--gpus {len(dep.tensor_split)})")
+    if (dep.engine_build is not None or not dep.flash_attn) and dep.engine != "llamacpp":
+        raise InputError(None, "--llamacpp-build" if dep.engine_build is not None else "--no-flash-attn",
+                         "a llama.cpp option; use --engine llamacpp")
+    if dep.engine_build is not None and not 1 <= dep.engine_build <= 10**6:
+        raise InputError(None, "--llamacpp-build", f"{dep.engine_build!r}; give the build number N of a bN release")
+    if not dep.flash_attn and (dep.kv_dtype_v or dep.kv_dtype or "f16") in LLAMACPP_BLOCK_BYTES:
+        raise InputError(None, "--no-flash-attn", "llama.cpp refuses a quantized V cache without flash attention "
+                                                  "(\"V cache quantization requires flash_attn\"); use an f16 V cache")
     if dep.mtp and dep.pp > 1:
         raise InputError(None, "--mtp", "MTP modules under pipeline parallelism are not modelled; use --pp 1")
     if not 0 < dep.gpu_memory_utilization <= 1:

@@ -343,7 +343,7 @@ def test_llama_cpp_settings_warnings_and_notes():
     assert all(isinstance(k.cells, int) for k in plan.kv)
     assert plan.engine.notes(plan.kv, 2, plan.deployment, True) == [
         "global: 4 layers × 16,384 cells = n_ctx padded to 256",
-        "local: 22 layers × 2,048 cells = min(n_ctx, pad(512·2 + 512, 256))"]
+        "local: 22 layers × 2,048 cells = pad(min(n_ctx, 512·2 + 512), 256)"]
     assert plan.engine.notes(plan.kv, 2, plan.deployment, False)[-1] == "the token embedding stays in host memory"
     assert plan.activations.chunk.description == ("the reserved worst-case graph: n_ubatch = 512 tokens, "
                                                   "f32 activations, logits for every token")
@@ -514,3 +514,51 @@ def test_the_lightning_indexer_is_whole_on_every_tp_rank():
                                                                                                "deepseek-v3"))
     assert v32.weights.replicated - v3.weights.replicated == indexer
     assert v32.weights.split == v3.weights.split
+
+
+@pytest.mark.parametrize(("build", "flash_attn", "unified", "cells"), [
+    # llama_kv_cache::get_padding before #16812 (b6969): "flash_attn ? 256u : 32u"; n_ctx = 3 × 900 = 2,700
+    (5912, False, True, [2720]),  # GGML_PAD(2700, 32)
+    (5912, True, True, [2816]),  # GGML_PAD(2700, 256)
+    (None, False, True, [2816]),  # since #17046: GGML_PAD(n_ctx, 256) whatever -fa
+    # one stream per slot: before, pad(ceil(n_ctx / n_seq), P) = pad(900, 32); now pad(pad(2700, 256) / 3, 256)
+    (5912, False, False, [928] * 3),
+    (None, True, False, [1024] * 3),
+])
+def test_llama_cpp_padding_by_build(build, flash_attn, unified, cells):
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    dep = Deployment(engine="llamacpp", engine_build=build, flash_attn=flash_attn, kv_unified=unified)
+    [kv] = Planner(load_model("llama-3.1-8b")[0], load_hardware("rtx-4090"), dep).plan(900, 3).kv
+    assert kv.cells == sum(cells)
+
+
+def test_llama_cpp_swa_cache_padding_by_build():
+    """llama-kv-cache-iswa.cpp: before b6969 min(size_base, GGML_PAD(n_swa·n_seq + n_ubatch, n_pad)); since
+    #17046 GGML_PAD(min(size_base, n_swa·n_seq + n_ubatch), 256).  Gemma-3-1B (window 512), 2 slots of 700
+    tokens, n_ubatch 100: n_ctx = 1,400 (old, 32: 1,408; now 1,536) against 512·2 + 100 = 1,124 cells."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model("gemma-3-1b")[0]
+
+    def local(**kw):
+        dep = Deployment(engine="llamacpp", ubatch=100, **kw)
+        return next(k.cells for k in Planner(spec, load_hardware("rtx-4090"), dep).plan(700, 2).kv if k.kind == "local")
+
+    assert local(engine_build=5912, flash_attn=False) == 1152  # min(1408, pad(1124, 32))
+    assert local(engine_build=5912) == 1280  # min(1536, pad(1124, 256))
+    assert local() == 1280  # pad(min(1536, 1124), 256)
+
+
+def test_llama_cpp_build_options_are_checked():
+    from click.testing import CliRunner
+
+    from archcalc.cli import cli
+
+    for args, words in ((["--no-flash-attn", "--kv-dtype", "q8_0"], "V cache quantization requires flash_attn"),
+                        (["--engine", "vllm", "--llamacpp-build", "5000"], "a llama.cpp option")):
+        extra = [] if "--engine" in args else ["--engine", "llamacpp"]
+        r = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "rtx-4090", "--context", "4096", *extra, *args])
+        assert r.exit_code == 2 and words in r.output and len(r.output.strip().splitlines()) == 1, r.output

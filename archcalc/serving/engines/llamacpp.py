@@ -10,7 +10,16 @@ per slot of n_ctx_seq = pad(n_ctx / slots, 256) cells (llama-context.cpp), so
 the full-attention cells are the same and each slot's sliding-window cache is
 pad(min(n_ctx_seq, window + n_ubatch), 256) (llama-kv-cache-iswa.cpp: the
 window is multiplied by n_seq_max only when unified).  --swa-full: the
-sliding-window layers get the whole stream."""
+sliding-window layers get the whole stream.
+
+Builds before b6969 (--llamacpp-build, ggml-org/llama.cpp#7257 up to #16812)
+padded by llama_kv_cache::get_padding: 256 cells with flash attention, 32
+without (--no-flash-attn); a stream of pad(ceil(n_ctx / slots), P) cells
+without the unified cache; the SWA cache min(n_ctx_seq, pad(window·n_seq +
+n_ubatch, P)), the pad inside the min.  #16812 (b6969, inferred from
+#17058's bisection) removed the padding and #17046 restored it as 256 for
+every cache, the rules above; the builds between are planned by the current
+rules (a stated approximation)."""
 
 from __future__ import annotations
 
@@ -18,6 +27,8 @@ from archcalc.parallel.pipeline import llamacpp_stages
 from archcalc.serving.engines.base import Chunk, Engine, LayerKV, MiB, pad, register
 
 LLAMACPP_PAD = 256  # n_ctx and the SWA cache are padded to 256 cells
+LLAMACPP_PAD_NO_FA = 32  # before b6969, without flash attention (get_padding: "flash_attn ? 256u : 32u", #7257)
+LLAMACPP_PADDING_CHANGED = 6969  # the first build of #16812 ("memory : remove KV cache size padding")
 LLAMACPP_UBATCH = 512  # -ub / n_ubatch default: the largest physical batch, the compute-buffer size
 LLAMACPP_FIT_MARGIN = 1024 * MiB  # --fit-target / llama-fit-params: memory left free per device by default
 GGML_BLOCK = 32  # values per block of every cache quant type (QK8_0 = QK4_0 = QK4_1 = QK5_0 = QK5_1 = QK4_NL = 32)
@@ -36,7 +47,8 @@ LLAMACPP_BLOCK_BYTES = {
 class LlamaCppEngine(Engine):
     name = "llamacpp"
     rules_from = ("llama.cpp master of late 2026: src/llama-context.cpp, src/llama-kv-cache-iswa.cpp (read at "
-                  "02c28f5), ggml-common.h; the SWA cache padded to 256 since ggml-org/llama.cpp#17037")
+                  "02c28f5), ggml-common.h; every cache padded to 256 since ggml-org/llama.cpp#17046; "
+                  "--llamacpp-build below 6969: llama_kv_cache::get_padding of #7257")
     affine = False  # cells padded to 256
     kv_types = {"f32": 4.0, "f16": 2.0, "bf16": 2.0,
                 **{t: b / GGML_BLOCK for t, b in LLAMACPP_BLOCK_BYTES.items()}}
@@ -46,7 +58,7 @@ class LlamaCppEngine(Engine):
     # type (llama_model::create_memory: GGML_TYPE_F32 for both).
     recurrent_state_bytes = conv_state_bytes = 4.0
     description = (f"n_ctx = context × batch cells padded to {LLAMACPP_PAD}; SWA layers "
-                   f"min(n_ctx, pad(n_swa·n_seq + n_ubatch, {LLAMACPP_PAD})) cells (unified cache); quantized cache "
+                   f"pad(min(n_ctx, n_swa·n_seq + n_ubatch), {LLAMACPP_PAD}) cells (unified cache); quantized cache "
                    f"types in blocks of {GGML_BLOCK} (flash attention assumed); the token embedding stays in host "
                    f"memory; several GPUs split the layers (-sm layer); activations in f32")
 
@@ -58,8 +70,15 @@ class LlamaCppEngine(Engine):
         # free memory, even on identical GPUs); the input layer stays on the CPU
         return llamacpp_stages(spec, dep.tensor_split or (1.0,) * dep.tensor_parallel)
 
-    def n_ctx(self, context: int, batch: int) -> int:
-        return pad(context * batch, LLAMACPP_PAD)
+    def legacy(self, dep) -> bool:
+        """A build before #16812, whose padding depended on flash attention (get_padding)."""
+        return dep.engine_build is not None and dep.engine_build < LLAMACPP_PADDING_CHANGED
+
+    def padding(self, dep) -> int:
+        return LLAMACPP_PAD if not self.legacy(dep) or dep.flash_attn else LLAMACPP_PAD_NO_FA
+
+    def n_ctx(self, context: int, batch: int, dep=None) -> int:
+        return pad(context * batch, LLAMACPP_PAD if dep is None else self.padding(dep))
 
     # Architectures whose window llama.cpp's loader switches off (src/models/phi3.cpp, load_arch_hparams:
     # "Phi SWA is currently disabled", swa_type NONE and n_swa 0 whenever the GGUF has a window).
@@ -70,14 +89,18 @@ class LlamaCppEngine(Engine):
         return self.NO_WINDOW.get(spec.architecture) if spec.attention.sliding_window else None
 
     def kv_layers(self, kinds, context, batch, dep):
-        n_ctx = self.n_ctx(context, batch)
+        n_ctx, p, legacy = self.n_ctx(context, batch, dep), self.padding(dep), self.legacy(dep)
         streams = 1 if dep.kv_unified else batch
-        stream = n_ctx if dep.kv_unified else pad(n_ctx // batch, LLAMACPP_PAD)  # cells of one stream
+        if dep.kv_unified:
+            stream = n_ctx
+        else:  # current: n_ctx_seq = pad(n_ctx / n_seq, 256); before b6969: pad(ceil(n_ctx / n_seq), P)
+            stream = pad(-(-context * batch // batch) if legacy else n_ctx // batch, p)
 
         def cells(window):
             if not window or dep.swa_full:
                 return stream
-            return pad(min(stream, window * (batch if dep.kv_unified else 1) + dep.ubatch), LLAMACPP_PAD)
+            swa = window * (batch if dep.kv_unified else 1) + dep.ubatch
+            return min(stream, pad(swa, p)) if legacy else pad(min(stream, swa), p)
 
         # A recurrent layer keeps one state cell per sequence (llama-memory-recurrent: n_seq_max cells).
         return [LayerKV(k.kind, k.layers, k.layers, k.window, 0, 0, batch * k.state_bytes) if k.kind == "linear"
@@ -87,7 +110,7 @@ class LlamaCppEngine(Engine):
     def chunk(self, context, batch, dep):
         # The worst-case graph reserved at start-up: min(n_ctx, n_ubatch)
         # tokens, every one an output.
-        tokens = min(self.n_ctx(context, batch), dep.ubatch)
+        tokens = min(self.n_ctx(context, batch, dep), dep.ubatch)
         return Chunk(tokens, tokens, "fp32", f"the reserved worst-case graph: n_ubatch = {tokens:,} tokens, "
                                              f"f32 activations, logits for every token")
 
@@ -95,20 +118,26 @@ class LlamaCppEngine(Engine):
         return {"fit margin": self.default_reserve if dep.reserve is None else dep.reserve}
 
     def settings(self, dep):
-        return {"ubatch": dep.ubatch, "pad": LLAMACPP_PAD, "kv_unified": dep.kv_unified, "swa_full": dep.swa_full}
+        return {"ubatch": dep.ubatch, "pad": self.padding(dep), "kv_unified": dep.kv_unified, "swa_full": dep.swa_full,
+                "build": dep.engine_build, "flash_attn": dep.flash_attn}
 
     def warnings(self, dep):
+        out = []
+        if not dep.flash_attn and not self.legacy(dep):
+            out.append("--no-flash-attn changes no cache size since llama.cpp b6969: every cache is padded to 256")
         tp = dep.tensor_parallel
         if tp == 1 or dep.tensor_split:
-            return []
-        return [f"llama.cpp splits layers across GPUs (-sm layer): --tp {tp} is planned as {tp} GPUs sharing the "
+            return out
+        return out + [f"llama.cpp splits layers across GPUs (-sm layer): --tp {tp} is planned as {tp} GPUs sharing the "
                 f"layers evenly (--tensor-split 1,...,1; llama.cpp's own default splits by each GPU's free memory)"]
 
     def notes(self, kv, batch_per_gpu, dep, tied):
+        p = self.padding(dep)
         lines = [f"{k.kind}: {k.layers} layers × one F32 state cell per sequence ({batch_per_gpu})"
                  if k.kind == "linear" else f"{k.kind}: {k.layers} layers × {k.cells:,} cells"
-                 + (f" = min(n_ctx, pad({k.window:,}·{batch_per_gpu} + {dep.ubatch}, {LLAMACPP_PAD}))"
-                    if k.window else f" = n_ctx padded to {LLAMACPP_PAD}") for k in kv]
+                 + ((f" = min(n_ctx, pad({k.window:,}·{batch_per_gpu} + {dep.ubatch}, {p}))" if self.legacy(dep) else
+                     f" = pad(min(n_ctx, {k.window:,}·{batch_per_gpu} + {dep.ubatch}), {p})")
+                    if k.window else f" = n_ctx padded to {p}") for k in kv]
         if not tied:
             lines.append("the token embedding stays in host memory")
         return lines
