@@ -283,8 +283,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         att["bias"] = ["q", "k", "v", "o"]
     if family == "seed_oss" and r.get("attention_out_bias", default=False):
         att["bias"] = [*att.get("bias", []), "o"]
-    # Apertus' MLP is up, xIELU, down: not gated.
-    ffn = {"activation": _activation(r, family != "apertus", "gelu_pytorch_tanh" if gemma else "silu"),
+    # Apertus' MLP is up, xIELU, down; Arcee's (AFM-4.5B) up, ReLU², down: not gated.
+    ffn = {"activation": _activation(r, family not in ("apertus", "arcee"), "gelu_pytorch_tanh" if gemma else "silu"),
            "d_ff": r.get("intermediate_size", default=None)}
     if r.get("mlp_bias", default=False):
         ffn["bias"] = True
@@ -390,8 +390,10 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         residual = {"kind": "parallel", "parallel_norms": 1}
         if r.get("use_qk_norm", default=False):
             att["qk_norm"] = "full"  # a LayerNorm weight of [heads, head_dim]: H·d and K·d values
-    pos, limit = _position(r, rotary_fraction=_rotary_fraction(r, ROTARY_DEFAULTS.get(family, 1.0)),
-                           scaled_limit_is_final=scaled_final)
+    rotary = _rotary_fraction(r, ROTARY_DEFAULTS.get(family, 1.0))
+    if family == "minimax_m2":
+        rotary = _minimax_m2(r, att)
+    pos, limit = _position(r, rotary_fraction=rotary, scaled_limit_is_final=scaled_final)
     if family == "gemma3":
         pos["local_theta"] = float(r.get("rope_local_base_freq", default=10000.0))
     if family == "cohere" and r.has("model_max_length"):
@@ -409,8 +411,34 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
             "residual": residual}
 
 
+def _minimax_m2(r: ConfigReader, att: dict) -> float:
+    """MiniMax-M2: full attention in every layer (attn_type_list all 1; 0 would be MiniMax-Text-01's
+    lightning attention), q_norm / k_norm over all heads (qk_norm_type per_layer), RoPE on
+    rotary_dim of each head; returns the rotary fraction."""
+    if any(t != 1 for t in r.get("attn_type_list", default=[])):
+        raise InputError(r.path, "attn_type_list", "a 0 is a lightning-attention layer, not supported; "
+                                                   "MiniMax-M2 lists 1 (full attention) for every layer")
+    if r.get("use_qk_norm", default=True):
+        if r.get("qk_norm_type", default="per_layer") != "per_layer":
+            raise InputError(r.path, "qk_norm_type", "per_layer (one norm over all heads) is what transformers builds")
+        att["qk_norm"] = "full"  # MiniMaxM2Attention: RMSNorms of H·d and K·d
+    for key, why in (("scoring_func", "the router's score function: no parameter changes"),
+                     ("use_routing_bias", "e_score_correction_bias is a buffer, not a parameter"),
+                     ("use_mtp", "MTP modules (num_mtp_modules) are not modelled: in no total, and --mtp adds none"),
+                     ("num_mtp_modules", "MTP modules are not modelled"),
+                     ("mtp_transformer_layers", "MTP modules are not modelled")):
+        r.ignore(key, why)
+    shared = r.cfg.get("shared_intermediate_size")
+    if not (shared is None or (type(shared) is int and shared == 0)):
+        raise InputError(r.path, "shared_intermediate_size", f"{shared!r}: transformers' MiniMax-M2 builds no shared "
+                                                             "expert; 0 expected")
+    r.ignore("shared_intermediate_size", "0: no shared expert")
+    head_dim = att.get("head_dim") or r.get("hidden_size") // att["n_heads"]
+    return r.get("rotary_dim", default=head_dim) / head_dim
+
+
 def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
-    if family == "mixtral":
+    if family in ("mixtral", "minimax_m2"):  # num_local_experts experts of intermediate_size
         return {"n_experts": r.get("num_local_experts"), "top_k": r.get("num_experts_per_tok"),
                 "d_expert": r.get("intermediate_size")}
     if family in ("olmoe", "phimoe", "granitemoe", "granitemoeshared"):  # every layer, no shared expert but
@@ -677,7 +705,23 @@ def _llama4(r: ConfigReader) -> dict:
                     "moe": _with_layers(moe, sorted(set(layers)), L)}}
 
 
-def _lfm2(r: ConfigReader) -> dict:
+def _lfm2_moe(r: ConfigReader) -> dict:
+    """LFM2-MoE (LFM2-8B-A1B): LFM2's conv and attention layers; the first num_dense_layers keep a
+    SwiGLU MLP of intermediate_size (Lfm2MoeMLP, no width adjustment), the others an MoE of
+    num_experts SwiGLU experts with a bias-free router; use_expert_bias adds a routing buffer,
+    expert_bias (nn.Buffer: not a parameter)."""
+    spec = _lfm2(r, adjust_ff=False)
+    for key, why in (("norm_topk_prob", "renormalises the top-k weights"),
+                     ("routed_scaling_factor", "scales the routed output"),
+                     ("use_expert_bias", "a routing buffer (expert_bias), not a parameter")):
+        r.ignore(key, why)
+    spec["ffn"]["moe"] = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"),
+                          "d_expert": r.get("moe_intermediate_size"),
+                          "first_dense_layers": r.get("num_dense_layers", default=2)}
+    return spec
+
+
+def _lfm2(r: ConfigReader, adjust_ff: bool = True) -> dict:
     """LFM2: gated short-conv layers (the linear kind) and GQA layers with per-head q/k norms, each
     followed by a SwiGLU MLP whose width Lfm2MLP derives from block_ff_dim."""
     spec = _core(r, tie_default=True)
@@ -703,15 +747,15 @@ def _lfm2(r: ConfigReader) -> dict:
     # Lfm2MLP: with block_auto_adjust_ff_dim, F = int(2/3 · block_ff_dim), times the multiplier,
     # rounded up to block_multiple_of (LFM2-1.2B: 12,288 -> 8,192).
     d_ff = int(r.get("intermediate_size", "block_ff_dim", default=12288))
-    if r.get("block_auto_adjust_ff_dim", default=True):
+    if adjust_ff and r.get("block_auto_adjust_ff_dim", default=True):
         d_ff = int(2 * d_ff / 3)
         multiplier = r.get("block_ffn_dim_multiplier", default=1.0)
         if multiplier is not None:
             step = int(r.get("block_multiple_of", default=256))
             d_ff = step * -(-int(multiplier * d_ff) // step)
     else:
-        r.ignore("block_ffn_dim_multiplier", "block_auto_adjust_ff_dim is false")
-        r.ignore("block_multiple_of", "block_auto_adjust_ff_dim is false")
+        r.ignore("block_ffn_dim_multiplier", "the MLP is intermediate_size wide")
+        r.ignore("block_multiple_of", "the MLP is intermediate_size wide")
     pos, limit = _position(r)
     att = {**_heads(r), "qk_norm": "head"}  # q_layernorm, k_layernorm: RMSNorms of head_dim
     if "linear" in kinds:
@@ -1099,7 +1143,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
         "olmo2", "phi3", "cohere", "granite", "smollm3", "stablelm", "exaone4", "olmoe",
         "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
-        "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "apertus")},
+        "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "apertus", "helium", "arcee", "minimax_m2")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
@@ -1107,7 +1151,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
-    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe, "jamba": _jamba, "nemotron_h": _nemotron_h,
     "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid, "falcon_h1": _falcon_h1,
 }
 # Multimodal checkpoints keep the language model under text_config.

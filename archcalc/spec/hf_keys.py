@@ -80,7 +80,8 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("num_experts", "n_routed_experts", "num_experts_per_tok",
                      "experts_per_token", "moe_num_experts", "moe_k"), EXPERTS),
     **dict.fromkeys(("n_shared_experts", "first_k_dense_replace", "max_window_layers", "num_nextn_predict_layers",
-                     "moe_num_shared_experts", "moe_layer_start_index", "mtp_num_hidden_layers"), LAYER_COUNT),
+                     "moe_num_shared_experts", "moe_layer_start_index", "mtp_num_hidden_layers", "num_dense_layers"),
+                    LAYER_COUNT),
     "moe_layer_end_index": Kind((int,), -1, MAX_LAYERS, "an integer (-1: the last layer)"),
     "moe_layer_interval": STEP,
     **dict.fromkeys(("decoder_sparse_step", "moe_layer_freq", "sliding_window_pattern", "no_rope_layer_interval",
@@ -99,9 +100,9 @@ KEYS: dict[str, Kind] = {
                      "attn_output_gate", "mtp_use_dedicated_embeddings", "mamba_rms_norm", "projectors_bias"), BOOL),
     **dict.fromkeys(("model_type", "hidden_act", "hidden_activation", "activation_function", "mlp_type", "norm_type",
                      "rope_type", "type", "quant_method", "attn_type", "mlp_hidden_act", "mamba_hidden_act",
-                     "position_embedding_type"), STR),
+                     "position_embedding_type", "qk_norm_type"), STR),
     **dict.fromkeys(("layer_types", "mlp_only_layers", "no_rope_layers", "moe_layers", "full_attn_idxs",
-                     "layers_block_type", "attn_layer_indices"), LIST),
+                     "layers_block_type", "attn_layer_indices", "attn_type_list"), LIST),
     **dict.fromkeys(("rope_scaling", "rope_parameters", "quantization_config", "text_config", "vision_config",
                      "attn_config"), DICT),
     "image_size": Kind((int,), 1, 2**16, "an integer"),
@@ -116,7 +117,8 @@ ITEMS = {"layer_types": Kind((str,), what="strings"),
          "mlp_only_layers": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
          "no_rope_layers": Kind((int,), 0, 1, "0 or 1"),
          "moe_layers": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
-         "full_attn_idxs": Kind((int,), 0, MAX_LAYERS - 1, "layer indices")}
+         "full_attn_idxs": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
+         "attn_type_list": Kind((int,), 0, 1, "0 or 1")}
 
 
 def checked(path: str, field: str, key: str, value: Any) -> Any:

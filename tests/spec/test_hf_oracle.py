@@ -424,7 +424,7 @@ def test_forward_flops_equal_flop_counter(name):
 
 def _linear_convs(name: str) -> list[torch.nn.Conv1d]:
     convs = {"Qwen3NextGatedDeltaNet": "conv1d", "Qwen3_5GatedDeltaNet": "conv1d", "Qwen3_5MoeGatedDeltaNet": "conv1d",
-             "Lfm2ShortConv": "conv", "JambaMambaMixer": "conv1d",
+             "Lfm2ShortConv": "conv", "Lfm2MoeShortConv": "conv", "JambaMambaMixer": "conv1d",
              "NemotronHMamba2Mixer": "conv1d", "MambaMixer": "conv1d", "Mamba2Mixer": "conv1d",
              "BambaMixer": "conv1d", "GraniteMoeHybridMambaLayer": "conv1d",
              "FalconMambaMixer": "conv1d"}  # each linear mixer's causal conv
@@ -473,7 +473,7 @@ LINEAR = [n for n in CONFIGS if spec_of(n).linear is not None]
 
 
 # transformers' linear-attention and state-space mixers: every parameter inside one is archcalc's "linear" component
-LINEAR_MIXERS = {"Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "Lfm2ShortConv",
+LINEAR_MIXERS = {"Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "Lfm2ShortConv", "Lfm2MoeShortConv",
                  "JambaMambaMixer", "NemotronHMamba2Mixer", "MambaMixer", "Mamba2Mixer", "BambaMixer",
                  "GraniteMoeHybridMambaLayer", "FalconMambaMixer"}
 
@@ -522,7 +522,7 @@ def test_components_equal_hf_modules(name):
 def test_linear_layer_flops_over_several_chunks(name):
     """A prefill of 2 chunks and 3 tokens (Gated DeltaNet's chunks of 64: the last one padded), so
     that the chunk count, not only the per-chunk work, is what FlopCounterMode checks."""
-    assert LINEAR == ["falcon-mamba-7b", "jamba-1.5-mini", "lfm2-1.2b", "mamba-130m-hf", "mamba-codestral-7b",
+    assert LINEAR == ["falcon-mamba-7b", "jamba-1.5-mini", "lfm2-1.2b", "lfm2-8b-a1b", "mamba-130m-hf", "mamba-codestral-7b",
                       "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", "qwen3.5-35b-a3b"]
     tokens = 2 * 64 + 3
     flops, _ = hf_forward(name, tokens)
