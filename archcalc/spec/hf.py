@@ -244,10 +244,11 @@ def _window(r: ConfigReader, n_layers: int, *, pattern_key_default: str | None =
     return {"sliding_window": window}
 
 
-def _core(r: ConfigReader, *, tie_default: bool) -> dict:
+def _core(r: ConfigReader, *, tie_default: bool, layers: bool = True) -> dict:
+    """Width, depth (layers=False: the family derives it), vocabulary and tying."""
     return {
         "d_model": r.get("hidden_size", "n_embd", "d_model"),
-        "n_layers": r.get("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+        **({"n_layers": r.get("num_hidden_layers", "n_layer", "num_layers", "n_layers")} if layers else {}),
         "vocab_size": r.get("vocab_size"),
         "tie_embeddings": bool(r.get("tie_word_embeddings", default=tie_default)),
     }
@@ -804,7 +805,8 @@ def _nemotron_h(r: ConfigReader) -> dict:
     without an FFN, an FFN block after an FFN block a layer without a mixer.  No position encoding;
     relu2 MLPs and experts (up, down), the MoE with a shared expert and a sigmoid router whose
     e_score_correction_bias is a buffer (not counted)."""
-    spec = _core(r, tie_default=False)
+    # transformers 5 writes layers_block_type and no num_hidden_layers: the blocks are the depth
+    spec = _core(r, tie_default=False, layers=False)
     if r.has("layers_block_type"):
         r.ignore("hybrid_override_pattern", "layers_block_type lists the blocks")
         blocks = r.get("layers_block_type")
@@ -815,6 +817,7 @@ def _nemotron_h(r: ConfigReader) -> dict:
             raise InputError(r.path, "hybrid_override_pattern", f"{pattern!r}: blocks are M, *, E or -")
         blocks = [chars[ch] for ch in pattern]
     r.ignore("num_hidden_layers", "the blocks listed are the layers transformers builds")
+    r.ignore("mtp_layers_block_type", "the MTP module's blocks (num_nextn_predict_layers): in no total")
     mixers, ffns = {"linear_attention": "linear", "full_attention": "global"}, {"moe": "moe", "mlp": "dense"}
     if set(blocks) - set(mixers) - set(ffns):
         raise InputError(r.path, "layers_block_type", "blocks are linear_attention, full_attention, moe or mlp")

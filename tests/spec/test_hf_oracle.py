@@ -576,6 +576,9 @@ NO_FIXTURE = {
     "falcon_h1 normed": {"mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_state": 16,
                           "mamba_chunk_size": 4, "mamba_rms_norm": True, "mamba_proj_bias": True, "projectors_bias": True,
                           "mamba_n_groups": 2, "attention_bias": True},
+    # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
+    "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
+                            "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
 }
 SMALL = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4,
          "num_attention_heads": 4, "num_key_value_heads": 2}
