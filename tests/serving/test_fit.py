@@ -439,6 +439,13 @@ def test_a_multimodal_checkpoint_loads_its_vision_tower_as_weights():
         without = Planner(text_only, load_hardware("h100"), Deployment(gpus=tp)).plan(8192)
         assert with_tower.weights.vision == 423_060_336 * 2 / tp
         assert with_tower.weights.bytes - without.weights.bytes == with_tower.weights.vision
+    # an int4 checkpoint keeps the tower 16-bit (llm-compressor's and AutoAWQ's Gemma 3 recipes skip
+    # vision_tower and multi_modal_projector), so it is the same 2 bytes a parameter
+    int4 = Planner(spec, load_hardware("h100"), Deployment(weight_dtype="int4")).plan(8192)
+    assert int4.weights.vision == 423_060_336 * 2
+    # under PP archcalc places the tower on the first stage, where image embeddings enter (stated in the output)
+    first, last = Planner(spec, load_hardware("h100"), Deployment(gpus=2, pp=2)).plan(8192).stage_plans
+    assert (first.weights.vision, last.weights.vision) == (423_060_336 * 2, 0)
     r = CliRunner().invoke(cli, ["size", "gemma-3-27b", "--json"])
     assert json.loads(r.stdout)["params"]["vision"] == 423_060_336
 
