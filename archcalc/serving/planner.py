@@ -41,7 +41,7 @@ from archcalc.ops.workload import Workload
 from archcalc.parallel.pipeline import Stage, stage_ops
 from archcalc.parallel.tensor import act_bytes_per_rank, tp_shards_heads
 from archcalc.serving.deployment import Deployment
-from archcalc.serving.engines import AttnKind, Chunk, Engine, LayerKV, engine_named
+from archcalc.serving.engines import ENGINES, AttnKind, Chunk, Engine, LayerKV, engine_named
 from archcalc.serving.engines.base import LOGIT_BYTES, StartupCheck
 from archcalc.spec.model import ModelSpec, context_warnings
 
@@ -50,6 +50,10 @@ TP_CHOICES = (1, 2, 4, 8)  # what the fewest-GPUs solver tries: one node's NVLin
 MAX_BATCH_SEARCH = 1 << 24  # the batch solvers stop doubling here
 MEMORY_CONTEXT_LIMIT = MAX_CONTEXT  # how far "memory alone would allow" looks past a model's max context
 TERMS = ("reserve", "weights", "activations", "kv_cache")  # stacking order for the binding term
+# Deployment fields only some engines read (Engine.takes), and the option that sets each.
+ENGINE_OPTIONS = {"kv_dtype_v": "--kv-dtype-v", "pp": "--pp", "tensor_split": "--tensor-split",
+                  "engine_build": "--llamacpp-build", "flash_attn": "--no-flash-attn"}
+DEFAULT_DEPLOYMENT = Deployment()
 
 
 @dataclass(frozen=True)
@@ -165,8 +169,13 @@ class Solution:
 def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
     """Every bad option as one InputError."""
     engine = engine_named(dep.engine)
-    from archcalc.serving.engines.llamacpp import LLAMACPP_BLOCK_BYTES
     from archcalc.serving.engines.vllm import VLLM_BLOCK_SIZES
+
+    for name, flag in ENGINE_OPTIONS.items():
+        if getattr(dep, name) != getattr(DEFAULT_DEPLOYMENT, name) and name not in engine.takes:
+            owners = [e.name for e in ENGINES.values() if name in e.takes]
+            raise InputError(None, flag, f"engine {dep.engine} does not take it; {' and '.join(owners)} "
+                                         f"does (--engine {owners[0]})")
 
     if dep.block_size not in VLLM_BLOCK_SIZES:
         raise InputError(None, "--block-size", f"{dep.block_size!r}; vLLM takes {', '.join(map(str, VLLM_BLOCK_SIZES))}")
@@ -176,38 +185,18 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
         raise InputError(None, "--dtype", f"{dep.weight_dtype!r}; valid: {', '.join(WEIGHT_DTYPES)}")
     engine.kv_bytes_per_value(dep.kv_dtype or engine.default_kv_dtype)
     if dep.kv_dtype_v is not None:
-        if dep.engine != "llamacpp":
-            raise InputError(None, "--kv-dtype-v", "a separate V cache type is llama.cpp's (-ctv); use --engine llamacpp")
         engine.kv_bytes_per_value(dep.kv_dtype_v)
     heads, tp = spec.attention.n_heads, dep.tensor_parallel
     if not tp_shards_heads(spec, engine.stage_tp(dep)):  # llama.cpp's GPUs hold whole layers: no heads split
         valid = ", ".join(str(t) for t in range(1, heads + 1) if tp_shards_heads(spec, t))
         raise InputError(None, "--tp", f"{tp} does not split {spec.name}'s {heads} attention heads and "
                                        f"{spec.n_kv_heads} KV heads evenly; valid: {valid}")
-    if dep.pp != 1 and not engine.pipeline:
-        raise InputError(None, "--pp", f"pipeline stages are vLLM's (--pipeline-parallel-size); engine {dep.engine} "
-                                       "takes --pp 1" + (" (llama.cpp splits layers across --gpus: see --tensor-split)"
-                                                         if dep.engine == "llamacpp" else ""))
     if not 1 <= dep.pp <= spec.n_layers:
         raise InputError(None, "--pp", f"{dep.pp} pipeline stages for {spec.n_layers} layers; give 1 to {spec.n_layers}")
     if dep.gpus % (tp * dep.pp):
         group = f"TP {tp} × PP {dep.pp}" if dep.pp > 1 else f"TP groups of {tp}"
         raise InputError(None, "--gpus", f"{dep.gpus} GPUs are not a whole number of {group}")
-    if dep.tensor_split is not None:
-        if dep.engine != "llamacpp":
-            raise InputError(None, "--tensor-split", "splitting layers by proportion is llama.cpp's (-ts); use "
-                                                     "--engine llamacpp (vLLM: --pp)")
-        if len(dep.tensor_split) != tp:
-            raise InputError(None, "--tensor-split", f"{len(dep.tensor_split)} proportions for {tp} GPUs; give one "
-                                                     f"per GPU of the instance (--gpus {len(dep.tensor_split)})")
-    if (dep.engine_build is not None or not dep.flash_attn) and dep.engine != "llamacpp":
-        raise InputError(None, "--llamacpp-build" if dep.engine_build is not None else "--no-flash-attn",
-                         "a llama.cpp option; use --engine llamacpp")
-    if dep.engine_build is not None and not 1 <= dep.engine_build <= 10**6:
-        raise InputError(None, "--llamacpp-build", f"{dep.engine_build!r}; give the build number N of a bN release")
-    if not dep.flash_attn and (dep.kv_dtype_v or dep.kv_dtype or "f16") in LLAMACPP_BLOCK_BYTES:
-        raise InputError(None, "--no-flash-attn", "llama.cpp refuses a quantized V cache without flash attention "
-                                                  "(\"V cache quantization requires flash_attn\"); use an f16 V cache")
+    engine.check(spec, dep)
     if dep.mtp and dep.pp > 1:
         raise InputError(None, "--mtp", "MTP modules under pipeline parallelism are not modelled; use --pp 1")
     if not 0 < dep.gpu_memory_utilization <= 1:

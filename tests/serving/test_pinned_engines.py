@@ -182,7 +182,7 @@ def test_llama_cpp_k_and_v_cache_types_apart():
     assert plan.kv_bytes == (272 + 512) * 2**20 and plan.kv_type == "K q8_0, V f16"
     same = Planner(spec, load_hardware("rtx-4090"), Deployment(engine="llamacpp", kv_dtype="q8_0")).plan(8192)
     assert same.kv_bytes == 2 * 272 * 2**20
-    with pytest.raises(InputError, match="llama.cpp"):
+    with pytest.raises(InputError, match="llamacpp does"):
         Planner(spec, load_hardware("h100"), Deployment(kv_dtype_v="f16"))
 
 
@@ -558,7 +558,7 @@ def test_llama_cpp_build_options_are_checked():
     from archcalc.cli import cli
 
     for args, words in ((["--no-flash-attn", "--kv-dtype", "q8_0"], "V cache quantization requires flash_attn"),
-                        (["--engine", "vllm", "--llamacpp-build", "5000"], "a llama.cpp option")):
+                        (["--engine", "vllm", "--llamacpp-build", "5000"], "engine vllm does not take it; llamacpp does")):
         extra = [] if "--engine" in args else ["--engine", "llamacpp"]
         r = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "rtx-4090", "--context", "4096", *extra, *args])
         assert r.exit_code == 2 and words in r.output and len(r.output.strip().splitlines()) == 1, r.output

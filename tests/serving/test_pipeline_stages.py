@@ -178,8 +178,8 @@ def test_stages_add_up_to_the_model(name, pp):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--engine", "llamacpp", "--pp", "2"], "--pp: pipeline stages are vLLM's"),
-    (["--pp", "2", "--tensor-split", "1,1"], "--tensor-split: splitting layers by proportion is llama.cpp's"),
+    (["--engine", "llamacpp", "--pp", "2"], "--pp: engine llamacpp does not take it; vllm does (--engine vllm)"),
+    (["--pp", "2", "--tensor-split", "1,1"], "--tensor-split: engine vllm does not take it; llamacpp does"),
     (["--engine", "llamacpp", "--tensor-split", "1,x"], "--tensor-split: '1,x' is not a split"),
     (["--engine", "llamacpp", "--tensor-split", "0,0"], "at least one must be > 0"),
     (["--engine", "llamacpp", "--gpus", "4", "--tensor-split", "1,1"], "2 proportions for 4 GPUs"),

@@ -212,8 +212,8 @@ def test_warnings_are_only_the_ones_that_apply():
     (Deployment(weights="awq:g7"), "--weights: 'awq:g7'; valid: gguf:Q4_0, gguf:Q8_0, gguf:Q6_K, gguf:Q4_K_M, "
                                    "gguf:Q5_K_M, mxfp4, awq:g32, awq:g64, awq, gptq:g32, gptq:g64, gptq, fp8-block, nvfp4"),
     (Deployment(weight_dtype="int3"), "--dtype: 'int3'; valid: fp32, bf16, fp16, fp8, int8, int4"),
-    (Deployment(kv_dtype_v="q8_0"), "--kv-dtype-v: a separate V cache type is llama.cpp's (-ctv); use --engine "
-                                    "llamacpp"),
+    (Deployment(kv_dtype_v="q8_0"), "--kv-dtype-v: engine vllm does not take it; llamacpp does (--engine "
+                                    "llamacpp)"),
     (Deployment(gpus=6, tp=4), "--gpus: 6 GPUs are not a whole number of TP groups of 4"),
     (Deployment(gpus=3), "--tp: 3 does not split llama-3.2-1b's 32 attention heads and 8 KV heads evenly; "
                          "valid: 1, 2, 4, 8, 16, 32"),

@@ -167,7 +167,12 @@ class Engine:
         """Ways each stage's ops split across GPUs (tensor parallelism within a stage)."""
         return dep.tensor_parallel
 
-    pipeline = False  # the engine takes --pp (pipeline stages of whole layers)
+    # The engine-specific Deployment fields this engine reads (planner.ENGINE_OPTIONS: a field set on
+    # an engine that does not read it is an error naming the engines that do).
+    takes: frozenset[str] = frozenset()
+
+    def check(self, spec, dep: Deployment) -> None:
+        """This engine's own refusals of a deployment (an InputError); none by default."""
 
     def stages(self, spec, dep: Deployment) -> list[Stage]:
         """The layer split of one copy of the model: one stage per GPU (or TP group) that holds layers."""

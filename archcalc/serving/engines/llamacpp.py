@@ -23,6 +23,7 @@ rules (a stated approximation)."""
 
 from __future__ import annotations
 
+from archcalc.errors import InputError
 from archcalc.parallel.pipeline import llamacpp_stages
 from archcalc.serving.engines.base import Chunk, Engine, LayerKV, MiB, pad, register
 
@@ -62,6 +63,19 @@ class LlamaCppEngine(Engine):
                    f"types in blocks of {GGML_BLOCK} (flash attention assumed); the token embedding stays in host "
                    f"memory; several GPUs split the layers (-sm layer); activations in f32")
 
+    takes = frozenset({"kv_dtype_v", "tensor_split", "engine_build", "flash_attn"})  # -ctv, -ts, bN, -fa
+
+    def check(self, spec, dep):
+        if dep.tensor_split is not None and len(dep.tensor_split) != dep.tensor_parallel:
+            raise InputError(None, "--tensor-split", f"{len(dep.tensor_split)} proportions for {dep.tensor_parallel} "
+                                                     f"GPUs; give one per GPU of the instance (--gpus "
+                                                     f"{len(dep.tensor_split)})")
+        if dep.engine_build is not None and not 1 <= dep.engine_build <= 10**6:
+            raise InputError(None, "--llamacpp-build", f"{dep.engine_build!r}; give the build number N of a bN release")
+        if not dep.flash_attn and (dep.kv_dtype_v or dep.kv_dtype or self.default_kv_dtype) in LLAMACPP_BLOCK_BYTES:
+            raise InputError(None, "--no-flash-attn", "llama.cpp refuses a quantized V cache without flash attention "
+                                                      "(\"V cache quantization requires flash_attn\"); use an f16 V cache")
+
     def stage_tp(self, dep):
         return 1  # -sm layer: every GPU runs whole layers
 
@@ -77,8 +91,8 @@ class LlamaCppEngine(Engine):
     def padding(self, dep) -> int:
         return LLAMACPP_PAD if not self.legacy(dep) or dep.flash_attn else LLAMACPP_PAD_NO_FA
 
-    def n_ctx(self, context: int, batch: int, dep=None) -> int:
-        return pad(context * batch, LLAMACPP_PAD if dep is None else self.padding(dep))
+    def n_ctx(self, context: int, batch: int, dep) -> int:
+        return pad(context * batch, self.padding(dep))
 
     # Architectures whose window llama.cpp's loader switches off (src/models/phi3.cpp, load_arch_hparams:
     # "Phi SWA is currently disabled", swa_type NONE and n_swa 0 whenever the GGUF has a window).
@@ -93,8 +107,9 @@ class LlamaCppEngine(Engine):
         streams = 1 if dep.kv_unified else batch
         if dep.kv_unified:
             stream = n_ctx
-        else:  # current: n_ctx_seq = pad(n_ctx / n_seq, 256); before b6969: pad(ceil(n_ctx / n_seq), P)
-            stream = pad(-(-context * batch // batch) if legacy else n_ctx // batch, p)
+        else:  # current: n_ctx_seq = pad(n_ctx / n_seq, 256); before b6969: pad(ceil(n_ctx / n_seq), P), and
+            # the n_ctx asked for is context × n_seq, so ceil(n_ctx / n_seq) is the context
+            stream = pad(context if legacy else n_ctx // batch, p)
 
         def cells(window):
             if not window or dep.swa_full:

@@ -215,7 +215,7 @@ class VllmEngine(Engine):
                                                          dep.block_size, k.kind == "chunked"),
                     k.token_bytes) for k in kinds if k.kind != "linear"]
 
-    pipeline = True
+    takes = frozenset({"pp"})  # --pipeline-parallel-size
 
     def stages(self, spec, dep):
         return vllm_stages(spec, dep.pp)
