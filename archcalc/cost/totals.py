@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from archcalc.ops import op as opsmod
 from archcalc.ops.arrays import nonzero
 from archcalc.ops.conventions import FlopsConvention
-from archcalc.ops.dtypes import WEIGHT_DTYPES, kept_dtype, nbytes
+from archcalc.ops.dtypes import WEIGHT_DTYPES, stored_bytes
 from archcalc.ops.layers import model_ops
 from archcalc.ops.mtp import mtp_ops
 from archcalc.ops.vision import vision_ops
@@ -57,18 +57,11 @@ def param_counts(ops: list[Op]) -> ParamCounts:
 
 
 def weight_bytes(ops: list[Op], dtype: str) -> float:
-    """Bytes of all stored parameters in `dtype`.  Below 16 bits only layer
-    weights are quantized; embeddings, lm_head, norms, routers and biases stay
-    at 16 bits, as real 8/4-bit checkpoints keep them; an op with a stored_dtype keeps that."""
-    total = 0.0
-    for op in ops:
-        n = op.params * op.count
-        if op.stored_dtype is not None:  # a weight its architecture keeps at one dtype
-            total += nbytes(n, op.stored_dtype)
-            continue
-        quantized = (op.params - op.bias_params) * op.count if op.quantizable else 0
-        total += nbytes(quantized, dtype) + nbytes(n - quantized, kept_dtype(dtype))
-    return total
+    """Bytes of all stored parameters in a `dtype` checkpoint (ops/dtypes.py stored_bytes: below 16
+    bits only layer weights are quantized; embeddings, lm_head, norms, routers and biases stay at
+    16 bits, as real 8/4-bit checkpoints keep them)."""
+    return sum(stored_bytes(op.params, op.bias_params, op.quantizable, dtype, op.stored_dtype) * op.count
+               for op in ops)
 
 
 @dataclass(frozen=True)

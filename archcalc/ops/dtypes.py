@@ -37,3 +37,13 @@ def kept_dtype(dtype: str) -> str:
 def nbytes(elements: float, dtype: str) -> float:
     """Bytes of `elements` values stored as `dtype` (fractional for int4)."""
     return elements * BITS[dtype] / 8
+
+
+def stored_bytes(params: float, bias_params: float, quantizable: bool, dtype: str, stored_dtype: str | None = None) -> float:
+    """Bytes of a tensor group of `params` parameters in a `dtype` checkpoint: below 16 bits only a
+    quantizable weight matrix is quantized, its biases and everything else stay at kept_dtype(dtype);
+    a stored_dtype (a weight its architecture keeps at one dtype) overrides both."""
+    if stored_dtype is not None:
+        return nbytes(params, stored_dtype)
+    quantized = params - bias_params if quantizable else 0
+    return nbytes(quantized, dtype) + nbytes(params - quantized, kept_dtype(dtype))

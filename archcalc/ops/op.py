@@ -19,7 +19,7 @@ from typing import Literal
 
 from archcalc.ops.arrays import ceil_div, greater, lesser
 from archcalc.ops.conventions import FlopsConvention
-from archcalc.ops.dtypes import kept_dtype, nbytes
+from archcalc.ops.dtypes import kept_dtype, nbytes, stored_bytes
 from archcalc.ops.workload import Workload
 
 OpKind = Literal["matmul", "attention", "norm", "elementwise", "gather", "collective"]
@@ -189,7 +189,6 @@ def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int,
     m = wl.tokens if tokens is None else tokens
     bias_params = bias_width
     params = d_in * d_out + bias_params
-    dtype = weight_dtype or wl.weight_dtype
     return Op(
         name, "matmul", component,
         FusedQKVDims(m, d_in, d_out, parts=parts, q_width=fused_qkv[0], kv_width=fused_qkv[1],
@@ -197,9 +196,7 @@ def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int,
         if fused_qkv else MatmulDims(m, d_in, d_out, parts=parts), count,
         params=params, active_params=params, bias_params=bias_params, quantizable=quantizable, tp=tp,
         stored_dtype=weight_dtype, flops=2 * m * d_in * d_out,
-        # Below 16 bits only the weight matrix of a quantizable layer is quantized.
-        weight_bytes=nbytes(d_in * d_out, dtype if quantizable else kept_dtype(dtype))
-        + nbytes(bias_params, kept_dtype(dtype)),
+        weight_bytes=stored_bytes(params, bias_params, quantizable, wl.weight_dtype, weight_dtype),
         act_bytes=nbytes(m * (d_in + d_out), wl.act_dtype),
     )
 
