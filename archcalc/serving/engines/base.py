@@ -3,7 +3,9 @@ that answers it by default, and the registry of engines.
 
 An engine says how many KV-cache token slots each layer gets on one GPU,
 which KV types it accepts, the prefill chunk its activation peak is taken at,
-what it keeps back for itself, and (optionally) the start-up check it runs.
+what it keeps back for itself, how it splits layers across GPUs (stages), which
+engine-only options it takes (`takes`; the planner refuses the others) with its
+own refusals (`check`), and (optionally) the start-up check it runs.
 A new engine is a subclass in a module of this package, decorated with
 @register: neither the planner nor the fit report names an engine.
 
