@@ -209,19 +209,22 @@ def fit(model: Model, gpu: Gpu, *, gpus: int = 1, tp: int | None = None, context
         reserve: float | str | None = None, weights: str | None = None, kv_unified: bool = True,
         swa_full: bool = False, block_size: int = 16, kv_dtype_v: str | None = None, mtp: bool = False,
         pp: int = 1, tensor_split: str | tuple[float, ...] | None = None, llamacpp_build: int | None = None,
-        flash_attn: bool = True) -> FitResult:
+        flash_attn: bool = True, vllm_version: str | None = None, prefix_caching: bool | None = None) -> FitResult:
     """The memory plan per GPU at `context` (default: the model's max) × `batch`,
     the verdict, and the largest context, largest batch and fewest GPUs.
     weights: a checkpoint format ("gguf:Q4_K_M") for the weights instead of `dtype`.
     mtp: also load the checkpoint's multi-token-prediction modules (for MTP speculative decoding).
     pp: vLLM pipeline stages; tensor_split: llama.cpp's share of the layers per GPU ("3,1");
-    llamacpp_build: the llama.cpp build whose rules apply (bN; default the current); flash_attn: llama.cpp -fa."""
+    llamacpp_build: the llama.cpp build whose rules apply (bN; default the current); flash_attn: llama.cpp -fa;
+    vllm_version: the vLLM release whose rules apply ("0.19.0"; default the newest read); prefix_caching:
+    vLLM's --enable-prefix-caching (None: the release's default)."""
     from archcalc.serving.planner import solve
 
     spec, warnings, dep, context = _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine,
                                                gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve,
                                                weights, kv_unified, swa_full, block_size, kv_dtype_v, mtp, pp,
-                                               tensor_split, llamacpp_build, flash_attn)
+                                               tensor_split, llamacpp_build, flash_attn, vllm_version,
+                                               prefix_caching)
     result = solve(spec, load_gpu(gpu), dep, context, batch)
     return replace(result, warnings=tuple(warnings) + result.warnings)
 
@@ -233,7 +236,8 @@ def fit_all_gpus(model: Model, *, gpus: int = 1, tp: int | None = None, context:
                  weights: str | None = None, kv_unified: bool = True, swa_full: bool = False,
                  block_size: int = 16, kv_dtype_v: str | None = None, mtp: bool = False, pp: int = 1,
                  tensor_split: str | tuple[float, ...] | None = None, llamacpp_build: int | None = None,
-                 flash_attn: bool = True) -> FitAllResult:
+                 flash_attn: bool = True, vllm_version: str | None = None,
+                 prefix_caching: bool | None = None) -> FitAllResult:
     """`fit` on every bundled device: the plan and the largest context on each."""
     from archcalc.serving.planner import FitAllResult, fit_all
     from archcalc.serving.planner import warnings as fit_warnings
@@ -241,7 +245,8 @@ def fit_all_gpus(model: Model, *, gpus: int = 1, tp: int | None = None, context:
     spec, warnings, dep, context = _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine,
                                                gpu_memory_utilization, max_num_batched_tokens, ubatch, reserve,
                                                weights, kv_unified, swa_full, block_size, kv_dtype_v, mtp, pp,
-                                               tensor_split, llamacpp_build, flash_attn)
+                                               tensor_split, llamacpp_build, flash_attn, vllm_version,
+                                               prefix_caching)
     rows = fit_all(spec, dep, context, batch)
     return FitAllResult(rows, tuple(warnings + fit_warnings(spec, dep, context)))
 
@@ -472,9 +477,9 @@ def _fraction(option: str, value) -> float:
 def _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
                 max_num_batched_tokens, ubatch, reserve, weights=None, kv_unified=True, swa_full=False,
                 block_size=16, kv_dtype_v=None, mtp=False, pp=1, tensor_split=None, llamacpp_build=None,
-                flash_attn=True):
+                flash_attn=True, vllm_version=None, prefix_caching=None):
     """The spec, its load warnings, a checked Deployment and the context (default: the model's max)."""
-    from archcalc.serving.deployment import Deployment, check_reserve, parse_bytes, parse_split
+    from archcalc.serving.deployment import Deployment, check_reserve, parse_bytes, parse_split, parse_version
     from archcalc.serving.planner import check_deployment
 
     lim = _limits()
@@ -504,6 +509,8 @@ def _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_me
                      kv_unified=bool(kv_unified), swa_full=bool(swa_full), block_size=block_size,
                      kv_dtype_v=kv_dtype_v, mtp=bool(mtp), pp=pp, tensor_split=tensor_split,
                      engine_build=llamacpp_build, flash_attn=bool(flash_attn),
+                     vllm_version=None if vllm_version is None else parse_version(vllm_version),
+                     prefix_caching=None if prefix_caching is None else bool(prefix_caching),
                      gpu_memory_utilization=_fraction("--gpu-memory-utilization", gpu_memory_utilization),
                      reserve=reserve, **options)
     check_deployment(spec, dep)

@@ -203,7 +203,8 @@ COMMANDS = {
     "size": ["--context", "--batch"],
     "roofline": ["--prompt", "--context", "--batch", "--gen", "--tp", "--gpus", "--repeats"],
     "fit": ["--context", "--batch", "--gpus", "--tp", "--pp", "--tensor-split", "--reserve",
-            "--gpu-memory-utilization", "--max-num-batched-tokens", "--ubatch"],
+            "--gpu-memory-utilization", "--max-num-batched-tokens", "--ubatch", "--vllm-version",
+            "--llamacpp-build"],
     "compare": ["--context", "--batch", "--tp"],
     "sweep": ["--context", "--batch", "--top", "--samples", "--seed", "--tp"],
 }

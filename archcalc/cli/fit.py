@@ -60,6 +60,12 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
                    "Default: the current rules.")
 @click.option("--flash-attn/--no-flash-attn", default=True, show_default=True,
               help="llama.cpp -fa: before b6969 the cache was padded to 256 cells with it, 32 without.")
+@click.option("--vllm-version", metavar="X.Y.Z",
+              help="vLLM: the release whose rules apply (0.8.0 on; the KV-token count, hybrid paging and prefix "
+                   "caching changed between releases). Default: the newest read (README: fit).")
+@click.option("--enable-prefix-caching/--no-enable-prefix-caching", "prefix_caching", default=None,
+              help="vLLM: prefix caching; with linear layers each request holds 2 state pages, not 1. Default: the "
+                   "release's (on for hybrid models since 0.26.0).")
 @click.option("--weights", type=click.Choice(list(WEIGHT_FORMATS)),
               help="A GGUF checkpoint's mix instead of --dtype for the weights (llama.cpp's per-tensor types).")
 @click.option("--mtp", is_flag=True, help="Also load the checkpoint's multi-token-prediction modules (MTP speculative "
@@ -69,7 +75,7 @@ from archcalc.serving.engines.vllm import VLLM_MAX_NUM_BATCHED_TOKENS
 @json_option
 def fit(model, gpu, all_gpus, gpus, tp, pp, tensor_split, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
         max_num_batched_tokens, ubatch, kv_dtype_v, block_size, kv_unified, swa_full, llamacpp_build, flash_attn,
-        weights, mtp, reserve, as_json):
+        vllm_version, prefix_caching, weights, mtp, reserve, as_json):
     """Does MODEL fit: a memory plan per GPU, a verdict, and the largest
     context, largest batch and fewest GPUs that fit."""
     if bool(gpu) == all_gpus:
@@ -78,7 +84,8 @@ def fit(model, gpu, all_gpus, gpus, tp, pp, tensor_split, context, batch, dtype,
                    gpu_memory_utilization=gpu_memory_utilization, max_num_batched_tokens=max_num_batched_tokens,
                    ubatch=ubatch, reserve=reserve, weights=weights, kv_unified=kv_unified, swa_full=swa_full,
                    block_size=int(block_size), kv_dtype_v=kv_dtype_v, mtp=mtp, pp=pp, tensor_split=tensor_split,
-                   llamacpp_build=llamacpp_build, flash_attn=flash_attn)
+                   llamacpp_build=llamacpp_build, flash_attn=flash_attn, vllm_version=vllm_version,
+                   prefix_caching=prefix_caching)
     from archcalc.report import fit as views
 
     if all_gpus:

@@ -218,7 +218,7 @@ def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op
                         shapes=((C, 1, m.conv_kernel),) + (((C,),) if m.conv_bias else ())),
         replace(ops.state_space_duality("layers.linear.core", wl, conv, n_heads=H, head_dim=m.head_dim,
                                         d_state=m.d_state, chunk=m.chunk, conv_values=C * (m.conv_kernel - 1),
-                                        count=n), shapes=((H,),) * 3),  # dt_bias, A_log, D
+                                        count=n, state_dtype=m.state_dtype), shapes=((H,),) * 3),  # dt_bias, A_log, D
         # over I, in n_groups groups: one weight of I; or no norm, y ⊙ silu(z): silu and the product
         _gated_norm(wl, I, n) if m.norm else ops.elementwise("layers.linear.gate", "linear", wl, I,
                                                            ops.ACTIVATION_FLOPS["silu"] + 1, inputs=2, count=n, tp="split"),
@@ -282,7 +282,8 @@ def _gated_deltanet_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
                         params=C * g.conv_kernel, shapes=((C, 1, g.conv_kernel),)),
         replace(ops.linear_attention("layers.linear.core", wl, n_heads=Hv, key_heads=g.n_key_heads,
                                      key_dim=g.key_head_dim, value_dim=g.value_head_dim, chunk=g.chunk,
-                                     conv_values=C * (g.conv_kernel - 1), count=n, params=2 * Hv),
+                                     conv_values=C * (g.conv_kernel - 1), count=n, params=2 * Hv,
+                                     state_dtype=g.state_dtype),
                 shapes=((Hv,), (Hv,))),  # dt_bias and A_log, one each per value head
         _gated_norm(wl, g.value_head_dim, n, heads=Hv),  # each value head: one weight of value_head_dim
         ops.matmul("layers.linear.out_proj", "linear", wl, Vd, D, count=n, tp="row"),

@@ -97,6 +97,7 @@ class AttentionDims(Dims):
     # values (Gated DeltaNet: Hv × d_k × d_v, kept in STATE_DTYPE) and its conv's last inputs.
     state_values: int = 0
     conv_values: int = 0
+    state_dtype: str | None = None  # the recurrent state's dtype the model asks engines for (spec StateDtype)
 
     @property
     def chunked(self) -> bool:
@@ -325,7 +326,7 @@ def _sequence_state_bytes(state_values: int, conv_values: int, kv_dtype: str) ->
 
 def _linear_op(name: str, wl: Workload, count: int, *, heads: int, kv_heads: int, qk_dim: int, v_dim: int,
                state_values: int, conv_values: int, act_values: int, flops: int = 0, vector_flops: int = 0,
-               params: int = 0) -> Op:
+               params: int = 0, state_dtype: str | None = None) -> Op:
     """The core of a linear layer, an attention-kind op so that its fixed state is cached like a KV
     cache: "heads" are what tensor parallelism splits (and the state with them); each step reads
     and writes the state of each of the B sequences."""
@@ -333,7 +334,7 @@ def _linear_op(name: str, wl: Workload, count: int, *, heads: int, kv_heads: int
     return Op(
         name, "attention", "linear",
         AttentionDims(b, wl.new_tokens, wl.context, heads, kv_heads, qk_dim, v_dim, None, 0, "linear",
-                      state_values=state_values, conv_values=conv_values), count,
+                      state_values=state_values, conv_values=conv_values, state_dtype=state_dtype), count,
         params=params, active_params=params, flops=flops, vector_flops=vector_flops,
         weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)), act_bytes=nbytes(act_values, wl.act_dtype),
         kv_bytes=2 * b * _sequence_state_bytes(state_values, conv_values, wl.kv_dtype),
@@ -341,7 +342,8 @@ def _linear_op(name: str, wl: Workload, count: int, *, heads: int, kv_heads: int
 
 
 def linear_attention(name: str, wl: Workload, *, n_heads: int, key_heads: int, key_dim: int, value_dim: int,
-                     chunk: int, conv_values: int, count: int = 1, params: int = 0) -> Op:
+                     chunk: int, conv_values: int, count: int = 1, params: int = 0,
+                     state_dtype: str | None = None) -> Op:
     """The gated delta rule (Yang et al. 2024) of one linear layer over B sequences of T new tokens.
 
     T > 1: the chunked form as transformers' torch_chunk_gated_delta_rule computes it, per
@@ -358,7 +360,7 @@ def linear_attention(name: str, wl: Workload, *, n_heads: int, key_heads: int, k
     else:
         flops, vector = b * n_heads * ceil_div(t, c) * (4 * c * c * dk + 2 * c * c * dv + 6 * c * dk * dv), 0
     return _linear_op(name, wl, count, heads=n_heads, kv_heads=key_heads, qk_dim=dk, v_dim=dv, state_values=state,
-                      conv_values=conv_values, flops=flops, vector_flops=vector, params=params,
+                      conv_values=conv_values, flops=flops, vector_flops=vector, params=params, state_dtype=state_dtype,
                       act_values=wl.tokens * (2 * key_heads * dk + 2 * n_heads * dv))  # read q, k, v; write out
 
 
@@ -382,7 +384,8 @@ def selective_scan(name: str, wl: Workload, *, channels: int, d_state: int, conv
 
 
 def state_space_duality(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, head_dim: int,
-                        d_state: int, chunk: int, conv_values: int, count: int = 1) -> Op:
+                        d_state: int, chunk: int, conv_values: int, count: int = 1,
+                        state_dtype: str | None = None) -> Op:
     """Mamba-2's SSD scan (Dao & Gu 2024) of one layer over B sequences of T new tokens, H heads of
     P channels with N state values (B and C repeated from their groups to every head).
 
@@ -409,7 +412,8 @@ def state_space_duality(name: str, wl: Workload, convention: FlopsConvention, *,
             vector = passing * c
     return _linear_op(name, wl, count, heads=n_heads, kv_heads=n_heads, qk_dim=N, v_dim=P, state_values=state,
                       conv_values=conv_values, flops=flops, vector_flops=vector + 2 * m * n_heads * P,
-                      params=3 * n_heads, act_values=m * (2 * n_heads * P + n_heads))  # x and Δ in, y out
+                      params=3 * n_heads, act_values=m * (2 * n_heads * P + n_heads),  # x and Δ in, y out
+                      state_dtype=state_dtype)
 
 
 def conv_state(name: str, wl: Workload, width: int, flops_per_element: int, *, conv_values: int,

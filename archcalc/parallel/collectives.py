@@ -45,10 +45,10 @@ def tp_ops(spec: ModelSpec, wl: Workload, ops: list[Op], tp: int) -> list[Op]:
     for op in ops:
         out.append(rank_op(op, tp))
         if op.kind == "gather" and op.component == "embedding":
-            out.append(collective(f"{op.name}.all_reduce", op.component, wl, D, tp, "all_reduce", count=op.count))
+            out.append(collective(f"{op.name}.all_reduce", op.component, wl, D, tp, "all_reduce"))  # one embedding
         elif op.tp == "row" and not (parallel and op.component == "attention"):
             out.append(collective(f"{op.name}.all_reduce", op.component, wl, D, tp, "all_reduce", count=op.count))
         elif op.component == "lm_head" and op.kind == "matmul":
             out.append(collective(f"{op.name}.all_gather", op.component, wl, spec.vocab_size, tp, "all_gather",
-                                  count=op.count, tokens=wl.logit_tokens))
+                                  tokens=wl.logit_tokens))  # one lm_head
     return out

@@ -27,7 +27,7 @@ def _solution_json(s: Solution) -> dict:
 def assumptions(plan: FitPlan) -> list[str]:
     a, dep = plan.activations, plan.deployment
     out = [
-        f"engine {plan.engine.name}: {plan.engine.description}; rules from {plan.engine.rules_from}.",
+        f"engine {plan.engine.name}: {plan.engine.description}; rules from {plan.engine.rules(dep)}.",
         f"activation peak: {a.chunk.description}; residual stream + the largest op's input and output "
         f"({a.largest_op}) on one GPU + fp32 logits; flash attention (no S×S scores); an estimate.",
         (f"weights as a {dep.weights} checkpoint stores them: each tensor at its own type (ops/checkpoints.py)."
@@ -105,7 +105,7 @@ def _hardware_json(hw: HardwareProfile) -> dict:
 
 def _deployment_json(plan: FitPlan) -> dict:
     dep = plan.deployment
-    out = {"engine": dep.engine, "engine_rules_from": engine_named(dep.engine).rules_from, "gpus": dep.gpus,
+    out = {"engine": dep.engine, "engine_rules_from": engine_named(dep.engine).rules(dep), "gpus": dep.gpus,
            "tp": dep.tensor_parallel, "pp": dep.pp, "tensor_split": list(dep.tensor_split or ()) or None,
            "replicas": dep.replicas,
            "context": plan.context, "batch": plan.batch, "batch_per_gpu": plan.batch_per_gpu,

@@ -32,6 +32,8 @@ class Deployment:
     mtp: bool = False  # --mtp: also load the checkpoint's multi-token-prediction modules (MTP speculative decoding)
     engine_build: int | None = None  # llama.cpp --llamacpp-build: the build whose rules apply (None: the current)
     flash_attn: bool = True  # llama.cpp -fa: before b6969 the cache was padded to 256 cells with it, 32 without
+    vllm_version: tuple[int, int, int] | None = None  # vLLM --vllm-version: the release whose rules apply (None: the newest read)
+    prefix_caching: bool | None = None  # vLLM --enable-prefix-caching (None: the release's default)
 
     @property
     def tensor_parallel(self) -> int:
@@ -63,6 +65,17 @@ def parse_split(text: str) -> tuple[float, ...]:
     if not any(split):
         raise InputError(None, "--tensor-split", f"{text.strip()!r} gives every GPU 0; at least one must be > 0")
     return split
+
+
+_VERSION = re.compile(r"v?([0-9]{1,3})\.([0-9]{1,3})(?:\.([0-9]{1,3}))?(?:[.+-][0-9A-Za-z.+-]{0,40})?")
+
+
+def parse_version(text: str, option: str = "--vllm-version") -> tuple[int, int, int]:
+    """A release as MAJOR.MINOR[.PATCH] ("0.19.0", "v0.10.1.1", "0.11.0rc1" read as 0.11.0)."""
+    m = _VERSION.fullmatch(text.strip()) if isinstance(text, str) and len(text) <= 60 else None
+    if not m:
+        raise InputError(None, option, f"{str(text)[:40]!r} is not a release; give MAJOR.MINOR.PATCH (e.g. 0.19.0)")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
 MAX_RESERVE_BYTES = 2**50  # 1 PiB: above any device's memory (hardware/bounds.py MAX_MEMORY_BYTES)

@@ -52,7 +52,8 @@ MEMORY_CONTEXT_LIMIT = MAX_CONTEXT  # how far "memory alone would allow" looks p
 TERMS = ("reserve", "weights", "activations", "kv_cache")  # stacking order for the binding term
 # Deployment fields only some engines read (Engine.takes), and the option that sets each.
 ENGINE_OPTIONS = {"kv_dtype_v": "--kv-dtype-v", "pp": "--pp", "tensor_split": "--tensor-split",
-                  "engine_build": "--llamacpp-build", "flash_attn": "--no-flash-attn"}
+                  "engine_build": "--llamacpp-build", "flash_attn": "--no-flash-attn",
+                  "vllm_version": "--vllm-version", "prefix_caching": "--enable-prefix-caching"}
 DEFAULT_DEPLOYMENT = Deployment()
 
 
@@ -191,14 +192,10 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
         valid = ", ".join(str(t) for t in range(1, heads + 1) if tp_shards_heads(spec, t))
         raise InputError(None, "--tp", f"{tp} does not split {spec.name}'s {heads} attention heads and "
                                        f"{spec.n_kv_heads} KV heads evenly; valid: {valid}")
-    if not 1 <= dep.pp <= spec.n_layers:
-        raise InputError(None, "--pp", f"{dep.pp} pipeline stages for {spec.n_layers} layers; give 1 to {spec.n_layers}")
+    engine.check(spec, dep)
     if dep.gpus % (tp * dep.pp):
         group = f"TP {tp} × PP {dep.pp}" if dep.pp > 1 else f"TP groups of {tp}"
         raise InputError(None, "--gpus", f"{dep.gpus} GPUs are not a whole number of {group}")
-    engine.check(spec, dep)
-    if dep.mtp and dep.pp > 1:
-        raise InputError(None, "--mtp", "MTP modules under pipeline parallelism are not modelled; use --pp 1")
     if not 0 < dep.gpu_memory_utilization <= 1:
         raise InputError(None, "--gpu-memory-utilization", "must be in (0, 1]")
 

@@ -308,8 +308,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
                                  "true is not supported (an MTP module with its own embedding)")
             n = r.get("mtp_num_hidden_layers", default=0)
             spec["mtp"] = {"layers": n} if n else None
-            r.ignore("mamba_ssm_dtype", "the recurrent state's dtype: kept in fp32 as transformers keeps it "
-                                        "(each engine's own rule in fit)")
+
         if family == "qwen3_5":
             r.ignore("mlp_only_layers", "no experts: every layer's MLP is dense")
         spec["linear"] = {"n_heads": r.get("linear_num_value_heads"), "n_key_heads": r.get("linear_num_key_heads"),
@@ -317,7 +316,9 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
                           "value_head_dim": r.get("linear_value_head_dim"),
                           "conv_kernel": r.get("linear_conv_kernel_dim", default=4),
                           # Qwen3-Next stores in_proj_qkvz and in_proj_ba; Qwen3.5 in_proj_qkv, _z, _b and _a
-                          **({"fused_projections": False} if family != "qwen3_next" else {})}
+                          **({"fused_projections": False} if family != "qwen3_next" else {}),
+                          # Qwen3.5 names the recurrent state's dtype for engines (vLLM keeps it so)
+                          **({"state_dtype": _state_dtype(r, "mamba_ssm_dtype")} if family != "qwen3_next" else {})}
         if r.has("layer_types"):
             r.ignore("full_attention_interval", "layer_types lists the layers")
         else:  # Qwen3NextConfig: every full_attention_interval-th layer is full attention
@@ -844,7 +845,8 @@ def _nemotron_h(r: ConfigReader) -> dict:
         raise InputError(r.path, "mamba_hidden_act", "only silu (the conv's activation) is supported")
     if r.get("moe_latent_size", default=None) is not None:
         raise InputError(r.path, "moe_latent_size", "Nemotron-H's latent MoE projections are not supported")
-    for key in ("mamba_ssm_cache_dtype", "time_step_min", "time_step_max", "time_step_floor", "time_step_limit",
+    spec["linear"]["state_dtype"] = _state_dtype(r, "mamba_ssm_cache_dtype")  # vLLM's default for Nemotron-H: fp16
+    for key in ("time_step_min", "time_step_max", "time_step_floor", "time_step_limit",
                 "rescale_prenorm_residual", "residual_in_fp32", "use_mamba_kernels", "num_logits_to_keep",
                 "mtp_layers_block_type", "mtp_hybrid_override_pattern", "num_nextn_predict_layers"):
         r.ignore(key, "a kernel, initialisation, cache-dtype or multi-token-prediction setting: no parameter of the "
@@ -888,6 +890,17 @@ def _mamba2_mixer(r: ConfigReader, d_model: int) -> dict:
             "n_groups": r.get("mamba_n_groups", default=1), "conv_kernel": r.get("mamba_d_conv", default=4),
             "chunk": r.get("mamba_chunk_size", default=256), "conv_bias": bool(r.get("mamba_conv_bias", default=True)),
             "proj_bias": bool(r.get("mamba_proj_bias", default=False))}
+
+
+TORCH_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def _state_dtype(r: ConfigReader, key: str) -> str | None:
+    """A recurrent-state dtype key ("float32") as a spec dtype; None when absent."""
+    value = r.get(key, default=None)
+    if value is not None and value not in TORCH_DTYPES:
+        raise InputError(r.path, r.prefix + key, f"{value!r}; valid: {', '.join(TORCH_DTYPES)}")
+    return TORCH_DTYPES.get(value)
 
 
 HYBRID_BLOCKS = {"mamba": "linear", "linear_attention": "linear", "attention": "global", "full_attention": "global"}

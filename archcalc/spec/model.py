@@ -177,6 +177,12 @@ class AttentionSpec(_Frozen):
         return self
 
 
+# The dtype a model's config asks serving engines to keep the recurrent state in (Qwen3.5's
+# mamba_ssm_dtype, Nemotron-H's mamba_ssm_cache_dtype; vLLM honours it); None: each engine's own rule.
+# The op list's state stays fp32, as transformers keeps it.
+StateDtype = Literal["fp32", "bf16", "fp16"] | None
+
+
 class GatedDeltaNetSpec(_Ruled):
     """A `linear` layers' mixer: Gated DeltaNet (Yang et al. 2024, arXiv:2412.06464), as
     Qwen3-Next runs it.  Per layer: one D -> 2·Kd + 2·Vd + 2·Hv projection (q, k, v, the output
@@ -195,6 +201,7 @@ class GatedDeltaNetSpec(_Ruled):
     # in_proj_qkv, in_proj_z, in_proj_b and in_proj_a (Qwen3.5).  The same parameters; the tensors
     # matter to what goes tensor by tensor (Muon's matrices, FSDP's padding).
     fused_projections: bool = True
+    state_dtype: StateDtype = None
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         _divisible("n_heads", "n_key_heads", "linear n_heads divisible by n_key_heads"),)
@@ -264,6 +271,7 @@ class Mamba2Spec(_Ruled):
     # true: the mixer runs beside attention in every layer, on the same normed input, the two outputs
     # summed (Falcon-H1); false: it is the mixer of the `linear` layers of layer_types
     parallel: bool = False
+    state_dtype: StateDtype = None
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         _divisible("n_heads", "n_groups", "mamba2 n_heads divisible by n_groups"),)

@@ -68,20 +68,6 @@ def test_false_position_needs_few_evaluations_on_smooth_curves(kind, most):
     assert worst <= most
 
 
-def test_vllm_concurrency_search_at_its_edges():
-    """The admission test is vLLM's integer inequality b · blocks ≤ (available − b · state) // page:
-    with 30 bytes, states of 1 byte and 2 one-byte blocks a request, 10 requests fit exactly
-    (20 ≤ 20); with 1 byte none does."""
-    from archcalc.serving.engines.vllm import VllmReport
-
-    def report(available):
-        return VllmReport(max_model_len=32, available=available, needed=3, layers_needed=3, page_bytes=1,
-                          group_size=1, groups=1, padding_layers=0, num_blocks=available, blocks_per_request=2,
-                          estimated_max_model_len=None, error=None, state_bytes=1)
-
-    assert report(30).max_batch() == 10 and report(1).max_batch() == 0 and report(3).max_batch() == 1
-
-
 def test_sum_of_the_larger_of_two_lines_equals_the_sum_term_by_term():
     """roofline's closed form Σ_{i<n} max(f0 + i·df, m0 + i·dm) (each decode step's time is the larger
     of its math and memory times, both affine in the context) against adding the n terms."""

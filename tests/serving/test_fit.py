@@ -205,7 +205,8 @@ def test_vllm_error_text_and_estimated_length():
     n = r.estimated_max_model_len
     # One 16-token block of all 32 layers is 16 × 128 KiB = 2 MiB: n = 16 × floor(available / 2 MiB).
     assert n == 16 * (r.available // (2 * MiB))
-    assert ENGINES["vllm"].needed(p.kinds, n, 8192) <= r.available < ENGINES["vllm"].needed(p.kinds, n + 1, 8192)
+    dep = Deployment()
+    assert ENGINES["vllm"].needed(p.kinds, n, dep) <= r.available < ENGINES["vllm"].needed(p.kinds, n + 1, dep)
     assert n == p.max_context(1).value  # the same per-layer functions as the solver
     # The message exactly as vllm/v1/core/kv_cache_utils.py words it today.
     expected = (f"To serve at least one request with the model's max seq len (131072), (16.0 GiB KV cache is "
@@ -228,13 +229,17 @@ def test_format_gib_is_vllms():
 
 
 def test_vllm_log_lines_when_it_fits():
+    """Since 0.28.0 (update_kv_cache_capacity) the size and the concurrency share one line; 0.20.1-0.27
+    logged them on two (report_kv_cache_config)."""
     r = planner(G27, "vllm").plan(CTX_128K).startup
     assert r.error is None
     assert r.lines[0] == f"Available KV cache memory: {format_gib(r.available)} GiB"
     assert r.num_blocks == r.available // (16 * 8192 * 10)  # pools of group size 10
-    assert r.lines[1] == f"GPU KV cache size: {int(r.num_blocks / r.blocks_per_request * CTX_128K):,} tokens"
-    assert r.lines[2] == (f"Maximum concurrency for 131,072 tokens per request: "
-                          f"{r.num_blocks / r.blocks_per_request:.2f}x")
+    size = f"GPU KV cache size: {int(r.num_blocks / r.blocks_per_request * CTX_128K):,} tokens"
+    concurrency = f"Maximum concurrency for 131,072 tokens per request: {r.num_blocks / r.blocks_per_request:.2f}x"
+    assert r.lines[1:] == [f"{size}, {concurrency}"]
+    old = planner(G27, "vllm", vllm_version=(0, 27, 0)).plan(CTX_128K).startup
+    assert old.lines[1:] == [size, concurrency]
 
 
 def test_no_memory_for_the_cache():
@@ -337,8 +342,10 @@ def test_fit_json_document():
     assert v["max_concurrency"] == v["num_blocks"] / v["blocks_per_request"]
     assert v["kv_cache_tokens"] == int(v["max_concurrency"] * 131072)
     assert (v["estimated_max_model_len"], v["error"]) == (None, None) and v["log"][1:] == [
-        f"GPU KV cache size: {v['kv_cache_tokens']:,} tokens",
+        f"GPU KV cache size: {v['kv_cache_tokens']:,} tokens, "
         f"Maximum concurrency for 131,072 tokens per request: {v['max_concurrency']:.2f}x"]
+    assert (v["vllm_version"], v["block_size"], v["mamba_cache_mode"]) == ("0.34.0", 16, None)
+    assert (d["vllm_version"], d["prefix_caching"]) == ("0.34.0", None)
     assert set(doc["solve"]) == {"max_context", "max_batch", "min_gpus"}
     assert doc["solve"]["max_context"]["capped"] is True
 

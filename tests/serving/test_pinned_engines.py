@@ -206,10 +206,6 @@ CONV_CHANNELS, RECURRENT = 2 * 16 * 128 + 32 * 128, 32 * 128 * 128
 
 
 @pytest.mark.parametrize(("engine", "per_layer"), [
-    # vLLM: MambaStateShapeCalculator.gated_delta_net_state_shape gives conv (conv_dim, conv_kernel − 1) and
-    # temporal (num_v_heads, head_v_dim, head_k_dim); gated_delta_net_state_dtype gives both the model's
-    # dtype under mamba_cache_dtype "auto" (bf16: 2 B).
-    ("vllm", (CONV_CHANNELS * 3 + RECURRENT) * 2),
     # llama.cpp: llama-memory-recurrent's r (d_conv − 1 conv inputs) and s (the state) tensors, F32.
     ("llamacpp", (CONV_CHANNELS * 3 + RECURRENT) * 4),
     # plain (transformers' own cache): the recurrent state as torch_chunk_gated_delta_rule returns it,
@@ -275,32 +271,6 @@ def test_llama_cpp_runs_phi_3_without_its_window():
     assert Planner(hand, load_hardware("h100"), dep).plan(32768).kv[0].cells == 2560  # pad(2,047 + 512, 256)
 
 
-@pytest.mark.parametrize("context", [4096, 65536, 262144])
-def test_vllm_hybrid_concurrency_counts_states_before_blocks(context):
-    """Qwen3-Next on one H200: each admitted request first takes its linear layers' state, then
-    blocks_per_request blocks of page × group bytes from what is left; the largest batch is the
-    largest b with b · blocks ≤ floor((available − b · state) / (page · group)), found here by
-    counting up, one batch at a time, from the report's own numbers."""
-    from archcalc.hardware.profile import load_hardware
-    from archcalc.spec.catalog import load_model
-
-    spec = load_model("qwen3-next-80b-a3b")[0]
-    planner = Planner(spec, load_hardware("h200"), Deployment(weights="fp8-block"))
-    report = planner.plan(context).startup
-    r = report.to_dict()
-    assert report.state_bytes > 0 and r["group_size"] > 0
-
-    def admitted(b):
-        return b * r["blocks_per_request"] <= (r["available_kv_bytes"] - b * report.state_bytes) // (
-            r["page_bytes"] * r["group_size"])
-
-    b = 0
-    while admitted(b + 1):
-        b += 1
-    assert b > 1 and report.max_batch() == b
-    assert planner.max_batch(context).value == b
-
-
 # ---- llama.cpp: what the fit report and its JSON say -----------------------------------------------
 
 def _llamacpp_plan(name, context=4096, batch=1, **dep):
@@ -309,6 +279,7 @@ def _llamacpp_plan(name, context=4096, batch=1, **dep):
 
     return Planner(load_model(name)[0], load_hardware("rtx-4090"), Deployment(engine="llamacpp", **dep)).plan(
         context, batch)
+
 
 
 def test_llama_cpp_duplicates_a_tied_output_onto_the_gpu():
@@ -467,24 +438,11 @@ def test_vllm_start_up_check_without_memory_and_with_too_little():
     assert small.num_blocks == 0
     one = vllm.startup(planner.kinds, 8192, 1, Deployment())  # one byte: memory, but too little
     assert one.error != VLLM_NO_MEMORY and one.estimated_max_model_len == 0
-    need = vllm.needed(planner.kinds, 8192, 8192)
+    need = vllm.needed(planner.kinds, 8192, Deployment())
     assert vllm.startup(planner.kinds, 8192, need, Deployment()).error is None  # exactly enough
-    first = vllm.needed(planner.kinds, 1, 8192)  # one block per layer: lengths 1 to 16
+    first = vllm.needed(planner.kinds, 1, Deployment())  # one block per layer: lengths 1 to 16
     just = vllm.startup(planner.kinds, 8192, first, Deployment())
     assert just.estimated_max_model_len == 16 and "the estimated maximum model length is 16" in just.error
-
-
-def test_vllm_blocks_come_after_the_linear_states():
-    """Qwen3-Next on one H200 at fp8-block: the pool of blocks is what is left once one request's
-    linear-layer state is set aside, in pages of one block × one group."""
-    from archcalc.hardware.profile import load_hardware
-    from archcalc.spec.catalog import load_model
-
-    r = Planner(load_model("qwen3-next-80b-a3b")[0], load_hardware("h200"), Deployment(weights="fp8-block")).plan(
-        32768).startup
-    assert r.state_bytes > 0
-    assert r.num_blocks == (r.available - r.state_bytes) // (r.page_bytes * r.group_size)
-    assert r.needed == r.group_size * r.page_bytes * r.blocks_per_request + r.state_bytes
 
 
 def test_llama_cpp_split_cache_types_across_gpus():

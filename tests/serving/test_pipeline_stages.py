@@ -17,6 +17,7 @@ from archcalc.ops.checkpoints import checkpoint_size
 from archcalc.ops.layers import model_ops
 from archcalc.ops.op import cache_token_bytes
 from archcalc.ops.workload import Workload
+from archcalc.ops.vision import vision_ops
 from archcalc.parallel.pipeline import Stage, llamacpp_devices, stage_ops, vllm_partition, vllm_stages
 from archcalc.serving.deployment import Deployment
 from archcalc.serving.engines.vllm import format_gib
@@ -203,3 +204,83 @@ def test_fit_json_lists_every_stage():
     assert doc["plan"]["total"] == max(s["total"] for s in stages if s["index"] == doc["plan"]["stage"])
     r = CliRunner().invoke(cli, ["fit", "qwen3-8b", "--gpu", "h100", "--pp", "2", "--context", "4096"])
     assert r.exit_code == 0 and "Per stage" in r.output and "TP 1 × PP 2" in r.output
+
+
+# ---- the stages themselves: labels, empty GPUs, float32 boundaries ------------------------------------
+
+
+def test_stage_labels_name_the_layers_and_the_ends():
+    """What the 'Per stage' table prints: vLLM PP 2 over Llama-3.1-8B's 32 layers (16 + 16), and a
+    llama.cpp split -ts 32,1 whose second GPU gets only the output layer (slot 32 of 33: its share
+    32/33 is not above 32/33, so upper_bound passes GPU 0)."""
+    spec = spec_of("llama-3.1-8b")
+    assert [s.label() for s in vllm_stages(spec, 2)] == ["layers 0-15 + embedding", "layers 16-31 + output"]
+    assert Stage(0, 0, 32, True, True).label() == "layers 0-31 + embedding + output"
+    dep = Deployment(engine="llamacpp", gpus=2, tensor_split=(32.0, 1.0))
+    plan = Planner(spec, load_hardware("h100"), dep).plan(4096)
+    assert [p.stage.label() for p in plan.stage_plans] == ["layers 0-31", "no layers + output"]
+    assert [(p.stage.index, p.stage.layers, p.stage.output) for p in plan.stage_plans] == [(0, 32, False),
+                                                                                        (1, 0, True)]
+    # the output GPU holds the final norm and lm_head (4,096 × 128,256 bf16) and no KV cache
+    assert plan.stage_plans[1].kv_bytes == 0
+    assert plan.stage_plans[1].weights.split == 128256 * 4096 * 2 + 4096 * 2
+
+
+def test_llama_cpp_splits_in_float32():
+    """llama-model.cpp keeps the splits in a std::vector<float> and compares float(il) / (n_layer + 1)
+    with std::upper_bound.  -ts 0.1,0.3,3 over 16 layers: the second split point 0.4f / 3.4f and slot
+    2's 2.0f / 17 are the same float (shown below with struct, one float32 rounding per step), so slot
+    2 goes to the third GPU: 1, 1 and 14 layers + the output.  In float64 0.1 + 0.3 rounds above 0.4
+    and slot 2 would stay on the second GPU (1, 2, 13)."""
+    import struct
+
+    def f32(x):
+        return struct.unpack("f", struct.pack("f", x))[0]
+
+    point = f32(f32(f32(0.1) + f32(0.3)) / f32(f32(f32(0.1) + f32(0.3)) + f32(3.0)))
+    assert point == f32(f32(2.0) / 17) and (0.1 + 0.3) / 3.4 > 2 / 17
+    devices = llamacpp_devices(16, (0.1, 0.3, 3.0))
+    assert [devices.count(g) for g in range(3)] == [1, 1, 15] and devices[2] == 2
+
+
+def test_vision_tower_sits_on_the_first_gpu():
+    """A multimodal checkpoint's tower loads with the first stage (vLLM PP rank 0; llama.cpp's mmproj on
+    the main GPU) and whole on a single GPU."""
+    spec = spec_of("gemma-3-27b")
+    vision = weight_bytes(vision_ops(spec), "bf16")
+    one = Planner(spec, load_hardware("h200"), Deployment(engine="plain")).plan(4096)
+    assert one.weights.vision == vision > 0
+    for dep in (Deployment(pp=2, gpus=2), Deployment(engine="llamacpp", gpus=2)):
+        plan = Planner(spec, load_hardware("h200"), dep).plan(4096)
+        assert [p.weights.vision for p in plan.stage_plans] == [vision, 0.0]
+
+
+def test_attention_residuals_are_not_split():
+    from archcalc.errors import InputError
+    from archcalc.parallel.pipeline import stage_spec
+
+    spec = spec_of("llama-3.1-8b")
+    attnres = spec.model_copy(update={"residual": spec.residual.model_copy(update={"kind": "attnres"})})
+    with pytest.raises(InputError) as e:
+        stage_spec(attnres, Stage(0, 0, 16, True, False))
+    assert e.value.field == "--pp" and "attention residuals mix every layer's output" in str(e.value)
+    assert stage_spec(attnres, Stage(0, 0, 32, True, True)) is attnres  # the whole model is no split
+
+
+@pytest.mark.parametrize("pp", [0, 33])
+def test_vllm_partition_refuses_impossible_stages(pp):
+    from archcalc.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        vllm_partition(32, pp)
+    assert e.value.field == "--pp" and str(e.value).endswith(f"{pp} pipeline stages for 32 layers; give 1 to 32")
+
+
+def test_an_op_outside_every_stage_is_named():
+    from dataclasses import replace
+
+    from archcalc.parallel.pipeline import _placement
+
+    stray = replace(model_ops(spec_of("llama-3.1-8b"), Workload())[0], name="stray.op")
+    with pytest.raises(AssertionError, match="op stray.op is in no pipeline stage"):
+        _placement(stray)

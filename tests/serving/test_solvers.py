@@ -176,13 +176,15 @@ def test_vllm_estimated_length_is_the_last_length_that_fits():
     planner = Planner(spec, load_hardware("l4"), Deployment())
     vllm = engine_named("vllm")
     for available, mnbt in ((50_000_000, 8192), (50_000_000, 512), (3_000_000, 8192)):
-        n = vllm.estimate_max_model_len(planner.kinds, available, 32768, mnbt)
-        assert vllm.needed(planner.kinds, n, mnbt) <= available < vllm.needed(planner.kinds, n + 1, mnbt)
-    exact = vllm.needed(planner.kinds, 1000, 8192)
-    assert vllm.estimate_max_model_len(planner.kinds, exact, 32768, 8192) >= 1000  # equality fits
-    assert vllm.estimate_max_model_len(planner.kinds, 1, 32768, 8192) == 0
-    assert vllm.estimate_max_model_len(planner.kinds, 50_000_000, 8192, 512) != \
-        vllm.estimate_max_model_len(planner.kinds, 50_000_000, 8192, 8192)
+        dep = Deployment(max_num_batched_tokens=mnbt)
+        n = vllm.estimate_max_model_len(planner.kinds, available, 32768, dep)
+        assert vllm.needed(planner.kinds, n, dep) <= available < vllm.needed(planner.kinds, n + 1, dep)
+    dep, small = Deployment(), Deployment(max_num_batched_tokens=512)
+    exact = vllm.needed(planner.kinds, 1000, dep)
+    assert vllm.estimate_max_model_len(planner.kinds, exact, 32768, dep) >= 1000  # equality fits
+    assert vllm.estimate_max_model_len(planner.kinds, 1, 32768, dep) == 0
+    assert vllm.estimate_max_model_len(planner.kinds, 50_000_000, 8192, small) != \
+        vllm.estimate_max_model_len(planner.kinds, 50_000_000, 8192, dep)
 
 
 def test_the_solvers_default_to_one_sequence():

@@ -131,6 +131,10 @@ class Engine:
                    "min(context, window) tokens per sequence; the whole batch × context prefill runs as one step "
                    "(no paging, no chunking; flash attention: no S² scores); logits at each sequence's last token")
 
+    def rules(self, dep: Deployment) -> str:
+        """Whose rules a plan follows, the engine release included where the deployment picks one."""
+        return self.rules_from
+
     def kv_bytes_per_value(self, kv_dtype: str) -> float:
         if kv_dtype not in self.kv_types:
             raise InputError(None, "--kv-dtype", f"{kv_dtype!r} is not a KV-cache type of engine {self.name}; "
