@@ -84,7 +84,7 @@ def vllm_stages(spec: ModelSpec, pp: int) -> list[Stage]:
 def llamacpp_devices(n_layers: int, split: tuple[float, ...]) -> list[int]:
     """The GPU of each of the n_layer + 1 slots (the last is the output layer), every layer offloaded:
     std::upper_bound over the cumulative, normalised splits, in float32 as llama.cpp computes it."""
-    shares = np.cumsum(np.asarray(split, dtype=np.float32), dtype=np.float32)
+    shares = np.cumsum(split, dtype=np.float32)  # each split and every partial sum a float
     shares = shares / shares[-1]
     slots = np.arange(n_layers + 1, dtype=np.float32) / np.float32(n_layers + 1)
     return np.searchsorted(shares, slots, side="right").tolist()

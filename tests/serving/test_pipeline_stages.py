@@ -263,7 +263,8 @@ def test_attention_residuals_are_not_split():
     attnres = spec.model_copy(update={"residual": spec.residual.model_copy(update={"kind": "attnres"})})
     with pytest.raises(InputError) as e:
         stage_spec(attnres, Stage(0, 0, 16, True, False))
-    assert e.value.field == "--pp" and "attention residuals mix every layer's output" in str(e.value)
+    assert (e.value.field, e.value.message) == ("--pp", "attention residuals mix every layer's output: not split "
+                                                        "into stages")
     assert stage_spec(attnres, Stage(0, 0, 32, True, True)) is attnres  # the whole model is no split
 
 
