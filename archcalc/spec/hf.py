@@ -270,12 +270,21 @@ def _heads(r: ConfigReader, n_heads_key=("num_attention_heads", "n_head")) -> di
 def _llama_like(r: ConfigReader, *, family: str) -> dict:
     """The Llama-shaped families (q/k/v/o, a gated MLP, pre-norm unless said): llama, mistral, mixtral,
     qwen2/3 (+ MoE, Qwen3-Next), gemma 1/2/3, olmo 1/2/3, olmoe, phi3, phimoe, cohere 1/2, granite (+ MoE),
-    smollm3, stablelm, exaone4, ernie4_5 (+ MoE), seed_oss, glm4 (+ MoE), dots1, hunyuan, apertus; each
+    smollm3, stablelm, exaone4, ernie4_5 (+ MoE), seed_oss, glm4 (+ MoE), dots1, hunyuan (+ MoE), apertus,
+    ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo; each
     family's differences are the branches below."""
-    gemma = family.startswith("gemma")
-    spec = _core(r, tie_default=gemma or family in ("cohere", "smollm3"))
+    gemma = family.startswith("gemma") or family == "vaultgemma"
+    spec = _core(r, tie_default=gemma or family in ("cohere", "smollm3", "cohere2_moe"))
     att = _heads(r)
-    bias = r.get("attention_bias", default=family in ("qwen2", "qwen2_moe"))
+    if family in NO_ATTENTION_BIAS:  # transformers hard-codes bias-free q/k/v/o whatever the config says
+        _built_so(r, NO_ATTENTION_BIAS[family], attention_bias=False)
+    if family == "internlm3":  # InternLM3Config maps qkv_bias -> attention_bias, bias -> mlp_bias
+        bias = r.get("attention_bias", "qkv_bias", default=False)
+        if bool(r.get("mlp_bias", "bias", default=False)) != bool(bias):
+            raise InputError(r.path, "bias", "must equal qkv_bias: transformers builds InternLM3 as Llama, with one "
+                             "bias switch for q/k/v/o and one for the MLP, and refuses them unequal")
+    else:
+        bias = r.get("attention_bias", default=family in ("qwen2", "qwen2_moe", "glm", "jais2"))
     if family in ("qwen2", "qwen2_moe"):  # q/k/v biases are hard-coded in Qwen2; o has none
         att["bias"] = ["q", "k", "v"]
     elif bias and family in QKV_BIAS_ONLY:
@@ -284,10 +293,16 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         att["bias"] = ["q", "k", "v", "o"]
     if family == "seed_oss" and r.get("attention_out_bias", default=False):
         att["bias"] = [*att.get("bias", []), "o"]
-    # Apertus' MLP is up, xIELU, down; Arcee's (AFM-4.5B) up, ReLU², down: not gated.
-    ffn = {"activation": _activation(r, family not in ("apertus", "arcee"), "gelu_pytorch_tanh" if gemma else "silu"),
-           "d_ff": r.get("intermediate_size", default=None)}
-    if r.get("mlp_bias", default=False):
+    # Apertus' MLP is up, xIELU, down; Arcee's (AFM-4.5B), NanoChat's and Jais 2's up, ReLU², down: not gated.
+    ffn = {"activation": _activation(r, family not in UNGATED, FAMILY_ACTIVATION.get(family) or
+                                     ("gelu_pytorch_tanh" if gemma else "silu")),
+           "d_ff": None if family == "solar_open" else r.get("intermediate_size", default=None)}
+    if family == "solar_open":  # SolarOpenConfig removes intermediate_size: every layer is MoE
+        r.ignore("intermediate_size", "no dense MLP: transformers' Solar Open is MoE in every layer")
+    if family in NO_MLP_BIAS:
+        _built_so(r, NO_MLP_BIAS[family], mlp_bias=False)
+    if r.get("mlp_bias", "bias", default=family == "jais2") if family == "internlm3" else \
+            r.get("mlp_bias", default=family == "jais2"):
         ffn["bias"] = True
     if family == "ernie4_5" and r.get("use_bias", default=False):  # one switch for every projection
         att["bias"], ffn["bias"] = ["q", "k", "v", "o"], True
@@ -324,21 +339,31 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         else:  # Qwen3NextConfig: every full_attention_interval-th layer is full attention
             interval = int(r.get("full_attention_interval", default=4))
             att["layer_types"] = ["global" if (i + 1) % interval == 0 else "linear" for i in range(spec["n_layers"])]
-    if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "dots1", *QWEN_HYBRID) or (
+    if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", *QWEN_HYBRID) or (
             family == "glm4_moe" and r.get("use_qk_norm", default=False)):
         att["qk_norm"] = "head"  # one RMSNorm of head_dim for q, one for k
     if family in ("gemma2", "gemma3", "glm4"):
         norm["placement"] = "both"  # input, post-attention, pre- and post-feedforward norms
-    if family == "gemma2":
+    if family in ("gemma2", "vaultgemma"):  # VaultGemma: Gemma 2 without its post-norms
         att["softcap"] = r.get("attn_logit_softcapping", default=None)
         spec["final_softcap"] = r.get("final_logit_softcapping", default=None)
+    if family == "nanochat":
+        # Every norm is weightless (NanoChatRMSNorm is Llama 4's L2 norm), one more follows the embedding,
+        # q and k are normalised per head after RoPE, and the logits are soft-capped (default 15).
+        norm.update(weight=False, embedding=True)
+        att["qk_norm"] = "l2"
+        spec["final_softcap"] = r.get("final_logit_softcapping", default=15.0)
+    if family == "jais2":
+        norm.update(kind="layernorm", bias=True)  # nn.LayerNorm with its bias, despite Llama's shape
+    if family == "ministral3":
+        _ministral3(r)
     elif family == "gemma3":
         for key in ("attn_logit_softcapping", "final_logit_softcapping"):
             if r.cfg.get(key) is not None:
                 raise InputError(r.path, key, "soft-capping is not expected on gemma3; remove it or use gemma2")
             r.ignore(key, "null")
         scaled_final = True  # Gemma 3's max_position_embeddings already includes the linear scaling
-    if family in ("olmo2", "olmo3", "olmoe"):
+    if family in ("olmo2", "olmo3", "olmoe", "flex_olmo"):
         att["qk_norm"] = "full"  # q_norm over H·d, k_norm over K·d
     if family == "olmo":  # OlmoLayerNorm: F.layer_norm with neither weight nor bias
         norm.update(kind="layernorm", weight=False)
@@ -346,14 +371,14 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         norm.update(kind="layernorm", bias=True)  # nn.LayerNorm, despite the rms_norm_eps key
         spec["lm_head_bias"] = bool(r.get("lm_head_bias", default=False))
         r.ignore("input_jitter_noise", "training-time noise")
-    if family in ("olmo2", "olmo3", "exaone4"):
+    if family in ("olmo2", "olmo3", "exaone4", "flex_olmo"):
         norm["placement"] = "post"  # no input norm: x + N(F(x))
     if family == "exaone4":
         att["qk_norm"] = "head"
     if family == "apertus":
         att["qk_norm"] = "head"  # ApertusAttention's q_norm, k_norm: RMSNorms of head_dim
         _built_so(r, "Apertus", qk_norm=True, post_norm=False)
-    if family == "hunyuan_v1_dense":
+    if family in ("hunyuan_v1_dense", "hunyuan_v1_moe"):
         # Tencent's remote-code switches: transformers' HunYuan always has qk-norm and RoPE and no
         # cross-layer attention, so a config that turns them the other way is not this model.
         _built_so(r, "HunYuan", use_qk_norm=True, use_rotary_pos_emb=True, use_cla=False)
@@ -400,14 +425,14 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         pos["local_theta"] = float(r.get("rope_local_base_freq", default=10000.0))
     if family == "cohere" and r.has("model_max_length"):
         limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
-    window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family == "gemma2" else None)
+    window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family in ("gemma2", "vaultgemma") else None)
     att.update({k: v for k, v in window.items() if v is not None})
     if family == "exaone4" and window.get("sliding_window") or family == "cohere2":
         att["global_rope"] = False  # RoPE on the sliding layers only (Exaone4Attention, Cohere2Attention)
     moe = _moe(r, family, spec["n_layers"])
     if moe:
         ffn["moe"] = moe
-    if family in ("glm4_moe", "dots1"):
+    if family in ("glm4_moe", "dots1", "solar_open"):
         spec["mtp"] = _mtp(r)
     return {**spec, "max_context": limit, "attention": att, "ffn": ffn, "norm": norm, "position": pos,
             "residual": residual}
@@ -443,7 +468,17 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
     if family in ("mixtral", "minimax_m2"):  # num_local_experts experts of intermediate_size
         return {"n_experts": r.get("num_local_experts"), "top_k": r.get("num_experts_per_tok"),
                 "d_expert": r.get("intermediate_size")}
-    if family in ("olmoe", "phimoe", "granitemoe", "granitemoeshared"):  # every layer, no shared expert but
+    if family == "hunyuan_v1_moe":
+        return _hunyuan_moe(r)
+    if family == "solar_open":  # Glm4MoeMoE in every layer: routed experts and the shared ones
+        for key in ("first_k_dense_replace", "moe_layer_freq"):
+            if r.cfg.get(key) not in (None, 0 if key == "first_k_dense_replace" else 1):
+                raise InputError(r.path, key, f"{r.cfg[key]!r}: transformers' Solar Open is MoE in every layer")
+            r.ignore(key, "MoE in every layer, as transformers builds Solar Open")
+        d_expert = r.get("moe_intermediate_size")
+        return {"n_experts": r.get("n_routed_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+                "d_expert": d_expert, "d_shared": r.get("n_shared_experts", default=1) * d_expert}
+    if family in ("olmoe", "phimoe", "granitemoe", "granitemoeshared", "flex_olmo"):  # every layer, no shared expert but
         moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
                "d_expert": r.get("intermediate_size")}
         if family == "granitemoeshared":  # Granite's gated shared MLP of shared_intermediate_size
@@ -475,9 +510,19 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
 
 
 # Families whose attention_bias puts biases on q, k and v but not on o_proj.
-QKV_BIAS_ONLY = ("glm4", "glm4_moe", "seed_oss")
+QKV_BIAS_ONLY = ("glm4", "glm4_moe", "seed_oss", "glm", "solar_open")
+# Families whose transformers attention is bias-free whatever attention_bias says (MinistralAttention
+# rebuilds q/k/v without one; Mistral's o_proj has none): a true value is not that model.
+NO_ATTENTION_BIAS = {"ministral": "Ministral", "ministral3": "Ministral3"}
+# Families whose MLP has no bias switch (GlmMLP is Phi-3's fused gate_up, bias-free).
+NO_MLP_BIAS = {"glm": "GLM", "ministral": "Ministral", "ministral3": "Ministral3", "solar_open": "Solar Open",
+               "nanochat": "NanoChat"}
+# Llama-shaped families whose MLP is up, activation, down (no gate).
+UNGATED = ("apertus", "arcee", "nanochat", "jais2")
+# hidden_act when a config leaves it out, where the config class's default is not silu.
+FAMILY_ACTIVATION = {"nanochat": "relu2", "jais2": "relu2"}
 # partial_rotary_factor when a config leaves it out (the config classes' defaults).
-ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5,
+ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5, "glm": 0.5,
                    **{f: 0.25 for f in ("qwen3_next", "qwen3_5", "qwen3_5_moe")}}
 # Qwen3-Next and Qwen3.5: Gated DeltaNet layers between gated full-attention ones.
 QWEN_HYBRID = ("qwen3_next", "qwen3_5", "qwen3_5_moe")
@@ -1159,7 +1204,9 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
         "olmo2", "phi3", "cohere", "granite", "smollm3", "stablelm", "exaone4", "olmoe",
         "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
-        "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "apertus", "helium", "arcee", "minimax_m2")},
+        "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "apertus", "helium", "arcee", "minimax_m2",
+        "ministral", "ministral3", "vaultgemma", "glm", "internlm3", "solar_open", "nanochat", "jais2", "flex_olmo",
+        "hunyuan_v1_moe")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),

@@ -247,6 +247,30 @@ def test_vllm_pure_state_space_model_pools_whole_states():
     assert [k.kind for k in plan.kv] == ["linear"] and plan.kv[0].bytes == per_request
 
 
+@pytest.mark.parametrize(("name", "keeps"), [
+    # the _iswa graphs (src/models/gemma2-iswa.cpp, gemma3.cpp, openai-moe-iswa.cpp) keep a window cache
+    ("gemma-2-9b", True), ("gemma-3-1b", True), ("gemma-3-27b", True), ("gpt-oss-20b", True),
+    # the llama graph (a Mistral GGUF's arch is "llama"), starcoder2 and phi3 cache every layer whole
+    ("mistral-7b-v0.1", False), ("starcoder2-7b", False), ("phi-3-mini-4k", False),
+])
+def test_llama_cpp_window_of_every_bundled_windowed_model(name, keeps):
+    """Every bundled spec with a sliding window, as llama.cpp builds its cache: a window kept means a
+    local layer of pad(window + n_ubatch, 256) = fewer cells than the 32,768 of the context; a window
+    dropped means every layer holds all 32,768 (Mistral-7B-v0.1: 32 layers × 8 KV heads × 128 × (K, V)
+    × 2 B × 32,768 = 4,096 MiB, not the window's 4,096 + 512 padded cells)."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model(name)[0]
+    assert spec.attention.sliding_window
+    kv = Planner(spec, load_hardware("h200"), Deployment(engine="llamacpp")).plan(32768).kv
+    assert (min(k.cells for k in kv) < 32768) is keeps
+    assert (any("every layer caches the whole context" in w for w in warnings(spec, Deployment(engine="llamacpp"),
+                                                                             32768))) is not keeps
+    if name == "mistral-7b-v0.1":
+        assert sum(k.bytes for k in kv) == 4096 * 2**20
+
+
 def test_llama_cpp_runs_phi_3_without_its_window():
     """src/models/phi3.cpp (load_arch_hparams): a Phi-3 GGUF with a sliding window gets swa_type NONE
     and n_swa 0 ("Phi SWA is currently disabled", ggml-org/llama.cpp#13676).  Ollama's Phi-3-mini

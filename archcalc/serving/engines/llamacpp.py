@@ -94,10 +94,16 @@ class LlamaCppEngine(Engine):
     def n_ctx(self, context: int, batch: int, dep) -> int:
         return pad(context * batch, self.padding(dep))
 
-    # Architectures whose window llama.cpp's loader switches off (src/models/phi3.cpp, load_arch_hparams:
-    # "Phi SWA is currently disabled", swa_type NONE and n_swa 0 whenever the GGUF has a window).
+    # Architectures whose window llama.cpp does not keep: Phi-3's loader switches it off (src/models/phi3.cpp,
+    # load_arch_hparams: "Phi SWA is currently disabled", swa_type NONE and n_swa 0 whenever the GGUF has a
+    # window); the llama graph (Mistral's GGUFs are arch "llama"), starcoder2 and qwen2 build one cache of
+    # n_ctx cells for every layer (src/models/llama.cpp, starcoder2.cpp, qwen2.cpp: build_attn_inp_kv, not
+    # the sliding-window _iswa cache of gemma2/gemma3/cohere2/gpt-oss).  Every layer caches the whole context.
     NO_WINDOW = {"phi3": "llama.cpp disables Phi-3's sliding window (\"Phi SWA is currently disabled\", "
-                         "ggml-org/llama.cpp#13676): every layer caches the whole context"}
+                         "ggml-org/llama.cpp#13676): every layer caches the whole context",
+                 **{arch: f"llama.cpp's {graph} graph keeps no sliding-window cache (src/models/{graph}.cpp: "
+                          f"build_attn_inp_kv): every layer caches the whole context"
+                    for arch, graph in (("mistral", "llama"), ("starcoder2", "starcoder2"), ("qwen2", "qwen2"))}}
 
     def window_disabled(self, spec):
         return self.NO_WINDOW.get(spec.architecture) if spec.attention.sliding_window else None
