@@ -209,3 +209,105 @@ def test_a_newer_release_is_planned_by_the_newest_read_and_says_so():
     assert any("vLLM 0.40.1 is newer than 0.34.0" in w for w in warnings(spec, dep, 4096))
     plan = Planner(spec, load_hardware("h100"), dep).plan(4096)
     assert plan.startup.version == (0, 34, 0) and not warnings(spec, Deployment(), 4096)
+
+
+# ---- each release boundary, on both sides -------------------------------------------------------------
+
+def startup(model, context, **dep):
+    return Planner(load_model(model)[0], load_hardware("h200"), Deployment(**dep)).plan(context).startup
+
+
+@pytest.mark.parametrize(("before", "at"), [((0, 9, 0), (0, 9, 1))])
+def test_hybrid_allocator_boundary(before, at):
+    """Gemma-3-27B: one group of 62 full layers before 0.9.1; 6 local + 1 global groups of 10 from it."""
+    assert startup("gemma-3-27b", 32768, vllm_version=before).groups == 1
+    assert startup("gemma-3-27b", 32768, vllm_version=at).groups == 7
+
+
+def test_chunked_spec_boundary():
+    """Llama 4 Scout: chunked layers paged as full before 0.10.0, as chunks from it."""
+    assert startup("llama-4-scout", 65536, vllm_version=(0, 9, 2), gpus=8).layout.groups == {"global": 1}
+    assert set(startup("llama-4-scout", 65536, vllm_version=(0, 10, 0), gpus=8).layout.groups) == {"global",
+                                                                                                  "chunked"}
+
+
+def test_token_line_boundary():
+    """0.20.0 still logs num_blocks // groups × the smallest block; 0.20.1 the concurrency × max_model_len."""
+    old = startup("gemma-3-27b", 32768, vllm_version=(0, 20, 0))
+    new = startup("gemma-3-27b", 32768, vllm_version=(0, 20, 1))
+    assert old.num_blocks == new.num_blocks and old.groups == 7
+    assert old.kv_tokens == old.num_blocks // 7 * 16
+    assert new.kv_tokens == int(new.num_blocks / new.blocks_per_request * 32768) != old.kv_tokens
+
+
+def test_alignment_boundary():
+    """Qwen3.5-27B at --block-size 32: a multiple of 16 (784) on 0.23.x, of 32 (800) from 0.24.0."""
+    blocks = [vllm_layout(kinds_of("tests/data/hf/qwen3.5-27b.json", d), 32768, d).block_size
+              for d in (Deployment(block_size=32, vllm_version=v) for v in ((0, 23, 9), (0, 24, 0)))]
+    assert blocks == [784, 800]
+
+
+def test_prefix_caching_default_boundary():
+    """Hybrid models cache prefixes by default from 0.26.0 (two state pages a request), not on 0.25.x;
+    an attention-free model never by default, but when told to."""
+    modes = [startup("tests/data/hf/qwen3.5-27b.json", 32768, vllm_version=v).layout.mamba_mode
+             for v in ((0, 25, 1), (0, 26, 0))]
+    assert modes == ["none", "align"]
+    codestral = "tests/data/hf/mamba-codestral-7b.json"
+    assert startup(codestral, 4096).layout.blocks == {"linear": 1}
+    assert startup(codestral, 4096, prefix_caching=True).layout.blocks == {"linear": 2}
+
+
+def test_log_line_boundary():
+    two = startup("llama-3.1-8b", 8192, vllm_version=(0, 27, 1)).lines
+    one = startup("llama-3.1-8b", 8192, vllm_version=(0, 28, 0)).lines
+    assert len(two) == 3 and len(one) == 2 and one[1] == f"{two[1]}, {two[2]}"
+
+
+def test_oldest_release_boundary():
+    check_deployment(load_model("llama-3.1-8b")[0], Deployment(vllm_version=(0, 8, 0)))
+    with pytest.raises(InputError):
+        check_deployment(load_model("llama-3.1-8b")[0], Deployment(vllm_version=(0, 7, 9)))
+
+
+@pytest.mark.parametrize(("model", "dep", "field", "says"), [
+    # linear layers from 0.10.0 on
+    ("tests/data/hf/qwen3.5-27b.json", dict(vllm_version=(0, 9, 2)), "--vllm-version", "since 0.10.0"),
+    # prefix caching of linear layers before mamba_cache_mode (0.16.0)
+    ("tests/data/hf/qwen3.5-27b.json", dict(vllm_version=(0, 15, 1), prefix_caching=True), "--enable-prefix-caching",
+     "before mamba_cache_mode, 0.16.0"),
+    # Falcon-H1 runs attention in every layer beside its Mamba-2 mixer: a hybrid, "all" on 0.27
+    ("falcon_h1", dict(vllm_version=(0, 27, 0)), "--enable-prefix-caching", "mamba_cache_mode 'all'"),
+    # an attention-free Mamba-2 model told to cache prefixes on 0.27
+    ("tests/data/hf/mamba-codestral-7b.json", dict(vllm_version=(0, 27, 0), prefix_caching=True),
+     "--enable-prefix-caching", "mamba_cache_mode 'all'"),
+    ("llama-3.1-8b", dict(mtp=True, pp=2, gpus=2), "--mtp",
+     "MTP modules under pipeline parallelism are not modelled; use --pp 1"),
+])
+def test_refusals_name_the_option(model, dep, field, says):
+    if model == "falcon_h1":
+        import json
+
+        from transformers import AutoConfig
+
+        from archcalc.spec.hf import spec_dict_from_config
+        from archcalc.spec.model import ModelSpec
+
+        cfg = AutoConfig.for_model("falcon_h1", num_hidden_layers=2, vocab_size=100, mamba_d_ssm=64,
+                                   mamba_n_heads=8, mamba_d_head=8, mamba_d_state=16, mamba_chunk_size=4)
+        data, _ = spec_dict_from_config(json.loads(cfg.to_json_string()), "config.json")
+        spec = ModelSpec.model_validate({"name": "falcon_h1", **data})
+        assert spec.parallel_linear
+    else:
+        spec = load_model(model)[0]
+    with pytest.raises(InputError) as e:
+        check_deployment(spec, Deployment(**dep))
+    assert e.value.field == field and says in e.value.message
+
+
+def test_prefix_caching_is_accepted_where_modelled():
+    nemotron = load_model("tests/data/hf/nemotron-3-nano-30b-a3b.json")[0]
+    for dep in (Deployment(vllm_version=(0, 27, 0), prefix_caching=False), Deployment(vllm_version=(0, 28, 0)),
+                Deployment(vllm_version=(0, 15, 0)), Deployment(vllm_version=(0, 25, 0))):
+        check_deployment(nemotron, dep)
+    check_deployment(load_model("llama-3.1-8b")[0], Deployment(mtp=False, pp=2, gpus=2))

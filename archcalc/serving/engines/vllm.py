@@ -81,6 +81,7 @@ HYBRID_ALLOCATOR = (0, 9, 1)  # groups of one kind; before, unify_hybrid_kv_cach
 CHUNKED_SPEC = (0, 10, 0)  # ChunkedLocalAttentionSpec; before, chunked layers got a FullAttentionSpec
 MAMBA_HYBRIDS = (0, 10, 0)  # HybridAttentionMambaModelConfig: linear layers paged beside attention
 TOKENS_FROM_CONCURRENCY = (0, 20, 1)  # "GPU KV cache size" = int(max_concurrency · max_model_len)
+MAMBA_CACHE_MODES = (0, 16, 0)  # mamba_cache_mode ("none", "align", "all") for prefix caching of linear layers
 ALIGN_TO_BLOCK_SIZE = (0, 24, 0)  # _align_hybrid_block_size: alignment max(the kernel's 16, --block-size)
 HYBRID_PREFIX_CACHING = (0, 26, 0)  # is_prefix_caching_supported: hybrid models cache prefixes by default
 ALIGN_MODE_ONLY = (0, 28, 0)  # prefix caching takes mamba_cache_mode "align"; 0.26-0.27: "all" for Mamba models
@@ -106,9 +107,13 @@ class VllmRules:
     version: tuple[int, int, int]
     prefix_caching: bool | None  # --enable-prefix-caching; None: the release's default
 
-    def hybrid_prefix_caching(self) -> bool:
-        """Whether a model with linear layers runs with prefix caching."""
-        return self.version >= HYBRID_PREFIX_CACHING if self.prefix_caching is None else self.prefix_caching
+    def caches_prefixes(self, attention: bool) -> bool:
+        """Whether a model with linear layers (and attention layers, or not) runs with prefix caching: by
+        default a hybrid one since HYBRID_PREFIX_CACHING, an attention-free one never
+        (ModelConfig.is_prefix_caching_supported)."""
+        if self.prefix_caching is not None:
+            return self.prefix_caching
+        return attention and self.version >= HYBRID_PREFIX_CACHING
 
 
 
@@ -200,10 +205,9 @@ def vllm_layout(kinds: list[AttnKind], max_model_len: int, dep) -> VllmLayout:
     attention = [k for k in kinds if k.kind != "linear"]
     state = max((k.state_bytes for k in kinds if k.kind == "linear"), default=0)
     token = max((k.token_bytes for k in attention), default=0)  # all our attention kinds share one width
-    # prefix caching ("align": Engine.check refuses the "all" of 0.26-0.27's Mamba models); an
-    # attention-free model caches no prefixes unless told to (is_prefix_caching_supported)
-    cached = rules.hybrid_prefix_caching() if attention else bool(rules.prefix_caching)
-    mode = "align" if state and cached else "none"
+    # under prefix caching mamba_cache_mode "align" (Engine.check refuses the releases and models that
+    # take another mode)
+    mode = "align" if state and rules.caches_prefixes(bool(attention)) else "none"
     block, raised = dep.block_size, None
     if attention and state:
         align = max(KERNEL_BLOCK_ALIGNMENT, block) if rules.version >= ALIGN_TO_BLOCK_SIZE else KERNEL_BLOCK_ALIGNMENT
@@ -378,13 +382,19 @@ class VllmEngine(Engine):
             raise InputError(None, "--vllm-version", f"{version_text(rules.version)}: before "
                              f"{version_text(VLLM_OLDEST)} vLLM ran the V0 engine, whose block manager is not "
                              f"modelled; give {version_text(VLLM_OLDEST)} or later")
-        linear = spec.linear is not None and spec.linear_mixer_layers > 0
-        if linear and rules.version < MAMBA_HYBRIDS:
+        if not spec.linear_mixer_layers:
+            return
+        if rules.version < MAMBA_HYBRIDS:
             raise InputError(None, "--vllm-version", f"{version_text(rules.version)}: vLLM's V1 engine pages "
                              f"linear-attention and state-space layers since {version_text(MAMBA_HYBRIDS)}; "
                              f"give {version_text(MAMBA_HYBRIDS)} or later")
-        if (linear and spec.linear.kind in MAMBA_PREFIX_CACHING_MIXERS and rules.version < ALIGN_MODE_ONLY
-                and spec.linear_mixer_layers < spec.n_layers and rules.hybrid_prefix_caching()):
+        if not rules.caches_prefixes(any(spec.attention_layers[k] for k in ("global", "local", "chunked"))):
+            return
+        if rules.version < MAMBA_CACHE_MODES:
+            raise InputError(None, "--enable-prefix-caching", f"vLLM {version_text(rules.version)} caching the "
+                             f"prefixes of linear layers (before mamba_cache_mode, {version_text(MAMBA_CACHE_MODES)}) "
+                             f"is not modelled; add --no-enable-prefix-caching")
+        if spec.linear.kind in MAMBA_PREFIX_CACHING_MIXERS and rules.version < ALIGN_MODE_ONLY:
             raise InputError(None, "--enable-prefix-caching", f"vLLM {version_text(rules.version)} caches a "
                              f"{spec.linear.kind} model's prefixes with mamba_cache_mode 'all' (a state per "
                              f"block), which archcalc does not model; add --no-enable-prefix-caching or give "
