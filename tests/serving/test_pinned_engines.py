@@ -544,3 +544,17 @@ def test_llama_cpp_build_options_are_checked():
         extra = [] if "--engine" in args else ["--engine", "llamacpp"]
         r = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "rtx-4090", "--context", "4096", *extra, *args])
         assert r.exit_code == 2 and words in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_llama_cpp_output_names_the_build_whose_rules_apply():
+    from archcalc.serving.engines.base import engine_named
+
+    engine = engine_named("llamacpp")
+    assert engine.rules(Deployment(engine="llamacpp")).startswith("llama.cpp's current rules")
+    assert engine.rules(Deployment(engine="llamacpp", engine_build=5912)).startswith(
+        "llama.cpp b5912 (--llamacpp-build; before b6969's padding change): ")
+    assert engine.rules(Deployment(engine="llamacpp", engine_build=7000)).startswith("llama.cpp b7000 (--llamacpp-build; from")
+    plan = _llamacpp_plan("llama-3.2-1b", engine_build=5912)
+    from archcalc.report.fit import assumptions
+
+    assert any("rules from llama.cpp b5912" in line for line in assumptions(plan))

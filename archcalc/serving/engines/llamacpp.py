@@ -84,6 +84,13 @@ class LlamaCppEngine(Engine):
         # free memory, even on identical GPUs); the input layer stays on the CPU
         return llamacpp_stages(spec, dep.tensor_split or (1.0,) * dep.tensor_parallel)
 
+    def rules(self, dep) -> str:
+        if dep.engine_build is None:
+            return "llama.cpp's current rules (--llamacpp-build: none given): " + self.rules_from
+        era = "before" if self.legacy(dep) else "from"
+        return (f"llama.cpp b{dep.engine_build} (--llamacpp-build; {era} b{LLAMACPP_PADDING_CHANGED}'s padding "
+                f"change): " + self.rules_from)
+
     def legacy(self, dep) -> bool:
         """A build before #16812, whose padding depended on flash attention (get_padding)."""
         return dep.engine_build is not None and dep.engine_build < LLAMACPP_PADDING_CHANGED
