@@ -273,6 +273,8 @@ def test_written_files_get_the_usual_mode(tmp_path):
     ("apertus-8b", {"post_norm": True}, "post_norm: must be false"),
     ("qwen3-next-80b-a3b", {"linear_num_value_heads": 24}, "n_heads (24) must be divisible by n_key_heads (16)"),
     ("jamba-1.5-mini", {"mamba_dt_rank": "auto2"}, "mamba_dt_rank: 'auto2' is not valid; expected an integer"),
+    ("glm-4.7-flash", {"first_k_dense_replace": 2}, "first_k_dense_replace: disagrees with mlp_layer_types"),
+    ("glm-4.7-flash", {"partial_rotary_factor": 0.5}, "partial_rotary_factor: only 1.0 is supported with MLA"),
 ])
 def test_new_families_refuse_what_they_cannot_be(tmp_path, name, change, words):
     """A config value the family's transformers model cannot have, or that archcalc does not

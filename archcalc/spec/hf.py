@@ -41,7 +41,7 @@ NO_COST_KEYS = {
     "apply_residual_connection_post_layernorm", "is_decoder", "do_sample", "gradient_checkpointing",
     "image_token_index", "boi_token_index", "eoi_token_index", "unk_token_id", "dropout", "activation_dropout",
     "decoder_start_token_id", "tokenizer_name", "_attn_implementation_autoset", "clip_qkv", "num_logits_to_keep",
-    "mm_tokens_per_image", "initializer_factor", "attn_implementation",
+    "mm_tokens_per_image", "initializer_factor", "attn_implementation", "eod_token_id",
     "use_mrope",  # Qwen2-VL's split of the rotary dims by section: the same rotations
 }
 
@@ -274,7 +274,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo; each
     family's differences are the branches below."""
     gemma = family.startswith("gemma") or family == "vaultgemma"
-    spec = _core(r, tie_default=gemma or family in ("cohere", "smollm3", "cohere2_moe"))
+    spec = _core(r, tie_default=gemma or family in ("cohere", "smollm3"))
     att = _heads(r)
     if family in NO_ATTENTION_BIAS:  # transformers hard-codes bias-free q/k/v/o whatever the config says
         _built_so(r, NO_ATTENTION_BIAS[family], attention_bias=False)
@@ -301,8 +301,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         r.ignore("intermediate_size", "no dense MLP: transformers' Solar Open is MoE in every layer")
     if family in NO_MLP_BIAS:
         _built_so(r, NO_MLP_BIAS[family], mlp_bias=False)
-    if r.get("mlp_bias", "bias", default=family == "jais2") if family == "internlm3" else \
-            r.get("mlp_bias", default=family == "jais2"):
+    if r.get(*(("mlp_bias", "bias") if family == "internlm3" else ("mlp_bias",)), default=family == "jais2"):
         ffn["bias"] = True
     if family == "ernie4_5" and r.get("use_bias", default=False):  # one switch for every projection
         att["bias"], ffn["bias"] = ["q", "k", "v", "o"], True
@@ -436,6 +435,50 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         spec["mtp"] = _mtp(r)
     return {**spec, "max_context": limit, "attention": att, "ffn": ffn, "norm": norm, "position": pos,
             "residual": residual}
+
+
+def _ministral3(r: ConfigReader) -> None:
+    """Ministral 3 / Devstral 2 (the text_config of mistral3): Mistral's layers, and a Llama-4-style
+    scaling of the queries by position (rope_parameters.llama_4_scaling_beta: an elementwise product,
+    no parameter).  Its attention ignores layer_types (transformers warns; every layer uses
+    sliding_window when one is set), so only an all-full list reads the same either way."""
+    types = r.cfg.get("layer_types")
+    if types is not None and (r.cfg.get("sliding_window") is not None or set(types) != {"full_attention"}):
+        raise InputError(r.path, r.prefix + "layer_types", "transformers' Ministral3 ignores layer_types (every "
+                         "layer uses sliding_window when it is set); per-layer windows are model_type ministral")
+
+
+def _uniform(r: ConfigReader, key: str, default: Any = _MISSING) -> Any:
+    """An integer, or one per layer all equal (HunYuan-A13B's num_experts, moe_topk, ...)."""
+    raw = r.cfg.get(key)
+    if not isinstance(raw, list):
+        return r.get(key) if default is _MISSING else r.get(key, default=default)
+    for i, item in enumerate(raw):
+        checked(r.path, f"{r.prefix}{key}[{i}]", key, item)
+    if len(set(raw)) != 1:
+        raise InputError(r.path, r.prefix + key, "differs between layers; archcalc's MoE has one value for "
+                                                 "every MoE layer")
+    r.report.used[r.prefix + key] = raw
+    return raw[0]
+
+
+def _hunyuan_moe(r: ConfigReader) -> dict:
+    """HunYuan-A13B (hunyuan_v1_moe): in every layer, routed experts and one shared MLP beside them,
+    all intermediate_size wide (HunYuanMoEV1Moe), a bias-free softmax router; Tencent's per-layer
+    lists must be uniform, and its remote-code widths must be the ones transformers builds."""
+    d = r.get("intermediate_size")
+    for key, needed in (("moe_intermediate_size", d), ("num_shared_expert", 1)):
+        if r.cfg.get(key) is not None and _uniform(r, key) != needed:
+            raise InputError(r.path, r.prefix + key, f"must be {needed}: transformers' HunYuan MoE builds its "
+                             "experts and one shared MLP, all intermediate_size wide")
+    _built_so(r, "HunYuan MoE", use_mixed_mlp_moe=True)
+    if r.get("moe_layer_num_skipped", default=0) != 0:
+        raise InputError(r.path, r.prefix + "moe_layer_num_skipped", "must be 0: transformers' HunYuan MoE is MoE "
+                                                                     "in every layer")
+    for key in ("capacity_factor", "moe_drop_tokens", "moe_random_routing_dropped_token", "group_limited_greedy"):
+        r.ignore(key, "routing details: the same experts run per token")
+    return {"n_experts": _uniform(r, "num_experts", 1), "top_k": _uniform(r, "moe_topk", 1), "d_expert": d,
+            "d_shared": d}
 
 
 def _minimax_m2(r: ConfigReader, att: dict) -> float:
@@ -1159,9 +1202,38 @@ def _deepseek(r: ConfigReader) -> dict:
     if r.cfg.get("model_type") == "deepseek_v32":  # DeepSeek Sparse Attention: the lightning indexer
         att["indexer"] = {"n_heads": r.get("index_n_heads"), "head_dim": r.get("index_head_dim"),
                           "topk": r.get("index_topk")}
+    layers = _glm4_moe_lite(r, n_layers) if r.cfg.get("model_type") == "glm4_moe_lite" else None
     return {**spec, "max_context": limit, "attention": att, "position": pos, "mtp": _mtp(r),
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
-                    "moe": _deepseek_moe(r, n_layers)}}
+                    "moe": _deepseek_moe(r, n_layers, layers)}}
+
+
+def _glm4_moe_lite(r: ConfigReader, n_layers: int) -> list[int]:
+    """GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3's MLA on GLM-4.5's MoE.  Its config class takes the MoE
+    layers from mlp_layer_types alone (absent: layer 0 dense, the rest sparse) and has no
+    first_k_dense_replace, so a first_k_dense_replace that says otherwise is not what transformers
+    builds.  Returns the MoE layers."""
+    types = r.get("mlp_layer_types", default=None)
+    if types is None:
+        types = ["dense"] + ["sparse"] * (n_layers - 1)
+    if len(types) != n_layers or set(types) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+    layers = [i for i, t in enumerate(types) if t == "sparse"]
+    first, freq = r.cfg.get("first_k_dense_replace"), r.cfg.get("moe_layer_freq")
+    if first is not None or freq is not None:
+        first, freq = r.get("first_k_dense_replace", default=0), r.get("moe_layer_freq", default=1)
+        if layers != [i for i in range(n_layers) if i >= first and i % freq == 0]:
+            raise InputError(r.path, r.prefix + "first_k_dense_replace", "disagrees with mlp_layer_types (absent: "
+                             "layer 0 dense), from which transformers' GLM-4.7-Flash takes its dense layers")
+    if _rotary_fraction(r, 1.0) != 1.0:
+        raise InputError(r.path, r.prefix + "partial_rotary_factor", "only 1.0 is supported with MLA (the rotary "
+                                                                     "part is qk_rope_head_dim)")
+    r.ignore("rope_interleave", "the order of the rotated pairs: the same math")
+    head = r.cfg.get("qk_head_dim")  # written by transformers: derived, qk_nope_head_dim + qk_rope_head_dim
+    if head is not None and head != r.cfg.get("qk_nope_head_dim", 0) + r.cfg.get("qk_rope_head_dim", 0):
+        raise InputError(r.path, r.prefix + "qk_head_dim", f"{head!r} is not qk_nope_head_dim + qk_rope_head_dim")
+    r.ignore("qk_head_dim", "derived: qk_nope_head_dim + qk_rope_head_dim")
+    return layers
 
 
 def _mtp(r: ConfigReader) -> dict | None:
@@ -1171,16 +1243,18 @@ def _mtp(r: ConfigReader) -> dict | None:
     return {"layers": n, "copies": True} if n else None
 
 
-def _deepseek_moe(r: ConfigReader, n_layers: int) -> dict:
-    """DeepSeek's MoE keys (also dots1, GLM-4.5): routed experts after first_k_dense_replace dense
-    layers, shared experts as one MLP, a sigmoid router whose e_score_correction_bias is a buffer
-    (stored in the checkpoint, not a parameter: not counted; README, Conventions)."""
+def _deepseek_moe(r: ConfigReader, n_layers: int, layers: list[int] | None = None) -> dict:
+    """DeepSeek's MoE keys (also dots1, GLM-4.5, GLM-4.7-Flash): routed experts after first_k_dense_replace
+    dense layers (or on `layers`), shared experts as one MLP, a sigmoid router whose e_score_correction_bias
+    is a buffer (stored in the checkpoint, not a parameter: not counted; README, Conventions)."""
     d_expert = r.get("moe_intermediate_size")
-    first_dense, freq = r.get("first_k_dense_replace", default=0), r.get("moe_layer_freq", default=1)
+    if layers is None:
+        first_dense, freq = r.get("first_k_dense_replace", default=0), r.get("moe_layer_freq", default=1)
+        layers = [i for i in range(n_layers) if i >= first_dense and i % freq == 0]
     moe = {"n_experts": r.get("n_routed_experts"), "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
            # The shared experts run as one MLP of n_shared × the expert width.
            "d_shared": r.get("n_shared_experts", default=0) * d_expert}
-    return _with_layers(moe, [i for i in range(n_layers) if i >= first_dense and i % freq == 0], n_layers)
+    return _with_layers(moe, layers, n_layers)
 
 
 def _gpt_oss(r: ConfigReader) -> dict:
@@ -1212,7 +1286,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
-    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek,
+    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe, "jamba": _jamba, "nemotron_h": _nemotron_h,
     "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid, "falcon_h1": _falcon_h1,

@@ -576,6 +576,23 @@ NO_FIXTURE = {
     "falcon_h1 normed": {"mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_state": 16,
                           "mamba_chunk_size": 4, "mamba_rms_norm": True, "mamba_proj_bias": True, "projectors_bias": True,
                           "mamba_n_groups": 2, "attention_bias": True},
+    # Ministral: Mistral whose layer_types say which layers slide (the 8B-2410 file says model_type mistral)
+    "ministral": {"sliding_window": 4, "head_dim": 16,
+                  "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"]},
+    "ministral3": {"head_dim": 16},  # Ministral 3 / Devstral 2's text_config: YaRN and a query scale, no weights
+    "vaultgemma": {"head_dim": 16, "sliding_window": 4},  # Gemma 2 without its post-norms
+    "glm": {"head_dim": 16, "pad_token_id": 0},  # GLM-4-9B (glm-4-9b-chat-hf): q/k/v biases, fused gate_up, half rotary
+    "internlm3": {"head_dim": 16},  # built as Llama
+    "internlm3 biased": {"head_dim": 16, "qkv_bias": True, "bias": True},
+    "solar_open": {"head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                   "n_shared_experts": 2},
+    "nanochat": {},  # weightless norms (one after the embedding), l2 q/k norms, ReLU² MLP, soft-capped logits
+    "jais2": {},  # LayerNorm, biases everywhere, ReLU² MLP
+    "flex_olmo": {"num_experts": 4, "num_experts_per_tok": 2, "pad_token_id": 1, "eos_token_id": 2},  # OLMoE, OLMo 2 post-norms
+    "hunyuan_v1_moe": {"head_dim": 16, "num_experts": 4, "moe_topk": 2},
+    "glm4_moe_lite": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                      "q_lora_rank": 24, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8,
+                      "v_head_dim": 16, "num_key_value_heads": 4},  # MLA: K = H, as the real config says
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
