@@ -102,6 +102,7 @@ def test_linear_state_pages_are_charged_per_request():
     kv = {k.kind: k for k in plan.kv}
     page = 784 * 4096
     assert (kv["linear"].charged_layers, kv["linear"].state_bytes, kv["linear"].bytes) == (48, 3 * page, 48 * 3 * page)
+    assert (kv["linear"].cells, kv["linear"].token_bytes) == (0, 0)
     assert (kv["global"].charged_layers, kv["global"].cells) == (16, 3 * 42 * 784)
     cached = Planner(load_model("tests/data/hf/qwen3.5-27b.json")[0], load_hardware("h200"), Deployment()).plan(32768, 3)
     assert {k.kind: k for k in cached.kv}["linear"].state_bytes == 3 * 2 * page  # 0.34 caches prefixes: 2 pages
@@ -170,16 +171,21 @@ def test_mamba_all_mode_is_refused_and_named():
     check_deployment(load_model("tests/data/hf/qwen3.5-27b.json")[0], Deployment(vllm_version=(0, 26, 0)))
 
 
-@pytest.mark.parametrize("text", ["0.19.0", "v0.19.0", "0.19", "0.10.1.1", "0.11.0rc1", " 0.19.0 "])
-def test_parse_version_reads_releases(text):
-    assert parse_version(text)[:2] in {(0, 19), (0, 10), (0, 11)}
+@pytest.mark.parametrize(("text", "version"), [
+    ("0.19.0", (0, 19, 0)), ("v0.19.0", (0, 19, 0)), ("0.19", (0, 19, 0)), ("0.10.1.1", (0, 10, 1)),
+    ("0.11.0rc1", (0, 11, 0)), (" 0.19.2 ", (0, 19, 2)), ("0.9.0.post1", (0, 9, 0))])
+def test_parse_version_reads_releases(text, version):
+    assert parse_version(text) == version
 
 
-@pytest.mark.parametrize("text", ["", "latest", "19", "0.x.1", "1e3.0", "0.19.0" * 20])
-def test_parse_version_refuses_the_rest(text):
+@pytest.mark.parametrize(("text", "shown"), [
+    ("", "''"), ("latest", "'latest'"), ("19", "'19'"), ("0.x.1", "'0.x.1'"), ("1e3.0", "'1e3.0'"),
+    ("0.19.0" * 20, repr(("0.19.0" * 20)[:40])), (19, "'19'"), (None, "'None'")])
+def test_parse_version_refuses_the_rest(text, shown):
     with pytest.raises(InputError) as e:
         parse_version(text)
-    assert e.value.field == "--vllm-version"
+    assert (e.value.field, e.value.message) == ("--vllm-version",
+                                                f"{shown} is not a release; give MAJOR.MINOR.PATCH (e.g. 0.19.0)")
 
 
 def test_cli_options_reach_the_plan_and_are_checked():
@@ -191,6 +197,9 @@ def test_cli_options_reach_the_plan_and_are_checked():
 
     doc = json.loads(r.stdout)
     assert doc["startup"]["vllm_version"] == "0.19.0" and doc["startup"]["block_size"] == 784
+    assert doc["startup"]["mamba_cache_mode"] == "none"
+    assert json.loads(run(cli, ["fit", "llama-3.1-8b", "--gpu", "h100", "--json"]).stdout)["startup"][
+        "mamba_cache_mode"] is None
     assert doc["deployment"]["engine_rules_from"].startswith("vLLM 0.19.0 (--vllm-version): ")
     text = run(cli, ["fit", "tests/data/hf/qwen3.5-27b.json", "--gpu", "h200", "--no-enable-prefix-caching"]).output
     assert "raised from 16 to 784 tokens" in " ".join(text.split())
@@ -225,7 +234,8 @@ def test_hybrid_allocator_boundary(before, at):
 
 
 def test_chunked_spec_boundary():
-    """Llama 4 Scout: chunked layers paged as full before 0.10.0, as chunks from it."""
+    """Llama 4 Scout: chunked layers paged as full before 0.10.0 (before 0.9.1 too), as chunks from it."""
+    assert startup("llama-4-scout", 65536, vllm_version=(0, 9, 0), gpus=8).layout.groups == {"global": 1}
     assert startup("llama-4-scout", 65536, vllm_version=(0, 9, 2), gpus=8).layout.groups == {"global": 1}
     assert set(startup("llama-4-scout", 65536, vllm_version=(0, 10, 0), gpus=8).layout.groups) == {"global",
                                                                                                   "chunked"}
@@ -303,6 +313,8 @@ def test_refusals_name_the_option(model, dep, field, says):
     with pytest.raises(InputError) as e:
         check_deployment(spec, Deployment(**dep))
     assert e.value.field == field and says in e.value.message
+    if field == "--mtp":
+        assert e.value.message == says
 
 
 def test_prefix_caching_is_accepted_where_modelled():
@@ -311,3 +323,75 @@ def test_prefix_caching_is_accepted_where_modelled():
                 Deployment(vllm_version=(0, 15, 0)), Deployment(vllm_version=(0, 25, 0))):
         check_deployment(nemotron, dep)
     check_deployment(load_model("llama-3.1-8b")[0], Deployment(mtp=False, pp=2, gpus=2))
+    qwen = load_model("tests/data/hf/qwen3.5-27b.json")[0]
+    check_deployment(qwen, Deployment(vllm_version=(0, 10, 0)))  # the first release that pages linear layers
+    check_deployment(qwen, Deployment(vllm_version=(0, 16, 0), prefix_caching=True))  # the first with align
+
+
+def test_a_full_layer_first_or_second_becomes_one_full_kind():
+    """Before 0.9.1 the sliding layers become full ones whatever order the kinds come in: no window
+    survives the merge (Gemma-3-27B's counts, local first)."""
+    from archcalc.serving.engines.base import AttnKind
+
+    kinds = [AttnKind("local", 52, 1024, 8192.0), AttnKind("global", 10, None, 8192.0)]
+    lay = vllm_layout(kinds, 32768, Deployment(vllm_version=(0, 9, 0)))
+    assert [(k.kind, k.layers, k.window) for k in lay.kinds] == [("global", 62, None)]
+    assert lay.blocks == {"global": 2048}
+
+
+def test_the_check_before_0_9_1_uses_each_layer_s_own_blocks():
+    """0.9.0's check sums every layer's own max memory (sliding layers windowed) at the block size in
+    use; 0.9.1's is the padded groups'.  Gemma-3-27B at 32,768 with --block-size 32."""
+    page = 32 * 16 * 128 * 2 * 2
+    dep = Deployment(vllm_version=(0, 9, 0), block_size=32)
+    kinds = kinds_of("gemma-3-27b", dep)
+    assert vllm_layout(kinds, 32768, dep).needed == page * (10 * 1024 + 52 * (-(-(1023 + 8192) // 32) + 1))
+    at = vllm_layout(kinds, 32768, Deployment(vllm_version=(0, 9, 1)))
+    assert at.needed == at.group_size * at.page * at.blocks_per_request > at.layers_needed
+
+
+def test_a_small_state_leaves_the_block_alone():
+    """LFM2-1.2B: a short conv's state (2,048 channels × 2 inputs × 2 B = 8 KiB) fits one 16-token page
+    (8 KV heads × 64 × 2 × 2 B = 2 KiB a token): no raise, and the note says none."""
+    dep = Deployment(prefix_caching=False)
+    kinds = kinds_of("lfm2-1.2b", dep)
+    assert max(k.state_bytes for k in kinds) == 2048 * 2 * 2
+    lay = vllm_layout(kinds, 4096, dep)
+    assert (lay.block_size, lay.raised_from, lay.page) == (16, None, 16 * 2048)
+
+
+def test_the_smallest_block_counts_mamba_block_size():
+    """0.9.1-0.20.0 log num_blocks // groups × the smallest block size; a linear group's block is
+    mamba_block_size: max_model_len without prefix caching, the attention block with it.  Qwen3.5-27B at
+    max_model_len 512 on 0.19.0: min(784, 512) = 512 without, 784 with."""
+    pool = 100 * 784 * 4096 * 16
+    tokens = {}
+    for cached in (False, True):
+        dep = Deployment(vllm_version=(0, 19, 0), prefix_caching=cached)
+        kinds = kinds_of("tests/data/hf/qwen3.5-27b.json", dep)
+        tokens[cached] = VLLM.startup(kinds, 512, pool, dep).kv_tokens
+    assert tokens == {False: 100 // 4 * 512, True: 100 // 4 * 784}
+
+
+def test_tensor_parallel_halves_each_linear_state():
+    """At TP 2 each rank holds half of every head-sharded state (vLLM shards the GDN heads): 3,207,168 / 2."""
+    kinds = Planner(load_model("tests/data/hf/qwen3.5-27b.json")[0], load_hardware("h200"),
+                    Deployment(tp=2, gpus=2)).kinds
+    assert max(k.state_bytes for k in kinds) == 3_207_168 / 2
+
+
+def test_estimates_and_errors_at_one_token_blocks():
+    """--block-size 1: one token's cache fits, two do not: vLLM estimates 1 and says so; with no token
+    at all the estimate sentence is left out."""
+    dep = Deployment(block_size=1)
+    kinds = kinds_of("llama-3.1-8b", dep)
+    one = VLLM.needed(kinds, 1, dep)
+    report = VLLM.startup(kinds, 8192, one, dep)
+    assert report.estimated_max_model_len == 1 and "the estimated maximum model length is 1. " in report.error
+    none = VLLM.startup(kinds, 8192, one - 1, dep)
+    assert none.estimated_max_model_len == 0
+    assert none.error == ("To serve at least one request with the model's max seq len (8192), (1.0 GiB KV cache is "
+                          "needed, which is larger than the available KV cache memory (0.0 GiB). Try increasing "
+                          "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or "
+                          "decreasing `max_model_len` when initializing the engine. See "
+                          "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
