@@ -215,21 +215,28 @@ def page(s, cal, labels, rows, step_err, class_err, share, flop_share, t_cal, t_
 WHY = """
 ## Why the misses
 
-- **Decode is weight streaming, and this machine's bandwidth drifts.** A decode step reads every
-  weight at m = B rows; its time is the memory system's. On this 2-vCPU virtual machine the
-  achievable bandwidth moves with the host's load by tens of percent within minutes
-  (calibrations on 2026-12-01 measured 40, 48, 55 and 67 GB/s read-only), so a calibration made
-  at the start of the run and measurements minutes later disagree by that much. Prefill is
-  compute-bound and stays within a few percent. The same script run earlier the same day gave
-  decode median / worst 11 % / 28 % against the Hugging Face model; compare runs, not digits.
+- **The host changed between runs.** The page of 2026-12-01 ran on an AMD EPYC vCPU (48 GB/s
+  read-only); this run's VM is an Intel Xeon with AMX (bf16 matmuls up to 2.9 TFLOP/s, 27 GB/s
+  read-only). A calibration belongs to the machine it was taken on: compare runs on one host.
+- **A step is slower than the sum of its kernels.** Against every op run alone (`kernels`) the
+  calibrated prediction is within 7 % / 21 % (prefill) and 14 % / 23 % (decode). Archcalc's reference
+  model and the Hugging Face model run the same ops 30-50 % slower than that sum. The eager
+  overhead per kernel the calibration measures on a debug-sized Llama (25 µs here) does not carry
+  to these sizes: the gap is 3-4 ms over the ~50 kernels of a 4-layer decode step, ~70 µs a kernel,
+  and grows with the work (allocation and first touch of larger outputs, caches cooled by the
+  neighbouring ops). Not modelled yet, so the whole-step targets (median 10 %, worst 20 %) are
+  not met on this host; the per-kernel terms are.
+- **A busy machine inflates every timing.** The previous calibration was partly taken beside a
+  test run: its decode-attention points were 3-7x slower than the same kernels on the idle machine
+  (55-125 µs against 364-392 µs). `calibrate` and `--measure` now note a CPU whose load average is
+  half its cores or more when they start.
 - **matmul (worst)**: the thinnest projections (a MoE router of n = 16, a shared-expert gate of
   n = 1) sit below the grid's smallest shape (1024 × 32), where a matmul's fixed cost dominates.
 - **norm, elementwise (worst)**: row kernels of one token are a microsecond or two, their launch;
   a microsecond of jitter is 100 %.
 - **Against the Hugging Face model**: its decode runs work the op list does not have: RMSNorm in
   fp32 (several kernels instead of one), the rotary cos/sin recomputed each step, the
-  DynamicCache's concatenation; the per-kernel dispatch overhead calibrated on a debug-sized HF
-  Llama covers most but not all of it at these sizes.
+  DynamicCache's concatenation.
 - **Peak on this CPU** is the best rate the calibration measured, not a datasheet, so it is far
   from a bound here; on bundled GPUs peak is the datasheet and a strict lower bound (below).
 """.splitlines()

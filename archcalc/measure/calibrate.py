@@ -33,7 +33,7 @@ from archcalc.hardware.calibration import (
     RowPoint,
 )
 from archcalc.measure.kernels import cache_bytes, kernel
-from archcalc.measure.timing import resolve_device, time_call
+from archcalc.measure.timing import busy_note, resolve_device, time_call
 from archcalc.ops import op as ops
 from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.workload import Workload
@@ -132,7 +132,9 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
               progress: Callable[[str], None] | None = None) -> Calibration:
     dev = resolve_device(device)
     say = progress or (lambda _msg: None)
+    busy = busy_note(dev)  # before our own work raises the load
     chosen, notes = choose_dtype(dtype, dev)
+    notes = notes + [busy] * bool(busy)
     tdtype, grid = TORCH_DTYPES[chosen], QUICK if quick else FULL
     sdpa = CONVENTIONS["sdpa"]
 

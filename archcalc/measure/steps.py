@@ -16,7 +16,7 @@ import torch
 from archcalc.cost.roofline import step_ops
 from archcalc.measure.calibrate import TORCH_DTYPES, choose_dtype, device_name
 from archcalc.measure.kernels import kernel
-from archcalc.measure.timing import resolve_device, time_call
+from archcalc.measure.timing import busy_note, resolve_device, time_call
 from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
 
@@ -62,8 +62,9 @@ class Session:
 
 def session(device: str = "auto", dtype: str = "bf16") -> Session:
     dev = resolve_device(device)
+    busy = busy_note(dev)  # before our own work raises the load
     chosen, notes = choose_dtype(dtype, dev)
-    return Session(dev, chosen, tuple(notes))
+    return Session(dev, chosen, tuple(notes) + (busy,) * bool(busy))
 
 
 def measure_step(spec: ModelSpec, wl: Workload, phase: str, s: Session, repeats: int = 5) -> MeasuredStep:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from typing import Callable
@@ -25,6 +26,28 @@ MIN_SAMPLE_S = 2e-4  # one sample spans at least this long (perf_counter is ~0.1
 MAX_INNER = 256
 MIN_SPAN_S = 0.05  # samples of one measurement span at least this long
 MAX_SAMPLES = 400
+
+
+# A CPU whose 1-minute load average is this share of its cores before we start is shared with other
+# work: every kernel then gets a fraction of the cores and the caches, and its timings run long (a
+# calibration taken beside a test run measured decode attention 3-7x slower than on the idle machine).
+BUSY_LOAD_SHARE = 0.5
+
+
+def busy_note(device: torch.device, load: float | None = None, cores: int | None = None) -> str | None:
+    """A note when the CPU is busy with other work (timings from it run long); None on an idle CPU,
+    on accelerators, or where the OS gives no load average."""
+    if device.type != "cpu":
+        return None
+    try:
+        load = os.getloadavg()[0] if load is None else load
+    except (AttributeError, OSError):  # Windows has no load average
+        return None
+    cores = cores or os.cpu_count() or 1
+    if load < BUSY_LOAD_SHARE * cores:
+        return None
+    return (f"the CPU was busy when timed (1-minute load average {load:.1f} on {cores} cores): other work shares "
+            f"the cores and caches, so these timings may run long; time on an idle machine")
 
 
 def resolve_device(name: str) -> torch.device:
