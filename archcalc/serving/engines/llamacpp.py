@@ -63,6 +63,8 @@ class LlamaCppEngine(Engine):
                    f"types in blocks of {GGML_BLOCK} (flash attention assumed); the token embedding stays in host "
                    f"memory; several GPUs split the layers (-sm layer); activations in f32")
 
+    # The sliding-window cache gets the same -ctk / -ctv types as the base cache (llama-kv-cache-iswa.cpp;
+    # only #21277, reverted a day later by #21332, kept it F16).
     takes = frozenset({"kv_dtype_v", "tensor_split", "engine_build", "flash_attn"})  # -ctv, -ts, bN, -fa
 
     def check(self, spec, dep):
