@@ -241,6 +241,12 @@ def test_llama_cpp_splits_in_float32():
     assert point == f32(f32(2.0) / 17) and (0.1 + 0.3) / 3.4 > 2 / 17
     devices = llamacpp_devices(16, (0.1, 0.3, 3.0))
     assert [devices.count(g) for g in range(3)] == [1, 1, 15] and devices[2] == 2
+    # The split points too, not only the slots: -ts 0.7,0.4 over 32 layers.  0.7f / (0.7f + 0.4f) is the float
+    # 21.0f / 33, so slot 21 leaves GPU 0 (21 layers, then 11 and the output); with the split points in
+    # float64 (0.63636363636363624 > 0.63636362f) it would stay (22 and 10)
+    point = f32(f32(0.7) / f32(f32(0.7) + f32(0.4)))
+    assert point == f32(f32(21.0) / 33) and 0.7 / (0.7 + 0.4) > point
+    assert [llamacpp_devices(32, (0.7, 0.4)).count(g) for g in range(2)] == [21, 12]
 
 
 def test_vision_tower_sits_on_the_first_gpu():
