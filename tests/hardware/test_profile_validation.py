@@ -39,8 +39,8 @@ def _set(data: dict, dotted: str, value) -> dict:
     *parents, last = dotted.split(".")
     node = data
     for key in parents:
-        if isinstance(node, list):
-            if int(key) >= len(node) or not isinstance(node[int(key)], (dict, list)):
+        if isinstance(node, list):  # junk an earlier draw put there: a list, indexed by number only
+            if not key.isdigit() or int(key) >= len(node) or not isinstance(node[int(key)], (dict, list)):
                 return data  # junk an earlier draw put there has no such item
             node = node[int(key)]
             continue
@@ -51,7 +51,7 @@ def _set(data: dict, dotted: str, value) -> dict:
         if isinstance(node, dict):
             node.pop(last, None)
     elif isinstance(node, list):
-        if int(last) < len(node):
+        if last.isdigit() and int(last) < len(node):
             node[int(last)] = value
     else:
         node[last] = value
