@@ -558,3 +558,40 @@ def test_llama_cpp_output_names_the_build_whose_rules_apply():
     from archcalc.report.fit import assumptions
 
     assert any("rules from llama.cpp b5912" in line for line in assumptions(plan))
+
+
+def test_llama_cpp_build_boundary_flash_attn_warning_settings_and_notes():
+    """b6968 is the last build of the old padding (32 cells without flash attention), b6969 the first of
+    the new (#16812, every cache to 256); --no-flash-attn is told it changes nothing only under the new
+    rules; the JSON names the build and the switch; the SWA note gives the old formula (the pad inside
+    the min) on old builds.  Every registered engine is an Engine under its own name."""
+    from archcalc.hardware.profile import load_hardware
+    from archcalc.serving.engines.base import ENGINES, Engine, engine_named
+    from archcalc.spec.catalog import load_model
+
+    engine = engine_named("llamacpp")
+    assert _llamacpp_plan("llama-3.2-1b", 1100, engine_build=6968, flash_attn=False).kv[0].cells == 1120  # pad 32
+    assert _llamacpp_plan("llama-3.2-1b", 1100, engine_build=6969, flash_attn=False).kv[0].cells == 1280  # pad 256
+    quiet = "--no-flash-attn changes no cache size since llama.cpp b6969: every cache is padded to 256"
+    assert engine.warnings(Deployment(engine="llamacpp", flash_attn=False)) == [quiet]
+    assert engine.warnings(Deployment(engine="llamacpp", flash_attn=False, engine_build=6968)) == []
+    assert engine.warnings(Deployment(engine="llamacpp", flash_attn=True)) == []
+    settings = engine.settings(Deployment(engine="llamacpp", engine_build=5912, flash_attn=False))
+    assert (settings["build"], settings["flash_attn"]) == (5912, False)
+    gemma = load_model("gemma-3-1b")[0]
+    old = Planner(gemma, load_hardware("rtx-4090"), Deployment(engine="llamacpp", engine_build=5912)).plan(4096)
+    assert any("= min(n_ctx, pad(512·1 + 512, 256))" in n for n in engine.notes(old.kv, 1, old.deployment, False))
+    assert all(isinstance(e, Engine) and e.name == name for name, e in ENGINES.items())
+
+
+def test_llama_cpp_slot_stream_is_the_padded_context():
+    """llama-context.cpp without the unified cache: n_ctx = pad(context × slots, 256), each slot's stream
+    pad(n_ctx / slots, 256), which is pad(context, 256) for every context and slot count (checked here
+    by brute force against the engine's cells)."""
+    def pad(n, to):
+        return -(-n // to) * to
+
+    assert all(pad(pad(c * b, 256) // b, 256) == pad(c, 256) for c in range(1, 1200) for b in range(1, 9))
+    for context, slots in ((900, 3), (1000, 7), (257, 2)):
+        plan = _llamacpp_plan("llama-3.2-1b", context, slots, kv_unified=False)
+        assert plan.kv[0].cells == slots * pad(pad(context * slots, 256) // slots, 256)

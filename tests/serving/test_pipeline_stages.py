@@ -291,3 +291,35 @@ def test_an_op_outside_every_stage_is_named():
     stray = replace(model_ops(spec_of("llama-3.1-8b"), Workload())[0], name="stray.op")
     with pytest.raises(AssertionError, match="op stray.op is in no pipeline stage"):
         _placement(stray)
+
+
+def test_parse_split_bounds_and_messages():
+    """At most 16 proportions (llama_max_devices) and 200 characters; refusals name --tensor-split."""
+    from archcalc.errors import InputError
+    from archcalc.serving.deployment import parse_split
+
+    assert len(parse_split(",".join(["1"] * 16))) == 16
+    exact = ",".join(["123456789.12"] * 15 + ["12345"])
+    assert len(exact) == 200 and len(parse_split(exact)) == 16
+    for bad in (",".join(["1"] * 17), exact + "6", 12, None):
+        with pytest.raises(InputError) as e:
+            parse_split(bad)
+        assert e.value.field == "--tensor-split"
+        assert e.value.message == (f"{str(bad)[:40]!r} is not a split; give one proportion per GPU separated by "
+                                   f"commas (e.g. 3,1), at most 16")
+    with pytest.raises(InputError) as e:
+        parse_split(" 0,0 ")
+    assert (e.value.field, e.value.message) == ("--tensor-split", "'0,0' gives every GPU 0; at least one must be > 0")
+
+
+def test_check_reserve_shows_what_it_refuses():
+    from archcalc.errors import InputError
+    from archcalc.serving.deployment import check_reserve
+
+    tail = "is not valid; give bytes from 0 to 1 PiB (1,125,899,906,842,624 bytes)"
+    for value, shown in ((2**64, "a 65-bit integer"), (2**63, repr(2**63)), (-1, "-1"), ("x" * 50, repr("x" * 50)[:40]),
+                         (True, "True"), (float("inf"), "inf")):
+        with pytest.raises(InputError) as e:
+            check_reserve(value)
+        assert (e.value.field, e.value.message) == ("--reserve", f"{shown} {tail}")
+    assert check_reserve(None) is None and check_reserve(2**30) == float(2**30)

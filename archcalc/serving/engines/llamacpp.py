@@ -122,9 +122,10 @@ class LlamaCppEngine(Engine):
         streams = 1 if dep.kv_unified else batch
         if dep.kv_unified:
             stream = n_ctx
-        else:  # current: n_ctx_seq = pad(n_ctx / n_seq, 256); before b6969: pad(ceil(n_ctx / n_seq), P), and
-            # the n_ctx asked for is context × n_seq, so ceil(n_ctx / n_seq) is the context
-            stream = pad(context if legacy else n_ctx // batch, p)
+        else:  # before b6969: pad(ceil(n_ctx / n_seq), P) with n_ctx = context × n_seq, so pad(context, P);
+            # current: pad(n_ctx / n_seq, 256) with n_ctx = pad(context × n_seq, 256), which is pad(context, 256)
+            # too (context ≤ n_ctx / n_seq ≤ pad(context, 256), as pad(context, 256) × n_seq is a multiple of 256)
+            stream = pad(context, p)
 
         def cells(window):
             if not window or dep.swa_full:
