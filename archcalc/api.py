@@ -474,6 +474,15 @@ def _fraction(option: str, value) -> float:
     return float(value)
 
 
+def _flag(option: str, value, unset_ok: bool = False) -> bool | None:
+    """A switch given to the API: True or False (None too where it means the engine's default); never a
+    string or number read as a truth value ("false" would be True)."""
+    if (value is None and unset_ok) or isinstance(value, bool):
+        return value
+    raise InputError(None, option, f"{_shown(value)} is not valid; give True or False"
+                     + (" (or None: the default)" if unset_ok else ""))
+
+
 def _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_memory_utilization,
                 max_num_batched_tokens, ubatch, reserve, weights=None, kv_unified=True, swa_full=False,
                 block_size=16, kv_dtype_v=None, mtp=False, pp=1, tensor_split=None, llamacpp_build=None,
@@ -506,11 +515,12 @@ def _deployment(model, gpus, tp, context, batch, dtype, kv_dtype, engine, gpu_me
     reserve = parse_bytes(reserve) if isinstance(reserve, str) else check_reserve(reserve)
     spec, warnings = load(model)
     dep = Deployment(engine=engine, gpus=gpus, tp=tp, weight_dtype=dtype, kv_dtype=kv_dtype, weights=weights,
-                     kv_unified=bool(kv_unified), swa_full=bool(swa_full), block_size=block_size,
-                     kv_dtype_v=kv_dtype_v, mtp=bool(mtp), pp=pp, tensor_split=tensor_split,
-                     engine_build=llamacpp_build, flash_attn=bool(flash_attn),
+                     kv_unified=_flag("--kv-unified", kv_unified), swa_full=_flag("--swa-full", swa_full),
+                     block_size=block_size, kv_dtype_v=kv_dtype_v, mtp=_flag("--mtp", mtp), pp=pp,
+                     tensor_split=tensor_split, engine_build=llamacpp_build,
+                     flash_attn=_flag("--flash-attn", flash_attn),
                      vllm_version=None if vllm_version is None else parse_version(vllm_version),
-                     prefix_caching=None if prefix_caching is None else bool(prefix_caching),
+                     prefix_caching=_flag("--enable-prefix-caching", prefix_caching, unset_ok=True),
                      gpu_memory_utilization=_fraction("--gpu-memory-utilization", gpu_memory_utilization),
                      reserve=reserve, **options)
     check_deployment(spec, dep)

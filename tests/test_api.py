@@ -150,3 +150,15 @@ def test_roofline_says_when_the_model_does_not_fit_the_device_it_times():
     assert "1 x A100 80GB SXM" in w and "--tp 2" in w
     assert not [w for w in archcalc.roofline("llama-3.1-8b", "h100").warnings if "does not fit" in w]
     assert not [w for w in archcalc.roofline("llama-3.1-70b", "a100-80gb-sxm", tp=2).warnings if "does not fit" in w]
+
+
+@pytest.mark.parametrize(("option", "value"), [("kv_unified", "false"), ("mtp", 1), ("flash_attn", "no"),
+                                               ("prefix_caching", "false"), ("swa_full", None)])
+def test_fit_switches_are_booleans_not_truth_values(option, value):
+    """A string or number where a switch belongs is refused, not read as True ("false" would be)."""
+    from archcalc.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        archcalc.fit("llama-3.1-8b", "h100", **{option: value})
+    assert "give True or False" in e.value.message
+    assert archcalc.fit("llama-3.1-8b", "h100", prefix_caching=None, context=4096).plan is not None

@@ -158,11 +158,15 @@ class Engine:
     # inputs at the cache type.
     recurrent_state_bytes: float | None = 4.0
     conv_state_bytes: float | None = None
+    # True: the recurrent part at the dtype the model's config names (op.dims.state_dtype) where it names one
+    honours_state_dtype = False
 
     def state_bytes(self, op: Op, kv_bytes: float, share: float) -> float:
         """Bytes of one sequence's fixed state in one linear layer of `op` on one GPU (0 otherwise)."""
         d = op.dims
         recurrent, conv = (kv_bytes if b is None else b for b in (self.recurrent_state_bytes, self.conv_state_bytes))
+        if self.honours_state_dtype and d.state_dtype:
+            recurrent = BITS[d.state_dtype] / 8
         return (d.state_values * recurrent + d.conv_values * conv) * share
 
     def kv_share(self, op: Op, tp: int) -> float:

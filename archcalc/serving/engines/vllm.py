@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 
 from archcalc.cost.solve import last_true
 from archcalc.errors import InputError
-from archcalc.ops.dtypes import BITS
 from archcalc.parallel.pipeline import vllm_partition, vllm_stages
 from archcalc.report.units import binary
 from archcalc.serving.engines.base import (
@@ -114,7 +113,6 @@ class VllmRules:
         if self.prefix_caching is not None:
             return self.prefix_caching
         return attention and self.version >= HYBRID_PREFIX_CACHING
-
 
 
 def vllm_rules(dep) -> VllmRules:
@@ -343,11 +341,7 @@ class VllmEngine(Engine):
     # model's config names one (Qwen3.5's mamba_ssm_dtype, Nemotron-H's mamba_ssm_cache_dtype; vllm
     # model_executor/models/config.py): MambaStateDtypeCalculator.
     recurrent_state_bytes = conv_state_bytes = 2.0
-
-    def state_bytes(self, op, kv_bytes, share):
-        d = op.dims
-        recurrent = BITS[d.state_dtype] / 8 if d.state_dtype else self.recurrent_state_bytes
-        return (d.state_values * recurrent + d.conv_values * self.conv_state_bytes) * share
+    honours_state_dtype = True
 
     # The indexer's key cache (models/deepseek_v2.py, Indexer): uint8, head_dim fp8 values and one
     # 4-byte UE8M0 scale per 128 of them (head_dim + head_dim // 128 · 4 bytes), whatever --kv-cache-dtype.
