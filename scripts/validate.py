@@ -16,7 +16,9 @@
 Run:  python scripts/validate.py [--device auto|cpu|cuda] [--quick] [--calibration FILE] [--runs 3]
                                 [--out docs/validation.md]
 It prints where it is, writes the page, and keeps the calibration it made
-beside the page (docs/calibration-<device>.yaml).
+beside the page (docs/calibration-<device>.yaml).  On Linux it re-runs itself
+under a reusing allocator (archcalc.measure.endtoend.REUSING_MALLOC) unless
+GLIBC_TUNABLES or an LD_PRELOADed jemalloc / TCMalloc already sets one.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import argparse
 import copy
 import datetime as dt
 import json
+import os
 import platform
 import statistics
 import sys
@@ -43,7 +46,7 @@ from archcalc.cost.roofline import predict, prefill_workload, step  # noqa: E402
 from archcalc.hardware.calibration import load_calibration, save_calibration  # noqa: E402
 from archcalc.hardware.profile import calibrated_profile  # noqa: E402
 from archcalc.measure.calibrate import TORCH_DTYPES, calibrate  # noqa: E402
-from archcalc.measure.endtoend import time_hf, time_reference  # noqa: E402
+from archcalc.measure.endtoend import REUSING_MALLOC, time_hf, time_reference  # noqa: E402
 from archcalc.measure.steps import MEASURE_CONVENTION, measure_step, session  # noqa: E402
 from archcalc.ops.workload import Workload  # noqa: E402
 from archcalc.spec.catalog import spec_from_dict  # noqa: E402
@@ -165,6 +168,8 @@ def page(s, cal, labels, rows, step_err, class_err, share, flop_share, t_cal, t_
         f"- device: {cal.device.name} ({cal.device.kind}), {cal.device.threads} threads, {platform.platform()}",
         f"- torch {torch.__version__}, Python {platform.python_version()}, dtype {s.dtype}"
         + (f" ({'; '.join(s.notes)})" if s.notes else ""),
+        f"- allocator: {allocator()} (freed activations reused, not faulted in again: "
+        "archcalc.measure.endtoend)",
         f"- calibration: {'quick grid' if args.quick else 'full grid'}, {t_cal:.0f} s"
         f"{' (reused ' + args.calibration + ')' if args.calibration else ''}; "
         f"best matmul {max(2 * p.m * p.k * p.n / p.seconds for p in cal.matmul) / 1e9:.0f} GFLOP/s, "
@@ -181,7 +186,8 @@ def page(s, cal, labels, rows, step_err, class_err, share, flop_share, t_cal, t_
         "## Whole steps",
         "",
         "Measured three ways: `kernels` = the sum of every op run alone as a torch kernel (`--measure`); "
-        "`reference` = archcalc's plain-torch reference model with its KV cache; `hf` = the Hugging Face "
+        "`reference` = archcalc's plain-torch reference model with its KV cache (attention through SDPA, "
+        "explicit for Gemma-2's soft-caps); `hf` = the Hugging Face "
         "transformers model of the same config.json (random weights, SDPA except Gemma-2, which HF runs eagerly; "
         "its own DynamicCache).",
         "",
@@ -261,7 +267,26 @@ def published_section() -> list[str]:
     return out
 
 
+def allocator() -> str:
+    """The allocator this process runs under, as the page states it."""
+    preload = os.environ.get("LD_PRELOAD", "")
+    for name in ("jemalloc", "tcmalloc"):
+        if name in preload:
+            return f"{name} (LD_PRELOAD)"
+    tunables = os.environ.get("GLIBC_TUNABLES")
+    return f"glibc malloc, GLIBC_TUNABLES={tunables}" if tunables else "glibc malloc, default settings"
+
+
+def reexec_with_reusing_malloc() -> None:
+    """glibc reads its tunables at start-up: run this script again with them set (Linux only)."""
+    if platform.system() != "Linux" or "GLIBC_TUNABLES" in os.environ or any(
+            name in os.environ.get("LD_PRELOAD", "") for name in ("jemalloc", "tcmalloc")):
+        return
+    os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "GLIBC_TUNABLES": REUSING_MALLOC})
+
+
 def main() -> None:
+    reexec_with_reusing_malloc()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     ap.add_argument("--quick", action="store_true", help="calibrate on the quick grid")

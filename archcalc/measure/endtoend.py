@@ -4,8 +4,18 @@ One run is a prefill (B sequences × `prompt` tokens, logits at each sequence's
 last token only, as archcalc's prefill workload and inference engines compute
 them) followed by `decode_steps` decode steps (B × 1 token each) through the
 model's own KV cache.  Two implementations: archcalc's plain-torch reference
-model built from a ModelSpec (`time_reference`) and a Hugging Face model built
-from a config.json dict (`time_hf`), both with random weights.
+model built from a ModelSpec (`time_reference`; its attention through SDPA, as
+the op list's "sdpa" convention times it, unless a layer needs what SDPA lacks:
+soft-caps, sinks, ALiBi) and a Hugging Face model built from a config.json dict
+(`time_hf`), both with random weights.
+
+On a Linux CPU, glibc's default malloc hands large freed blocks back to the OS
+and faults them in again on the next allocation: an eager step then pays page
+faults on every activation (a 1 × 512 prefill of the 4-layer Llama in
+scripts/validate.py: ~80 ms instead of ~57 ms).  The time model counts kernels,
+not page faults, so timings meant to validate it run with a reusing allocator:
+REUSING_MALLOC's glibc tunables, or jemalloc / TCMalloc as PyTorch's CPU
+performance tuning guide recommends ("Switch Memory allocator").
 
 Timing: one untimed warm-up run, then `repeats` runs; each step is timed
 between device synchronisations (so queued GPU work is counted where it
@@ -25,11 +35,23 @@ from typing import Any
 import torch
 
 from archcalc.errors import InputError
-from archcalc.measure.reference import build_reference_model
+from archcalc.measure.reference import AttentionImpl, build_reference_model
 from archcalc.measure.timing import synchronize
 from archcalc.spec.model import ModelSpec
 
 MISSING_TRANSFORMERS = "timing a Hugging Face model needs transformers: pip install transformers"
+# glibc malloc tunables (glibc manual, "Memory Allocation Tunables") under which freed activations are
+# reused: never give the heap's top back to the OS (trim_threshold 16 GiB), serve blocks up to glibc's
+# largest mmap threshold (32 MiB on 64-bit) from the heap, and grow it 256 MiB at a time.
+REUSING_MALLOC = ("glibc.malloc.trim_threshold=17179869184:glibc.malloc.mmap_threshold=33554432:"
+                  "glibc.malloc.top_pad=268435456")
+
+
+def sdpa_attention(spec: ModelSpec) -> AttentionImpl:
+    """The reference model's attention for timing: SDPA, unless the spec needs what SDPA has no option
+    for (logit soft-caps, attention sinks, ALiBi biases), as Hugging Face runs those models eagerly."""
+    a = spec.attention
+    return "explicit" if a.softcap is not None or a.sinks or spec.position.kind == "alibi" else "sdpa"
 
 
 @dataclass(frozen=True)
@@ -60,13 +82,14 @@ def time_reference(
     dtype: torch.dtype = torch.float32,
     repeats: int = 3,
 ) -> StepTimes:
-    """Prefill and decode-step times of archcalc's reference model of `spec` (random weights)."""
+    """Prefill and decode-step times of archcalc's reference model of `spec` (random weights; attention
+    through SDPA where the spec allows, `sdpa_attention`)."""
     _check(prompt=prompt, batch=batch, decode_steps=decode_steps, repeats=repeats)
     if spec.position.kind == "learned" and prompt + decode_steps > spec.max_context:
         raise InputError(None, "--measure", f"learned positions stop at max_context {spec.max_context}")
     device = torch.device(device)
     torch.manual_seed(0)
-    model = build_reference_model(spec, device, dtype).eval()
+    model = build_reference_model(spec, device, dtype, attention=sdpa_attention(spec)).eval()
     tokens = _tokens(spec.vocab_size, batch, prompt + decode_steps, device)
 
     def prefill():

@@ -68,7 +68,8 @@ def build_reference_model(
     attention: "explicit" (two matmuls over the full T×S rectangle, what
     FlopCounterMode counts and what HF's eager attention keeps for backward) or
     "sdpa" (F.scaled_dot_product_attention: torch's flash kernel, which keeps
-    q, k, v, the output and the log-sum-exp; causal full-context attention only).
+    q, k, v, the output and the log-sum-exp; causal, with windows, chunks and a
+    cache through SDPA's boolean mask; no soft-caps, sinks or ALiBi).
     dropout: training dropout where Megatron-LM puts it (attention
     probabilities in the explicit core, the embedding, each sublayer's output).
     fused_norms: every RMSNorm runs as torch's fused kernel (FusedRMSNorm), as
@@ -374,37 +375,52 @@ class Attention(nn.Module):
         B, T, S = q.shape[0], q.shape[1], k.shape[1]
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # heads first: [B, heads, T or S, d]
         if self.impl == "sdpa":
-            return self.attend_sdpa(q, k, v)
+            return self.attend_sdpa(q, k, v, positions)
         groups = self.n_heads // k.shape[1]
         k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)  # GQA: a copy, no FLOPs
         scores = (q @ k.transpose(-1, -2)) * self.scale  # [B, H, T, S], the full rectangle
         if self.softcap is not None:
             scores = self.softcap * torch.tanh(scores / self.softcap)
-        i = positions[:, None]
-        j = (positions[-1] + 1 - S + torch.arange(S, device=q.device))[None, :]
+        i, j = self.query_key_positions(positions, S)
         if hasattr(self, "alibi_slopes"):
             scores = scores - (self.alibi_slopes[:, None, None] * (i - j)).to(scores.dtype)
-        allowed = j <= i
-        if self.chunk is not None:
-            allowed = allowed & (i // self.chunk == j // self.chunk)
-        elif self.window is not None:
-            allowed = allowed & (i - j < self.window)
-        scores = scores.masked_fill(~allowed, float("-inf"))
+        scores = scores.masked_fill(~self.allowed(i, j), float("-inf"))
         if self.sinks is not None:  # an extra softmax column per head, dropped after
             scores = torch.cat([scores, self.sinks.view(1, -1, 1, 1).expand(B, -1, T, 1)], -1)
         probs = scores.softmax(-1)[..., :S]
         probs = dropout(probs, self.dropout, self.training)
         return (probs @ v).transpose(1, 2)  # [B, H, T, dv] -> [B, T, H, dv]
 
-    def attend_sdpa(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        """torch's fused attention over heads-first q [B,H,T,d], k and v [B,K,S,d]: causal
-        over the whole context, GQA without copying K and V; no windows, caps, sinks or ALiBi."""
-        if (self.window is not None or self.softcap is not None or self.sinks is not None
-                or hasattr(self, "alibi_slopes") or q.shape[2] != k.shape[2]):
-            raise ValueError("sdpa attention runs causal full-context attention only")
+    @staticmethod
+    def query_key_positions(positions: torch.Tensor, S: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Positions of the queries [T, 1] and of the S keys [1, S] (the S tokens ending at the last query)."""
+        return positions[:, None], (positions[-1] + 1 - S + torch.arange(S, device=positions.device))[None, :]
+
+    def allowed(self, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
+        """[T, S] True where query i may attend key j: causal, within the chunk or window."""
+        allowed = j <= i
+        if self.chunk is not None:
+            return allowed & (i // self.chunk == j // self.chunk)
+        if self.window is not None:
+            return allowed & (i - j < self.window)
+        return allowed
+
+    def attend_sdpa(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        """torch's fused attention over heads-first q [B,H,T,d], k and v [B,K,S,d], GQA without copying
+        K and V.  A whole causal context runs is_causal (the flash kernel); queries after a cache or
+        under a window or chunk pass the same boolean mask the explicit core applies, and one decode
+        query over unmasked keys needs none.  No caps, sinks or ALiBi (SDPA has no such options)."""
+        if self.softcap is not None or self.sinks is not None or hasattr(self, "alibi_slopes"):
+            raise ValueError("sdpa attention has no logit soft-cap, sinks or ALiBi")
+        T, S = q.shape[2], k.shape[2]
+        full = self.chunk is None and self.window is None
         # No dropout_p: FlashAttention drops in-kernel and keeps only an RNG state; torch's CPU
         # kernel would fall back to the math path (and keep the probabilities) instead.
-        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=self.scale, enable_gqa=True)
+        if full and T in (1, S):  # a whole context (top-left = bottom-right causal), or one query over all keys
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=T > 1, scale=self.scale, enable_gqa=True)
+        else:
+            mask = self.allowed(*self.query_key_positions(positions, S))
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale, enable_gqa=True)
         return out.transpose(1, 2)
 
 

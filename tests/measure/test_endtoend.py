@@ -19,7 +19,7 @@ from conftest import debug_spec  # noqa: E402
 from test_reference_model import VARIANTS  # noqa: E402
 
 from archcalc.errors import InputError
-from archcalc.measure.endtoend import MISSING_TRANSFORMERS, StepTimes, time_hf, time_reference
+from archcalc.measure.endtoend import MISSING_TRANSFORMERS, StepTimes, sdpa_attention, time_hf, time_reference
 from archcalc.measure.reference import build_reference_model
 from archcalc.ops.layers import model_ops
 from archcalc.ops.op import cached_tokens
@@ -58,6 +58,31 @@ def test_prefill_then_cached_decode_gives_the_full_forward_logits(variant):
     stepped, cache = cached_run(model, tokens)
     torch.testing.assert_close(stepped, full, rtol=1e-4, atol=1e-4)
     assert cache.length == sum(CHUNKS)
+
+
+SDPA_VARIANTS = [v for v in VARIANTS if sdpa_attention(debug_spec(**VARIANTS[v])) == "sdpa"]
+
+
+@pytest.mark.parametrize("variant", SDPA_VARIANTS)
+def test_sdpa_through_the_cache_gives_the_explicit_full_forward_logits(variant):
+    # torch's SDPA (is_causal for a whole context, the boolean mask after a cache or under a window)
+    # against the explicit core's full forward: the timed reference computes the same model
+    spec = debug_spec(**VARIANTS[variant])
+    torch.manual_seed(0)
+    model = build_reference_model(spec, "cpu", attention="sdpa")
+    tokens = torch.randint(0, spec.vocab_size, (B, sum(CHUNKS)))
+    with torch.inference_mode():
+        full = seeded_model(spec)(tokens)
+    stepped, _ = cached_run(model, tokens)
+    torch.testing.assert_close(stepped, full, rtol=1e-4, atol=1e-4)
+
+
+def test_timing_uses_sdpa_except_where_it_lacks_an_option():
+    assert "sliding-window" in SDPA_VARIANTS and "standard" in SDPA_VARIANTS
+    gemma2 = spec_from_dict(spec_dict_from_config(json.loads((HF_DATA / "gemma-2-9b.json").read_text()),
+                                                  "gemma-2-9b.json")[0], "gemma-2-9b.json")
+    assert sdpa_attention(gemma2) == "explicit"  # soft-capped logits
+    assert sdpa_attention(debug_spec(position={"kind": "alibi"})) == "explicit"
 
 
 @pytest.mark.parametrize("variant", ["standard", "sliding-window", "mla", "mla-q-lora"])
