@@ -17,7 +17,8 @@ shape.  Four kinds, each labelled in every output:
 - calibrated: what `archcalc calibrate` measured on the device: matmul
   FLOP/s interpolated over the measured (m, k·n) grid, SDPA rates for
   prefill and decode, copy / read bandwidth, row-kernel bandwidth by kind,
-  the measured launch cost.  Its attention work is what SDPA runs (the
+  the measured launch cost, and an eager step's overhead (dispatch per
+  kernel, the kernels' slowdown inside a real-size step).  Its attention work is what SDPA runs (the
   "sdpa" convention: an explicit window mask computes the whole rectangle).
 - measured (measure/, not here): each op run as a real kernel.
 
@@ -97,6 +98,7 @@ class Rates:
     convention: str = "causal"  # the attention work the kernels run (ops/conventions.py)
     launch: float = 0.0  # seconds of fixed cost per kernel
     dispatch: float = 0.0  # seconds of framework overhead per kernel between kernels (Step.overhead)
+    step_slowdown: float = 0.0  # share by which compute kernels run slower inside an eager step (Step.overhead)
     link_bandwidth: float | None = None  # bytes/s one rank sends over the interconnect
     link_latency: float = 0.0  # seconds per collective
     # typical: fractions of the datasheet
@@ -200,6 +202,7 @@ class Rates:
         return {"label": self.label, "source": self.source, "matmul_flops_per_s": self.matmul,
                 "vector_flops_per_s": self.vector, "bandwidth_bytes_per_s": self.bandwidth,
                 "ridge_flops_per_byte": self.ridge, "launch_s": self.launch, "dispatch_s": self.dispatch,
+                "step_slowdown": self.step_slowdown,
                 "convention": self.convention,
                 "gemm_efficiency": self.gemm_efficiency, "link_bandwidth_bytes_per_s": self.link_bandwidth,
                 "link_latency_s": self.link_latency}
@@ -293,7 +296,8 @@ def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
     return Rates(
         "calibrated", best, hw.peak("fp32"), cal.bandwidth.read_bytes_per_s,
         source=f"calibrated on {cal.device.name} ({cal.dtype}, {cal.device.threads} threads, {cal.device.date[:10]})",
-        convention="sdpa", launch=launch, dispatch=cal.dispatch_s or 0.0, link_bandwidth=_link(hw),
+        convention="sdpa", launch=launch, dispatch=cal.dispatch_s or 0.0, step_slowdown=cal.step_slowdown or 0.0,
+        link_bandwidth=_link(hw),
         matmul_surface=surface,
         attention={key: Curve.of(pts) for key, pts in attention.items()},
         fused=False,  # torch eager, as measure/kernels.py runs the ops

@@ -81,10 +81,23 @@ def ring_steps_measured(op: Op) -> int:
     return LATENCY_RANKS - 1 if op.dims.pattern == "send_recv" else ring_steps(op, LATENCY_RANKS)
 
 
-def step_overhead(times: list[OpTime], rates: Rates) -> float:
+def dispatch_time(times: list[OpTime], rates: Rates) -> float:
+    """The framework's dispatch per compute kernel (a collective is NCCL's, timed on the link)."""
     if not rates.dispatch:
         return 0.0
     return rates.dispatch * sum(o.op.count * rates.kernels(o.op) for o in times if o.op.kind != "collective")
+
+
+def slowdown_scale(op: Op, rates: Rates) -> float:
+    """1 + the calibrated share by which a compute kernel runs slower inside a real step than alone."""
+    return 1.0 + (rates.step_slowdown if op.kind != "collective" else 0.0)
+
+
+def step_overhead(times: list[OpTime], rates: Rates) -> float:
+    """Eager framework time a step adds to its kernels run alone: dispatch per kernel, and the in-step
+    slowdown of the compute kernels' time."""
+    slow = rates.step_slowdown * sum(o.time for o in times if o.op.kind != "collective") if rates.step_slowdown else 0.0
+    return dispatch_time(times, rates) + slow
 
 
 @dataclass(frozen=True)
@@ -106,8 +119,9 @@ class Step:
 
     @property
     def overhead(self) -> float:
-        """Framework time between kernels (eager dispatch), per kernel launched: 0 for
-        engines that replay CUDA graphs; calibrated from an eager torch model."""
+        """Framework time beyond the kernels run alone (eager dispatch per kernel launched, and
+        kernels running slower inside a step): 0 for engines that replay CUDA graphs;
+        calibrated from eager torch models."""
         return step_overhead(self.ops, self.rates)
 
     @property
@@ -190,10 +204,10 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     for a, b in zip(cuts, cuts[1:]):  # [a, b): every op affine in c here
         at_a = [time_op(op, rates) for op in _decode_ops(spec, a, batch, rates, tp, dtypes)]
         at_next = [time_op(op, rates) for op in _decode_ops(spec, a + 1, batch, rates, tp, dtypes)]
-        total += (b - a) * step_overhead(at_a, rates)  # the same kernels every step
+        total += (b - a) * dispatch_time(at_a, rates)  # the same kernels every step
         for x, y in zip(at_a, at_next):
-            total += (b - a) * x.t_fixed + _sum_max_affine(x.t_math, y.t_math - x.t_math, x.t_memory,
-                                                           y.t_memory - x.t_memory, b - a)
+            total += slowdown_scale(x.op, rates) * ((b - a) * x.t_fixed + _sum_max_affine(
+                x.t_math, y.t_math - x.t_math, x.t_memory, y.t_memory - x.t_memory, b - a))
     return total
 
 

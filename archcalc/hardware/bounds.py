@@ -50,6 +50,9 @@ FlopsPerS = Annotated[float, Field(ge=MIN_FLOPS, le=MAX_FLOPS, allow_inf_nan=Fal
 LatencyS = Annotated[float, Field(ge=0, lt=MAX_LATENCY_S, allow_inf_nan=False)]
 KernelS = Annotated[float, Field(ge=MIN_KERNEL_S, le=MAX_KERNEL_S, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=MIN_FRACTION, le=1, allow_inf_nan=False)]
+# A step's kernels running slower than alone: 0 (none) up to MAX_SLOWDOWN (10x slower: a broken measurement).
+MAX_SLOWDOWN = 9.0
+Slowdown = Annotated[float, Field(ge=0, le=MAX_SLOWDOWN, allow_inf_nan=False)]
 Dim = Annotated[int, Field(ge=1, le=MAX_DIM)]
 Units = Annotated[int, Field(ge=1, le=MAX_UNITS)]
 Watts = Annotated[float, Field(ge=MIN_WATTS, le=MAX_WATTS, allow_inf_nan=False)]

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from archcalc.errors import InputError
 from archcalc.files import read_yaml, validation_error, write_atomic
-from archcalc.hardware.bounds import MAX_FLOPS, BufferBytes, BytesPerS, Dim, KernelS, LatencyS, Text, Units
+from archcalc.hardware.bounds import MAX_FLOPS, BufferBytes, BytesPerS, Dim, KernelS, LatencyS, Slowdown, Text, Units
 
 SCHEMA = "archcalc.calibration/1"
 DIR_ENV = "ARCHCALC_CALIBRATION_DIR"
@@ -102,6 +102,11 @@ class Calibration(_Frozen):
     # a debug-sized Llama (transformers', else the reference model), less its calibrated op times, per kernel.
     dispatch_s: LatencyS | None = None
     dispatch_source: str | None = None  # which model dispatch_s was timed on
+    # Share by which the compute kernels of a real-size eager step run slower than alone (caches cooled by
+    # the neighbouring kernels, fresh outputs): a decode step of a Llama whose weights are far beyond the
+    # cache, less dispatch, over its calibrated kernel time, minus 1 (never below 0).
+    step_slowdown: Slowdown | None = None
+    step_slowdown_source: str | None = None  # which model step_slowdown was timed on
     bandwidth: Bandwidth
     matmul: list[MatmulPoint] = Field(min_length=1)
     attention: list[AttentionPoint] = Field(default_factory=list)

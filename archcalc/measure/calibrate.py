@@ -5,7 +5,9 @@ as in prefill; square, wide and tall k × n), SDPA attention (causal prefill
 at several lengths and head dims, a sliding-window mask, decode over a long
 cache), copy bandwidth (bytes read + written) and read-only streaming, the
 cost of a tiny elementwise kernel (the launch overhead), and norm /
-activation / add / RoPE / gather kernels at a few sizes.  Every point is kept
+activation / add / RoPE / gather kernels at a few sizes, and what an eager
+step adds to its kernels (dispatch per kernel on a debug-sized Llama; the
+kernels' slowdown inside a decode step of a real-width one).  Every point is kept
 (hardware/calibration.py); cost/rates.py derives the calibrated rate set.
 
 Every shape is built as an Op by the same constructors the op list uses and
@@ -24,6 +26,7 @@ from typing import Callable
 import torch
 
 from archcalc.errors import InputError
+from archcalc.hardware.bounds import MAX_SLOWDOWN
 from archcalc.hardware.calibration import (
     AttentionPoint,
     Bandwidth,
@@ -184,8 +187,10 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
                       date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), host=platform.platform())
     cal = Calibration(device=info, profile=match_profile(name) if dev.type != "cpu" else None, dtype=chosen,
                       notes=notes, launch_s=launch, bandwidth=bandwidth, matmul=matmul, attention=attention, rows=rows)
-    dispatch, source = _dispatch(cal, dev, tdtype)
-    return cal.model_copy(update={"dispatch_s": dispatch, "dispatch_source": source})
+    dispatch, source = _step_overhead(cal, DEBUG_LLAMA, dev, tdtype, "debug size")
+    cal = cal.model_copy(update={"dispatch_s": dispatch, "dispatch_source": source})
+    slowdown, source = _step_overhead(cal, STEP_LLAMA, dev, tdtype, "width 1536, 2 layers")
+    return cal.model_copy(update={"step_slowdown": slowdown, "step_slowdown_source": source})
 
 
 # A debug-sized Llama (specs/debug.yaml's shape) as a Hugging Face config: its kernels are all tiny, so a
@@ -193,36 +198,47 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
 DEBUG_LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 2,
                "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 128,
                "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+# A Llama of real width (GQA 24/6, 4x FFN, 32k vocabulary): 117 M parameters, 235 MB in bf16, far beyond a
+# CPU's or a GPU's last-level cache, so its kernels stream their weights as a real model's do.  Two layers
+# keep it quick; scripts/validate.py validates on other widths, depths and architectures.
+STEP_LLAMA = {**DEBUG_LLAMA, "hidden_size": 1536, "intermediate_size": 6144, "num_attention_heads": 24,
+              "num_key_value_heads": 6, "vocab_size": 32000}
 
 
-def _dispatch(cal: Calibration, device: torch.device, dtype: torch.dtype) -> tuple[float, str]:
-    """Eager framework overhead per kernel: a decode step of a debug-sized Llama, less
-    the calibrated time of its ops, per kernel launched.  Timed on Hugging Face
-    transformers' own model where transformers is installed (the eager
-    implementation people run), else on archcalc's reference model."""
+def _step_overhead(cal: Calibration, config: dict, device: torch.device, dtype: torch.dtype,
+                   size: str) -> tuple[float, str]:
+    """What an eager step adds to its ops' calibrated times, from a decode step of `config`'s Llama,
+    timed on Hugging Face transformers' own model where transformers is installed (the eager
+    implementation people run), else on archcalc's reference model.  Without a dispatch in `cal`
+    (the debug-sized model): the dispatch per kernel launched.  With one (the real-width model): the
+    share by which its kernels ran slower than predicted once that dispatch is taken off."""
     from archcalc.cost.rates import calibrated_rates
-    from archcalc.cost.roofline import step
+    from archcalc.cost.roofline import dispatch_time, step
     from archcalc.hardware.profile import local_profile
     from archcalc.measure import endtoend
     from archcalc.spec.catalog import spec_from_dict
     from archcalc.spec.hf import spec_dict_from_config
 
-    spec = spec_from_dict(spec_dict_from_config(dict(DEBUG_LLAMA), "debug-llama")[0], "debug-llama")
+    name = f"llama-{size}"
+    spec = spec_from_dict(spec_dict_from_config(dict(config), name)[0], name)
     prompt, steps = 16, 8
     timing = {"prompt": prompt, "batch": 1, "decode_steps": steps, "device": device, "dtype": dtype, "repeats": 5}
     try:
         import transformers
 
-        measured = endtoend.time_hf(dict(DEBUG_LLAMA), **timing).decode_step_s
-        source = f"transformers {transformers.__version__} LlamaForCausalLM (debug size), decode step"
+        measured = endtoend.time_hf(dict(config), **timing).decode_step_s
+        source = f"transformers {transformers.__version__} LlamaForCausalLM ({size}), decode step"
     except ImportError:
         measured = endtoend.time_reference(spec, **timing).decode_step_s
-        source = "archcalc reference model (debug size), decode step"
+        source = f"archcalc reference model ({size}), decode step"
     rates = calibrated_rates(local_profile(cal), cal)
     predicted = step(spec, Workload.decode(prompt + steps // 2, 1, weight_dtype=cal.dtype, act_dtype=cal.dtype,
                                            kv_dtype=cal.dtype), rates)
-    kernels = sum(o.op.count * rates.kernels(o.op) for o in predicted.ops)
-    return max(0.0, (measured - predicted.kernel_time) / kernels), source
+    if cal.dispatch_s is None:
+        kernels = sum(o.op.count * rates.kernels(o.op) for o in predicted.ops)
+        return max(0.0, (measured - predicted.kernel_time) / kernels), source
+    slowdown = (measured - dispatch_time(predicted.ops, rates)) / predicted.kernel_time - 1
+    return min(MAX_SLOWDOWN, max(0.0, slowdown)), source
 
 
 def _bandwidth(device: torch.device, dtype: torch.dtype, repeats: int) -> Bandwidth:

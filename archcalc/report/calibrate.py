@@ -35,6 +35,11 @@ def calibration_view(cal: Calibration, hw: HardwareProfile, path: Path) -> Group
             continue
         table.add_row(label, si(value, unit), *((si(sheet, unit), f"{value / sheet:.0%}") if datasheet else ()))
     table.add_row("launch (tiny elementwise kernel)", seconds(cal.launch_s), *(("", "") if datasheet else ()))
+    if cal.dispatch_s is not None:
+        table.add_row("eager dispatch per kernel", seconds(cal.dispatch_s), *(("", "") if datasheet else ()))
+    if cal.step_slowdown is not None:
+        table.add_row("kernels inside a real-width step", f"+{cal.step_slowdown:.0%} time",
+                      *(("", "") if datasheet else ()))
     curve = Table(title="Matmul FLOP/s by rows m (the efficiency curve)", title_justify="left", show_edge=False)
     shapes = sorted({(p.k, p.n) for p in cal.matmul})
     curve.add_column("m", justify="right")

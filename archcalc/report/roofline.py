@@ -63,7 +63,7 @@ def step_table(r: RooflineResult, phase: str, title: str) -> Table:
         table.add_row(*row)
     if any(st.overhead for st in steps):  # not an op: the framework's time between kernels
         blank = [""] * (2 if measured else 4)
-        table.add_row("framework overhead (eager dispatch)", "", *blank,
+        table.add_row("framework overhead (eager)", "", *blank,
                       *(seconds(st.overhead) if st.overhead else "0" for st in steps),
                       *(("—", "", "", "") if measured else ()), f"{steps[-1].overhead / (share_of or 1):.1%}", "0%",
                       style="dim")

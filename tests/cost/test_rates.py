@@ -191,6 +191,19 @@ def test_calibrated_dispatch_is_a_step_overhead_per_kernel():
     assert r.describe()["dispatch_s"] == 1e-5 and r.describe()["convention"] == "sdpa"
 
 
+def test_calibrated_step_slowdown_scales_the_compute_kernels_not_the_collectives():
+    """A step's compute kernels run `step_slowdown` longer than alone (dispatch on top); a TP all-reduce
+    is NCCL's and keeps its link time.  Without a slowdown in the calibration, none."""
+    spec = spec_of("llama-3.1-8b")
+    base = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, dispatch_s=1e-5))
+    slowed = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, dispatch_s=1e-5, step_slowdown=0.25))
+    a, b = step(spec, Workload.decode(64, 1), base, 2), step(spec, Workload.decode(64, 1), slowed, 2)
+    collectives = sum(o.time for o in a.ops if o.op.kind == "collective")
+    assert collectives > 0 and a.kernel_time == b.kernel_time and base.step_slowdown == 0
+    assert b.time == pytest.approx(a.time + 0.25 * (a.kernel_time - collectives), rel=1e-12)
+    assert slowed.describe()["step_slowdown"] == 0.25
+
+
 def test_calibrated_best_matmul_is_the_fastest_point():
     cal = synthetic_calibration(matmul_rate=4e11)
     assert calibrated_rates(A100, cal).matmul == pytest.approx(4e11)
@@ -201,7 +214,7 @@ def test_typical_rates_describe_the_profile():
     bidirectional (450 GB/s one way) at 82 %, 40 µs small-message latency."""
     d = typical(H100).describe()
     assert d == {**d, "label": "typical", "matmul_flops_per_s": 989.4e12, "gemm_efficiency": 0.8,
-                 "bandwidth_bytes_per_s": pytest.approx(3.35e12 * 0.9), "launch_s": 2e-6, "dispatch_s": 0.0,
+                 "bandwidth_bytes_per_s": pytest.approx(3.35e12 * 0.9), "launch_s": 2e-6, "dispatch_s": 0.0, "step_slowdown": 0.0,
                  "link_bandwidth_bytes_per_s": pytest.approx(450e9 * 0.82), "link_latency_s": 4e-5,
                  "convention": "causal", "ridge_flops_per_byte": pytest.approx(989.4e12 * 0.8 / 3.015e12)}
     assert rate_sets(H100, Workload())[0].describe()["link_bandwidth_bytes_per_s"] == 450e9
@@ -345,7 +358,8 @@ def test_peak_rates_describe_the_datasheet():
     assert peak_rates(H100, "bf16").describe() == {
         "label": "peak", "source": "H100 SXM datasheet", "matmul_flops_per_s": 989.4e12, "vector_flops_per_s": 66.9e12,
         "bandwidth_bytes_per_s": 3.35e12, "ridge_flops_per_byte": 989.4e12 / 3.35e12, "launch_s": 0.0,
-        "dispatch_s": 0.0, "convention": "causal", "gemm_efficiency": 1.0, "link_bandwidth_bytes_per_s": 450e9,
+        "dispatch_s": 0.0, "step_slowdown": 0.0, "convention": "causal", "gemm_efficiency": 1.0,
+        "link_bandwidth_bytes_per_s": 450e9,
         "link_latency_s": 0.0}
 
 
@@ -438,8 +452,9 @@ def test_decode_time_closed_form_with_fixed_costs_and_dispatch(name):
 
     spec = spec_of(name)
     cal = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, dispatch_s=1e-5))
+    slowed = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, dispatch_s=1e-5, step_slowdown=0.25))
     prompt, gen = (8100, 200) if name == "llama-4-scout" else (500, 90)
-    for rates in (typical(H100), cal):
+    for rates in (typical(H100), cal, slowed):
         steps = [step(spec, Workload.decode(c, 2), rates) for c in range(prompt + 1, prompt + gen + 1)]
         assert decode_time(spec, prompt, gen, 2, rates) == pytest.approx(sum(s.time for s in steps), rel=1e-9)
     assert any(s.overhead > 0 for s in steps)

@@ -203,6 +203,9 @@ BAD_CALIBRATIONS = [
     ("launch_s", "2e-6", "launch_s", "valid number"),
     ("launch_s", -1.0, "launch_s", "greater than or equal to 0"),
     ("dispatch_s", float("nan"), "dispatch_s", "finite number"),
+    ("step_slowdown", -0.1, "step_slowdown", "greater than or equal to 0"),
+    ("step_slowdown", 12.0, "step_slowdown", "less than or equal to 9"),
+    ("step_slowdown", "0.2", "step_slowdown", "valid number"),
     ("bandwidth.read_bytes_per_s", 0, "bandwidth.read_bytes_per_s", "greater than or equal"),
     ("bandwidth.read_bytes_per_s", float("inf"), "bandwidth.read_bytes_per_s", "finite number"),
     ("bandwidth.copy_bytes_per_s", 1e300, "bandwidth.copy_bytes_per_s", "less than or equal"),
@@ -230,7 +233,7 @@ BAD_CALIBRATIONS = [
 @pytest.mark.parametrize("field, value, where, fragment", BAD_CALIBRATIONS,
                          ids=[f"{f}={v!r}"[:40] for f, v, _, _ in BAD_CALIBRATIONS])
 def test_bad_calibration_is_one_line_naming_the_file_and_field(tmp_path, field, value, where, fragment):
-    path = _write(tmp_path, _set(_calibration(dispatch_s=1e-5), field, value), "cal.yaml")
+    path = _write(tmp_path, _set(_calibration(dispatch_s=1e-5, step_slowdown=0.1), field, value), "cal.yaml")
     with pytest.raises(InputError) as e:
         load_calibration(path)
     assert str(e.value).startswith(f"{path}: {where}") and fragment in str(e.value), str(e.value)

@@ -48,6 +48,9 @@ def test_calibration_round_trips_and_holds_every_kind_of_point(calibration_file)
     assert any(p.q_len == 1 for p in cal.attention) and any(p.window for p in cal.attention)
     assert all(p.seconds > 0 for p in [*cal.matmul, *cal.attention, *cal.rows])
     assert cal.launch_s > 0 and cal.bandwidth.read_bytes_per_s > 0
+    # the eager step's terms: dispatch on the debug-sized Llama, the slowdown on the real-width one
+    assert cal.dispatch_s is not None and cal.step_slowdown is not None and 0 <= cal.step_slowdown <= 9
+    assert "debug size" in cal.dispatch_source and "width 1536" in cal.step_slowdown_source
     assert load_calibration(calibration_file) == cal  # YAML → model → YAML is lossless
     assert calibration_file.read_text() == cal.to_yaml()
 
