@@ -157,18 +157,23 @@ def _op_tensors(op: Op, layer_of: dict[str, list[int]]) -> list[Tensor]:
 
 
 def _matmul_tensors(op: Op, i: int) -> list[Tensor]:
+    """The weight tensors of matmul `op` in layer i and, where the op has a bias, an F32 bias beside
+    each: separate attn_q / attn_k / attn_v and ffn_gate / ffn_up, as convert_hf_to_gguf writes them."""
     d = op.dims
     per = d.experts or 1  # a 3-D expert tensor holds all E
-    bias = [Tensor(f"blk.{i}.{op.name}.bias", op.bias_params, op.bias_params, "f32", i)] if op.bias_params else []
     if op.name == "layers.attn.qkv":
-        return [Tensor(f"blk.{i}.attn_{part}.weight", d.k * w, d.k, f"attn_{part}", i, 1, bool(bias))
-                for part, w in zip("qkv", d.parts)] + bias
-    if op.name in UP_SUFFIX:
+        parts = [(f"attn_{part}", f"attn_{part}", w, 1) for part, w in zip("qkv", d.parts)]
+    elif op.name in UP_SUFFIX:
         roles = ("ffn_gate", "ffn_up") if d.parts else ("ffn_up",)
-        return [Tensor(f"blk.{i}.{role}{UP_SUFFIX[op.name]}.weight", per * d.k * w, d.k, role, i, per, bool(bias))
-                for role, w in zip(roles, d.parts or (d.n,))] + bias
-    name, role = NAMES.get(op.name, (op.name, "other"))
-    return [Tensor(f"blk.{i}.{name}.weight", per * d.k * d.n, d.k, role, i, per, bool(bias)), *bias]
+        parts = [(f"{role}{UP_SUFFIX[op.name]}", role, w, per) for role, w in zip(roles, d.parts or (d.n,))]
+    else:
+        parts = [(*NAMES.get(op.name, (op.name, "other")), d.n, per)]
+    biased = bool(op.bias_params)
+    weights = [Tensor(f"blk.{i}.{name}.weight", matrices * d.k * width, d.k, role, i, matrices, biased)
+               for name, role, width, matrices in parts]
+    biases = [Tensor(f"blk.{i}.{name}.bias", op.bias_params * width // d.n, op.bias_params * width // d.n, "f32", i)
+              for name, _, width, _ in parts] if biased else []
+    return weights + biases
 
 
 def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor, str]]:

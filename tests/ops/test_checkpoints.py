@@ -11,7 +11,17 @@
 - ggml-common.h's block layouts (the sizes below are its static_asserts);
 - llama-quant.cpp's use_more_bits, evaluated by hand for 28 and 32 layers;
 - llama-quantize's own table of file sizes for Llama-3-8B (tools/quantize/quantize.cpp,
-  QUANT_OPTIONS: "Q4_K_M: 4.58G", "Q5_K_M: 5.33G", "Q6_K: 6.14G", "Q8_0: 7.96G", in GiB).
+  QUANT_OPTIONS: "Q4_K_M: 4.58G", "Q5_K_M: 5.33G", "Q6_K: 6.14G", "Q8_0: 7.96G", in GiB);
+- a Qwen2.5-0.5B-Instruct Q4_K_M file's llama.cpp log (code-search index ids 71481058962 and
+  71172331069: n_embd 896, n_layer 24, n_vocab 151936): "type f32: 121 tensors, type q5_0: 133
+  tensors, type q8_0: 13 tensors, type q4_K: 12 tensors, type q6_K: 12 tensors", "file size =
+  462.96 MiB (6.16 BPW)" (llama_model_loader's n_bytes, the tensors' bytes); 630 M elements at 6.16
+  bits, so that file stores output.weight beside token_embd (untied, 136 M elements more);
+- llama-quant.cpp never quantizes the position table (`name != LLM_TENSOR_POS_EMBD`): it stays as
+  convert_hf_to_gguf wrote it, F16 under --outtype f16;
+- bartowski's Llama 3.1 70B files (huggingface.co/bartowski/Meta-Llama-3.1-70B-Instruct-GGUF, its
+  README's file table, quoted at ozeki.chat/p_8590-understanding-ai-model-files.html):
+  Q4_K_M 42.52GB, Q5_K_M 49.95GB, Q6_K 57.89GB, Q8_0 74.98GB (decimal GB, as the Hub lists them).
 """
 
 from __future__ import annotations
@@ -123,6 +133,40 @@ def test_llama_quantize_s_own_file_sizes_for_llama_3_8b(mix, gib):
     assert abs(g.bytes / 2**30 - gib) < 0.015
 
 
+def test_a_qwen2_5_0_5b_q4_k_m_file_as_llama_cpp_logs_it():
+    """Every count of the log: 24 layers × (2 norms + the q, k and v biases, each its own F32 tensor) +
+    output_norm = 121 F32; the 896-wide rows do not split into 256-blocks, so Q4_K -> Q5_0 (132 + the
+    untied token_embd) and Q6_K -> Q8_0 (output and 12 attn_v); only ffn_down's 4,864-wide rows keep
+    Q4_K / Q6_K (12 each)."""
+    spec = spec_of("qwen2.5-0.5b").model_copy(update={"tie_embeddings": False})  # the file is untied
+    g = checkpoint_size(spec, model_ops(spec, Workload()), "gguf:Q4_K_M")
+    assert g.tensors_by_type == {"f32": 121, "q5_0": 133, "q8_0": 13, "q4_K": 12, "q6_K": 12}
+    assert round(g.bytes / 2**20, 2) == 462.96 and round(g.bits_per_weight, 2) == 6.16
+    kinds = types(spec, "Q4_K_M")
+    assert kinds["blk.0.attn_q.bias"] == kinds["blk.0.attn_k.bias"] == kinds["blk.0.attn_v.bias"] == "f32"
+    assert sum(g.bytes_by_op.values()) == g.bytes
+    assert sum(sum(layers) for layers in g.bytes_by_layer.values()) == g.bytes
+
+
+def test_the_position_table_stays_f16():
+    spec = spec_of("gpt2")  # GPT-2's wpe: 1,024 positions × 768
+    kinds = {t.name: (kind, t.elements) for t, kind in tensor_types(spec, model_ops(spec, Workload()), "Q4_K_M")}
+    assert kinds["position_embd.weight"] == ("f16", 1024 * 768)
+    g = checkpoint_size(spec, model_ops(spec, Workload()), "gguf:Q4_K_M")
+    assert g.bytes_by_type["f16"] == 2 * 1024 * 768
+
+
+@pytest.mark.parametrize("mix, gb", [("Q4_K_M", 42.52), ("Q5_K_M", 49.95), ("Q6_K", 57.89), ("Q8_0", 74.98)])
+def test_bartowski_s_llama_3_1_70b_files(mix, gb):
+    """Llama 3.1 70B is llama.cpp's LLM_TYPE_70B (80 layers, GQA): attn_v gets Q5_K where Q4_K_M would give
+    Q4_K, 41 MB more than without the rule.  The file = the tensors + its metadata (the 128k-token
+    tokenizer with its merges: about 10 MB, the same in every file), listed to 0.01 GB: the gap is
+    between -5 MB (rounding) and 20 MB in all four."""
+    spec = spec_of("llama-3.1-70b")
+    g = checkpoint_size(spec, model_ops(spec, Workload()), f"gguf:{mix}")
+    assert -5e6 < gb * 1e9 - g.bytes < 20e6
+
+
 def test_gpt_oss_20b_as_released():
     """gpt-oss-20b's checkpoint: MXFP4 experts, the rest bf16: 12.8 GiB (the gpt-oss model card,
     arXiv:2508.10925, Table 1 "Checkpoint size")."""
@@ -183,6 +227,20 @@ def test_gptq_files_as_their_model_cards_list_them(shape, fmt, gb, repo):
     bias AutoGPTQ's make_quant gives every QuantLinear (bias=True); without that bias four of the seven
     rows round 0.01 GB low."""
     assert round(_gb(shape, fmt), 2) == gb
+
+
+def test_a_gptq_file_holds_g_idx_and_a_bias_per_quantized_linear():
+    """AutoGPTQ's QuantLinear registers qweight, qzeros, scales, g_idx and (make_quant's bias=True) a
+    bias for each of Llama-2-7B's 7 linears in 32 layers: 224 g_idx tensors of K int32 and 224 fp16
+    biases of N; the bytes of every op and of every layer add up to the file's."""
+    spec = spec_of("llama-2-7b")
+    g = checkpoint_size(spec, model_ops(spec, Workload()), "gptq")
+    assert g.tensors_by_type["g_idx_i32"] == g.tensors_by_type["zero_bias_f16"] == 7 * 32
+    D, F = 4096, 11008  # inputs: q, k, v, o, gate, up read D; down reads F.  Outputs: 4 × D, 2 × F, D
+    assert g.bytes_by_type["g_idx_i32"] == 32 * 4 * (6 * D + F)
+    assert g.bytes_by_type["zero_bias_f16"] == 32 * 2 * (5 * D + 2 * F)
+    assert sum(g.bytes_by_op.values()) == pytest.approx(g.bytes, rel=1e-15)
+    assert sum(sum(layers) for layers in g.bytes_by_layer.values()) == pytest.approx(g.bytes, rel=1e-15)
 
 
 def test_awq_tensor_shapes_of_a_real_checkpoint():
