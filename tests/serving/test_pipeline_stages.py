@@ -4,6 +4,8 @@ engines' own logs and code (parallel/pipeline.py cites the rules)."""
 from __future__ import annotations
 
 import json
+from collections import Counter
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -323,3 +325,45 @@ def test_check_reserve_shows_what_it_refuses():
             check_reserve(value)
         assert (e.value.field, e.value.message) == ("--reserve", f"{shown} {tail}")
     assert check_reserve(None) is None and check_reserve(2**30) == float(2**30)
+
+
+def _every_architecture():
+    """Every bundled spec, every real config.json fixture and the reference model's variants."""
+    from tests.conftest import BUNDLED, debug_spec
+    from tests.measure.test_reference_model import VARIANTS
+
+    from archcalc.spec.catalog import spec_from_dict
+    from archcalc.spec.hf import spec_dict_from_config
+
+    hf = sorted(p for p in (Path(__file__).parents[1] / "data" / "hf").glob("*.json"))
+    yield from ((f"spec:{n}", lambda n=n: spec_of(n)) for n in BUNDLED)
+    yield from ((f"hf:{p.stem}", lambda p=p: spec_from_dict(spec_dict_from_config(json.loads(p.read_text()),
+                                                                                 p.name)[0], p.name)) for p in hf)
+    yield from ((f"debug:{v}", lambda v=v: debug_spec(**VARIANTS[v])) for v in VARIANTS if "attnres" not in v)
+
+
+ARCHITECTURES = dict(_every_architecture())
+
+
+@pytest.mark.parametrize("name", sorted(ARCHITECTURES))
+def test_two_stages_hold_every_op_of_the_model(name):
+    """A pipeline stage takes an op by its name (layers.*, the input's, the output's; an unknown name is an
+    error): two vLLM stages together run every op of the whole model, the layer ops split between them.
+    (A stage whose layers are all of one attention kind names its core without the kind.)"""
+    spec = ARCHITECTURES[name]()
+    if spec.n_layers < 2:
+        pytest.fail(f"{name} has one layer")
+    wl = Workload.decode(64)
+    whole = model_ops(spec, wl)
+    counts: dict[str, int] = {}
+    for stage in vllm_stages(spec, 2):
+        for op in stage_ops(spec, stage, wl):
+            counts[_kindless(op.name)] = counts.get(_kindless(op.name), 0) + op.count
+    tied_copy = {op.name for op in whole if op.kind == "gather" and op.component == "embedding"} \
+        if spec.tie_embeddings else set()
+    assert {n: c for n, c in counts.items() if n not in tied_copy and c} == \
+        dict(Counter(_kindless(op.name) for op in whole for _ in range(op.count) if op.name not in tied_copy))
+
+
+def _kindless(name: str) -> str:
+    return name.removesuffix(".global").removesuffix(".local").removesuffix(".chunked")
