@@ -770,7 +770,7 @@ class ReferenceModel(nn.Module):
         super().__init__()
         if spec.linear is not None or "none" in spec.layer_attention or spec.ffn.none_layers:
             # Linear mixers and single-sublayer blocks are pinned by transformers' own modules
-            # (Qwen3-Next, LFM2, Jamba, Nemotron-H: tests/spec/test_hf_oracle.py).
+            # (Qwen3-Next, LFM2, Jamba, Nemotron-H, MiniMax's lightning attention: tests/spec/test_hf_oracle.py).
             raise ValueError("the reference model has no linear-attention layer and no layer without a sublayer")
         if spec.attention.indexer is not None:  # DeepSeek-V3.2: pinned by transformers' own modules instead
             raise ValueError("the reference model has no DeepSeek Sparse Attention indexer")

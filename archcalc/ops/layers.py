@@ -194,15 +194,39 @@ def _linear_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) 
         return _mamba_ops(spec, wl)
     if spec.linear.kind == "mamba2":
         return _mamba2_ops(spec, wl, conv)
+    if spec.linear.kind == "lightning":
+        return _lightning_ops(spec, wl, conv)
     return _gated_deltanet_ops(spec, wl)
 
 
-def _gated_norm(wl: Workload, width: int, count: int, heads: int = 1) -> Op:
+def _lightning_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
+    """MiniMax-01's lightning attention on the linear layers (LightningSpec), as transformers'
+    MiniMaxLightningAttention: silu(qkv_proj(x)) -> the block-wise core -> RMSNorm over all heads ->
+    times sigmoid(output_gate(x)) -> out_proj.  Every projection is bias-free."""
+    m, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
+    I = m.inner
+    return [
+        ops.matmul("layers.linear.qkv_proj", "linear", wl, D, 3 * I, count=n),  # one [3I, D] tensor
+        ops.elementwise("layers.linear.act", "linear", wl, 3 * I, ops.ACTIVATION_FLOPS["silu"], count=n, tp="split",
+                        fn="silu"),
+        ops.lightning_attention("layers.linear.core", wl, conv, n_heads=m.n_heads, head_dim=m.head_dim, block=m.block,
+                                count=n),
+        # one weight of I, split by rank with the heads (vLLM's MiniMaxText01RMSNormTP)
+        replace(ops.norm("layers.linear.norm", wl, I, "rmsnorm", False, count=n, component="linear"), tp="split"),
+        ops.matmul("layers.linear.output_gate", "linear", wl, D, I, count=n),
+        # sigmoid(gate) ⊙ output: neg, exp, add, div, multiply per value
+        ops.elementwise("layers.linear.gate", "linear", wl, I, 5, inputs=2, count=n, tp="split"),
+        ops.matmul("layers.linear.out_proj", "linear", wl, I, D, count=n, tp="row"),
+    ]
+
+
+def _gated_norm(wl: Workload, width: int, count: int, heads: int = 1, tp: ops.Sharding = "replicated") -> Op:
     """A linear mixer's RMSNorm(y ⊙ silu(z)) over rows of `width` (`heads` rows a token): the norm
-    plus the gate's silu and product on every value."""
+    plus the gate's silu and product on every value.  One weight per head shared by all heads is
+    whole on every rank ("replicated"); one over the whole width is split with it."""
     norm = ops.norm("layers.linear.norm", wl, width, "rmsnorm", False, count=count, tokens=wl.tokens * heads,
                     component="linear")
-    return replace(norm, vector_flops=norm.vector_flops + (ops.ACTIVATION_FLOPS["silu"] + 1) * wl.tokens * heads * width)
+    return replace(norm, tp=tp, vector_flops=norm.vector_flops + (ops.ACTIVATION_FLOPS["silu"] + 1) * wl.tokens * heads * width)
 
 
 def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
@@ -213,14 +237,15 @@ def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op
     return [
         ops.matmul("layers.linear.in_proj", "linear", wl, D, in_width, bias_width=in_width if m.proj_bias else 0,
                    count=n),
-        ops.contraction("layers.linear.conv", "linear", wl, C * m.conv_kernel, 2 * C, count=n,
+        ops.contraction("layers.linear.conv", "linear", wl, C * m.conv_kernel, 2 * C, count=n, tp="split",
                         params=C * m.conv_kernel + (C if m.conv_bias else 0),
                         shapes=((C, 1, m.conv_kernel),) + (((C,),) if m.conv_bias else ())),
         replace(ops.state_space_duality("layers.linear.core", wl, conv, n_heads=H, head_dim=m.head_dim,
                                         d_state=m.d_state, chunk=m.chunk, conv_values=C * (m.conv_kernel - 1),
                                         count=n, state_dtype=m.state_dtype), shapes=((H,),) * 3),  # dt_bias, A_log, D
-        # over I, in n_groups groups: one weight of I; or no norm, y ⊙ silu(z): silu and the product
-        _gated_norm(wl, I, n) if m.norm else ops.elementwise("layers.linear.gate", "linear", wl, I,
+        # over I, in n_groups groups: one weight of I, split by rank as vLLM's Mixer2RMSNormGated splits
+        # it; or no norm, y ⊙ silu(z): silu and the product
+        _gated_norm(wl, I, n, tp="split") if m.norm else ops.elementwise("layers.linear.gate", "linear", wl, I,
                                                            ops.ACTIVATION_FLOPS["silu"] + 1, inputs=2, count=n, tp="split"),
         ops.matmul("layers.linear.out_proj", "linear", wl, I, D,
                    bias_width=D if (m.proj_bias if m.out_bias is None else m.out_bias) else 0, count=n, tp="row"),
@@ -234,7 +259,7 @@ def _mamba_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     out = [
         # x and the gate z: one nn.Linear of 2E rows (one tensor)
         ops.matmul("layers.linear.in_proj", "linear", wl, D, 2 * E, bias_width=2 * E if m.proj_bias else 0, count=n),
-        ops.contraction("layers.linear.conv", "linear", wl, E * K, 2 * E, count=n,
+        ops.contraction("layers.linear.conv", "linear", wl, E * K, 2 * E, count=n, tp="split",
                         params=E * K + (E if m.conv_bias else 0),
                         shapes=((E, 1, K),) + (((E,),) if m.conv_bias else ())),
         ops.matmul("layers.linear.x_proj", "linear", wl, E, R + 2 * N, count=n, tp="row"),
@@ -260,7 +285,7 @@ def _short_conv_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         ops.matmul("layers.linear.in_proj", "linear", wl, D, 3 * D, bias_width=3 * bias, count=n),
         # B ⊙ x, then C ⊙ conv(B ⊙ x): two products per channel; the state is the conv's last inputs.
         ops.conv_state("layers.linear.gates", wl, D, 2, conv_values=D * (c.conv_kernel - 1), count=n),
-        ops.contraction("layers.linear.conv", "linear", wl, D * c.conv_kernel, 2 * D, count=n,
+        ops.contraction("layers.linear.conv", "linear", wl, D * c.conv_kernel, 2 * D, count=n, tp="split",
                         params=D * c.conv_kernel + bias,
                         shapes=((D, 1, c.conv_kernel),) + (((D,),) if c.bias else ())),
         ops.matmul("layers.linear.out_proj", "linear", wl, D, D, bias_width=bias, count=n, tp="row"),
@@ -278,7 +303,7 @@ def _gated_deltanet_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     return [
         proj,
         # Depthwise causal conv over q, k, v: conv_kernel MACs per channel per token (no bias).
-        ops.contraction("layers.linear.conv", "linear", wl, C * g.conv_kernel, 2 * C, count=n,
+        ops.contraction("layers.linear.conv", "linear", wl, C * g.conv_kernel, 2 * C, count=n, tp="split",
                         params=C * g.conv_kernel, shapes=((C, 1, g.conv_kernel),)),
         replace(ops.linear_attention("layers.linear.core", wl, n_heads=Hv, key_heads=g.n_key_heads,
                                      key_dim=g.key_head_dim, value_dim=g.value_head_dim, chunk=g.chunk,

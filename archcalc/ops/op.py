@@ -203,12 +203,14 @@ def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int,
 
 
 def contraction(name: str, component: Component, wl: Workload, macs_per_token: int, width: int, *,
-                count: int = 1, params: int = 0, shapes: tuple[tuple[int, ...], ...] = ()) -> Op:
+                count: int = 1, params: int = 0, shapes: tuple[tuple[int, ...], ...] = (),
+                tp: Sharding = "replicated") -> Op:
     """A weighted sum over streams or sources (hyper-connections, attention
-    residuals): no weight matrix, `macs_per_token` MACs, reads and writes
+    residuals; replicated on every rank) or a depthwise conv's taps (split by
+    channels): no weight matrix, `macs_per_token` MACs, reads and writes
     `width` activations per token."""
     return Op(name, "matmul", component, ContractionDims(wl.tokens, macs_per_token), count,
-              tp="replicated", params=params, shapes=shapes, active_params=params, flops=2 * wl.tokens * macs_per_token,
+              tp=tp, params=params, shapes=shapes, active_params=params, flops=2 * wl.tokens * macs_per_token,
               weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
               act_bytes=nbytes(wl.tokens * width, wl.act_dtype))
 
@@ -362,6 +364,35 @@ def linear_attention(name: str, wl: Workload, *, n_heads: int, key_heads: int, k
     return _linear_op(name, wl, count, heads=n_heads, kv_heads=key_heads, qk_dim=dk, v_dim=dv, state_values=state,
                       conv_values=conv_values, flops=flops, vector_flops=vector, params=params, state_dtype=state_dtype,
                       act_values=wl.tokens * (2 * key_heads * dk + 2 * n_heads * dv))  # read q, k, v; write out
+
+
+def lightning_attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, head_dim: int,
+                        block: int, count: int = 1) -> Op:
+    """MiniMax-01's lightning attention (arXiv:2501.08313) of one layer over B sequences of T new
+    tokens, H heads of d: no softmax, a per-head decay λ, and a d × d state S = Σ λ^(t−s) kᵀv.
+
+    A prefill (no past: T = S) as transformers' MiniMaxLightningAttention runs it, in blocks of
+    `block` tokens, the last one partial (b tokens): within the block, Q Kᵀ and its product with
+    V (2 · 2·b²·d, the decay a mask on the b × b scores); against the past, (Q·λ) S (2·b·d²); the
+    state update S·λ^b + (K·λ)ᵀ V (2·b·d²).  The rectangle conventions count the whole b × b block
+    (what FlopCounterMode sees); the causal ones its b(b + 1)/2 pairs, what a causal kernel computes.
+    A step after a past (decode, or a chunk): the recurrent form, per token S = λS + kᵀv and
+    q S (2·d² each).  The decay products are elementwise.  Its parameters: none (λ is a buffer)."""
+    b, t = wl.batch, wl.new_tokens
+    d, state = head_dim, n_heads * head_dim * head_dim
+    if wl.context > t:  # a cached state: token by token
+        flops, vector = 4 * b * t * state, 2 * b * t * state  # decay and add on S
+    else:
+        full, last = t // block, t % block  # whole blocks, then the partial one
+        square = full * block * block + last * last  # Σ b² over the blocks
+        pairs = square if convention.pairs == "rectangle" else (square + t) // 2  # Σ b(b + 1)/2
+        blocks = full + (last > 0)
+        flops = b * n_heads * (4 * pairs * d + 4 * t * d * d)
+        # the b × b decay mask, q·λ and k·λ, inter + intra, and S·λ^b + update once a block
+        vector = b * n_heads * (pairs + 3 * t * d + 2 * blocks * d * d)
+    return _linear_op(name, wl, count, heads=n_heads, kv_heads=n_heads, qk_dim=d, v_dim=d, state_values=state,
+                      conv_values=0, flops=flops, vector_flops=vector,
+                      act_values=wl.tokens * 4 * n_heads * d)  # read q, k, v; write the output
 
 
 # Mamba's selective scan per channel, state value and token, besides the readout y = S·C: discretise

@@ -51,6 +51,8 @@ FAMILY_DEFAULTS = {
     "gemma3_text": {"vocab_size": 262208, "max_position_embeddings": 131072, "rope_theta": 1_000_000.0,
                     "rope_local_base_freq": 10_000.0, "sliding_window_pattern": 6,
                     "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True},
+    # BambaConfig's context default; Bamba-9B's config.json has no max_position_embeddings.
+    "bamba": {"max_position_embeddings": 262144},
 }
 NO_COST_REASON = "changes no parameter, FLOP or cache byte"
 
@@ -274,7 +276,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo; each
     family's differences are the branches below."""
     gemma = family.startswith("gemma") or family == "vaultgemma"
-    spec = _core(r, tie_default=gemma or family in ("cohere", "smollm3"))
+    # Cohere2Config ties by default too (command-r7b-12-2024 leaves tie_word_embeddings out).
+    spec = _core(r, tie_default=gemma or family in ("cohere", "cohere2", "smollm3"))
     att = _heads(r)
     if family in NO_ATTENTION_BIAS:  # transformers hard-codes bias-free q/k/v/o whatever the config says
         _built_so(r, NO_ATTENTION_BIAS[family], attention_bias=False)
@@ -416,6 +419,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         residual = {"kind": "parallel", "parallel_norms": 1}
         if r.get("use_qk_norm", default=False):
             att["qk_norm"] = "full"  # a LayerNorm weight of [heads, head_dim]: H·d and K·d values
+    if family == "cohere2":
+        _cohere2_remote_keys(r)
     rotary = _rotary_fraction(r, ROTARY_DEFAULTS.get(family, 1.0))
     if family == "minimax_m2":
         rotary = _minimax_m2(r, att)
@@ -435,6 +440,23 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         spec["mtp"] = _mtp(r)
     return {**spec, "max_context": limit, "attention": att, "ffn": ffn, "norm": norm, "position": pos,
             "residual": residual}
+
+
+def _cohere2_remote_keys(r: ConfigReader) -> None:
+    """The switches of Cohere's own code that command-r7b-12-2024's config.json still carries;
+    Cohere2Config does not read them, so each must describe what transformers' Cohere2 builds."""
+    # Cohere2DecoderLayer: attention and a gated (SwiGLU) MLP in parallel off one LayerNorm.
+    _built_so(r, "Cohere2", use_parallel_block=True, use_gated_activation=True)
+    if r.get("rotary_pct", default=1.0) != 1.0:  # Cohere2's RoPE turns every dim of the head
+        raise InputError(r.path, "rotary_pct", "must be 1.0: transformers' Cohere2 rotates whole heads")
+    # (i + 1) % sliding_window_pattern: three sliding layers, then the global one.
+    if r.get("order_of_interleaved_layers", default="local_attn_first") != "local_attn_first":
+        raise InputError(r.path, "order_of_interleaved_layers",
+                         "must be local_attn_first: transformers' Cohere2 puts the global layer last")
+    r.ignore("layer_switch", "the remote code's name for sliding_window_pattern, which is read")
+    r.ignore("position_embedding_type", "rope_gptj: the interleaved rotation Cohere2 applies; no parameter or count")
+    r.ignore("use_embedding_sharing", "tie_word_embeddings decides the tying transformers builds")
+    r.ignore("use_parallel_embedding", "a tensor-parallel layout of the same embedding")
 
 
 def _ministral3(r: ConfigReader) -> None:
@@ -856,6 +878,66 @@ def _lfm2(r: ConfigReader, adjust_ff: bool = True) -> dict:
             "ffn": {"activation": "swiglu", "d_ff": d_ff}}
 
 
+def _minimax(r: ConfigReader) -> dict:
+    """MiniMax-01 (MiniMax-Text-01, MiniMax-M1): lightning-attention layers (the linear kind) and GQA
+    layers, an MoE FFN (num_local_experts experts, no shared one) in every layer.  transformers' format
+    (model_type minimax: layer_types, *_alpha_factor) or the released remote-code one (minimax_text_01,
+    minimax_m1: attn_type_list with 0 = lightning and 1 = full attention, layernorm_*_alpha,
+    rotary_dim), read as transformers migrates the latter."""
+    spec = _core(r, tie_default=False)
+    L = spec["n_layers"]
+    att = _heads(r)
+    if r.has("attn_type_list"):
+        codes = r.get("attn_type_list")
+        if len(codes) != L or set(codes) - {0, 1}:
+            raise InputError(r.path, "attn_type_list", f"{L} entries of 0 (lightning) or 1 (full attention) expected")
+        kinds = ["global" if c == 1 else "linear" for c in codes]
+        r.ignore("layer_types", "attn_type_list lists the layers")
+    elif r.has("layer_types"):
+        names = {"full_attention": "global", "linear_attention": "linear"}
+        types = r.get("layer_types")
+        if len(types) != L or set(types) - set(names):
+            raise InputError(r.path, "layer_types", f"{L} entries of full_attention or linear_attention expected")
+        kinds = [names[t] for t in types]
+    else:  # MiniMaxConfig's default: full attention on even layers, lightning on odd ones
+        kinds = ["global" if i % 2 == 0 else "linear" for i in range(L)]
+    if r.cfg.get("sliding_window") is not None:
+        raise InputError(r.path, "sliding_window", "MiniMax with a sliding window is not supported")
+    r.ignore("sliding_window", "null")
+    if r.get("hidden_act", default="silu") != "silu":  # the experts' gate and the lightning q/k/v
+        raise InputError(r.path, "hidden_act", "only silu is supported (the experts and lightning attention use it)")
+    _built_so(r, "MiniMax", postnorm=True)  # the residual taken after each norm: the same ops
+    shared = r.cfg.get("shared_intermediate_size")  # the remote code's shared expert; 0 (or [0]) builds none
+    if not (shared is None or (type(shared) is int and shared == 0) or shared == [0]):
+        raise InputError(r.path, "shared_intermediate_size", f"{shared!r}: transformers' MiniMax builds no shared "
+                                                             "expert; 0 expected")
+    r.ignore("shared_intermediate_size", "0: no shared expert")
+    r.ignore("shared_moe_mode", "no shared expert")
+    for old, new in (("layernorm_full_attention", "full_attn"), ("layernorm_linear_attention", "linear_attn"),
+                     ("layernorm_mlp", "mlp")):
+        for part in ("alpha", "beta"):
+            r.ignore(f"{old}_{part}", "scales the residual stream: no parameter, FLOP or cache byte")
+            r.ignore(f"{new}_{part}_factor", "scales the residual stream: no parameter, FLOP or cache byte")
+    head_dim = att.get("head_dim") or spec["d_model"] // att["n_heads"]
+    if "linear" in kinds:  # MiniMaxLightningAttention: the attention's heads and head_dim
+        att["layer_types"] = kinds
+        spec["linear"] = {"kind": "lightning", "n_heads": att["n_heads"], "head_dim": head_dim,
+                          "block": r.get("block_size", default=256)}
+    else:
+        r.ignore("block_size", "no lightning-attention layer")
+    # RoPE on rotary_dim of each head (the remote code; transformers: partial_rotary_factor)
+    rotary = r.get("rotary_dim") / head_dim if r.has("rotary_dim") else _rotary_fraction(r, 1.0)
+    pos, limit = _position(r, rotary_fraction=rotary)
+    nested = r.cfg.get("rope_parameters")
+    if not r.has("rope_theta") and isinstance(nested, dict) and nested.get("rope_theta") is not None:
+        pos["theta"] = float(r.nested(nested, "rope_theta", "rope_parameters"))  # transformers 5's place for it
+    d = r.get("intermediate_size")
+    moe = {"n_experts": r.get("num_local_experts", "num_experts"), "top_k": r.get("num_experts_per_tok"),
+           "d_expert": d}
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": "swiglu", "d_ff": d, "moe": moe}}
+
+
 def _jamba(r: ConfigReader) -> dict:
     """Jamba: Mamba layers (the linear kind) with an attention layer every attn_layer_period from
     attn_layer_offset, and an MoE FFN every expert_layer_period from expert_layer_offset; no
@@ -1015,6 +1097,14 @@ def _bamba(r: ConfigReader) -> dict:
     if r.get("attention_bias", default=False):
         att["bias"] = ["q", "k", "v", "o"]
     r.ignore("partial_rotary_factor", "BambaConfig hard-codes 0.5")
+    # Bamba-9B's file still names the rotary width of its original code; BambaConfig ignores it, so it
+    # must be the half of each head that transformers rotates.
+    rotated = r.get("attn_rotary_emb", default=None)
+    if rotated is not None and rotated * 2 != spec["d_model"] // att["n_heads"]:
+        raise InputError(r.path, "attn_rotary_emb", "must be half of head_dim: BambaConfig hard-codes "
+                         "partial_rotary_factor 0.5")
+    r.ignore("mamba_dt_rank", "Mamba-1's dt projection rank; a Mamba-2 mixer has one dt per head")
+    r.ignore("use_mamba_kernels", "a kernel choice: the same weights")
     pos, limit = _position(r, rotary_fraction=0.5)
     out = {**spec, "max_context": limit, "attention": att, "position": pos,
            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
@@ -1048,6 +1138,11 @@ def _falcon_h1(r: ConfigReader) -> dict:
     if width != heads * head_dim:
         raise InputError(r.path, "mamba_d_ssm", f"{width} is not mamba_n_heads × mamba_d_head = {heads * head_dim}, "
                          "the width FalconH1Mixer's heads read")
+    # Keys of TII's original code in the released files; FalconH1Config does not read them.
+    _built_so(r, "FalconH1", mamba_use_mlp=True)  # FalconH1DecoderLayer always has its MLP
+    if r.get("attn_layer_indices", default=None) is not None:
+        raise InputError(r.path, "attn_layer_indices", "must be null: every Falcon-H1 layer has attention")
+    r.ignore("mlp_expansion_factor", "intermediate_size gives the MLP width transformers builds")
     norm = bool(r.get("mamba_rms_norm", default=False))
     r.ignore("mamba_norm_before_gate", "the norm's order around the gate changes no count" if norm
              else "no mixer norm (mamba_rms_norm false)")
@@ -1081,6 +1176,7 @@ def _granitemoehybrid(r: ConfigReader) -> dict:
     else:
         ffn["d_ff"] = shared
         r.ignore("intermediate_size", "no experts: the shared MLP is the FFN")
+        r.ignore("num_experts_per_tok", "no experts to route to")  # Granite 4.0-H-1B: 0
     out = {**spec, "max_context": limit, "attention": att, "position": pos, "ffn": ffn}
     if "linear" in kinds:
         out["linear"] = _mamba2_mixer(r, spec["d_model"])
@@ -1289,6 +1385,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe, "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,
     "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid, "falcon_h1": _falcon_h1,
 }
 # Multimodal checkpoints keep the language model under text_config.

@@ -286,8 +286,25 @@ class Mamba2Spec(_Ruled):
         return self.inner + 2 * self.n_groups * self.d_state
 
 
+class LightningSpec(_Frozen):
+    """A `linear` layers' mixer: MiniMax-01's lightning attention (arXiv:2501.08313), as transformers'
+    MiniMaxLightningAttention runs it.  Per layer, with I = n_heads · head_dim: one D -> 3I projection
+    (q, k and v through a SiLU), an output gate D -> I (a sigmoid), an RMSNorm of I, I -> D.  No
+    conv and no learned decay: each head's decay rate is a buffer.  Its state per sequence: H × d × d
+    values (Σ kᵀv, decayed), no conv inputs."""
+
+    kind: Literal["lightning"]
+    n_heads: Heads
+    head_dim: Width
+    block: Tokens = 256  # the prefill's blocks of tokens (config block_size; the remote code's BLOCK)
+
+    @property
+    def inner(self) -> int:
+        return self.n_heads * self.head_dim
+
+
 # The mixer of the `linear` layers, told apart by `kind` (gated_deltanet when absent).
-LinearMixer = GatedDeltaNetSpec | ShortConvSpec | MambaSpec | Mamba2Spec
+LinearMixer = GatedDeltaNetSpec | ShortConvSpec | MambaSpec | Mamba2Spec | LightningSpec
 
 
 class MoESpec(_Ruled):

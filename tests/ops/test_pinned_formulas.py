@@ -254,6 +254,23 @@ def test_linear_state_is_read_and_written_each_step():
     assert conv.kv_bytes == 2 * 2 * 2048 * 2 * 2 and conv.vector_flops == 2 * 2 * 2048  # two products per channel
 
 
+def test_lightning_attention_blocks_by_hand():
+    """MiniMax's lightning attention, 10 tokens in blocks of 4 (4, 4, 2), 2 heads of d = 3: per head
+    and block of b, Q Kᵀ and its product with V (2 · 2·d per score: b² scores as FlopCounterMode sees
+    them, b(b + 1)/2 causal ones), Q·S and the state update (2 · 2·b·d²).  Elementwise, per head: the
+    decay mask on each score, q·λ, k·λ and inter + intra per value (3·T·d), and S·λ^b + update per
+    block (2·d²).  A decode step, batch 2: S = λS + kᵀv and q S, 2·d² each per head; λS and the add
+    elementwise; the d × d state of each head read and written in fp32."""
+    wl = Workload.forward(10)
+    rect = ops.lightning_attention("core", wl, CONVENTIONS["torch"], n_heads=2, head_dim=3, block=4)
+    causal = ops.lightning_attention("core", wl, CAUSAL, n_heads=2, head_dim=3, block=4)
+    assert rect.flops == 2 * (4 * (16 + 16 + 4) * 3 + 4 * 10 * 9) == 1584
+    assert causal.flops == 2 * (4 * (10 + 10 + 3) * 3 + 4 * 10 * 9) == 1272
+    assert causal.vector_flops == 2 * ((10 + 10 + 3) + 3 * 10 * 3 + 2 * 3 * 9)
+    step = ops.lightning_attention("core", Workload.decode(100, 2), CAUSAL, n_heads=2, head_dim=3, block=4)
+    assert (step.flops, step.vector_flops, step.kv_bytes) == (2 * 2 * 4 * 9, 2 * 2 * 2 * 9, 2 * 2 * 2 * 9 * 4)
+
+
 def test_mamba_scan_elementwise_work_by_hand():
     """transformers' mamba_selective_scan, per token: per state value, Δ·A, exp (discrete A), Δ·B,
     times x (deltaB_u), Ā·S + B̄x (mul, add): 6; the readout S·C is a matmul (2 per state value);

@@ -283,3 +283,30 @@ def test_each_ring_collective_by_hand(pattern, sent, adds, local):
     assert (op.comm_bytes, op.vector_flops, op.act_bytes) == (sent, adds, local)
     with pytest.raises(ValueError, match="unknown collective pattern"):
         collective("c", "residual", Workload(), 1024, 4, "broadcast")
+
+
+# vLLM's linear mixers under TP (vllm/model_executor/layers/mamba/mamba_mixer.py, mamba_mixer2.py,
+# short_conv.py; models/qwen3_next.py): in_proj column-parallel, the depthwise conv1d a
+# ColumnParallelLinear over its channels, A / D / dt_bias sharded by heads, out_proj
+# RowParallelLinear (one all-reduce of [B·T, D] per mixer); Mamba's x_proj is RowParallelLinear too
+# (reduce_results: an all-reduce of [B·T, dt_rank + 2N] before dt_proj); Mamba-2's gated norm
+# (Mixer2RMSNormGated) is split with its channels; what vLLM keeps whole on every rank: Jamba's
+# dt / B / C RMSNorms (after x_proj's all-reduce) and Gated DeltaNet's RMSNormGated(head_v_dim), one
+# weight every value head shares.
+MIXERS = {"jamba-1.5-mini": ("x_proj", "out_proj"), "nemotron-3-nano-30b-a3b": ("out_proj",),
+          "lfm2-1.2b": ("out_proj",), "qwen3-next-80b-a3b": ("out_proj",)}
+WHOLE = {"layers.linear.dt_norm", "layers.linear.b_norm", "layers.linear.c_norm"}
+
+
+@pytest.mark.parametrize("name", sorted(MIXERS))
+def test_linear_mixers_shard_and_reduce_as_vllm_runs_them(name):
+    spec = spec_of(name)
+    ops = model_ops(spec, EIGHT)
+    ranked = tp_ops(spec, EIGHT, ops, 2)
+    reduces = {op.name: op.count for op in ranked if op.kind == "collective" and op.name.startswith("layers.linear")}
+    assert reduces == {f"layers.linear.{p}.all_reduce": spec.linear_mixer_layers for p in MIXERS[name]}
+    mixer = [op for op in ops if op.component == "linear"]
+    whole = sum(op.params for op in mixer if op.name in WHOLE or
+                (op.name == "layers.linear.norm" and spec.linear.kind == "gated_deltanet"))
+    per_rank = sum(rank_op(op, 2).params for op in mixer)
+    assert per_rank == (sum(op.params for op in mixer) - whole) / 2 + whole

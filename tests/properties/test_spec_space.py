@@ -610,6 +610,8 @@ def linear_specs(draw) -> ModelSpec:
          "chunk": draw(st.sampled_from([2, 4, 256])), "norm": draw(st.booleans()),
          "proj_bias": draw(st.booleans()), "out_bias": draw(st.sampled_from([None, True, False])),
          "parallel": draw(st.booleans())},  # parallel: beside attention in every layer (Falcon-H1)
+        {"kind": "lightning", "n_heads": draw(st.integers(1, 4)), "head_dim": draw(st.integers(1, 8)),
+         "block": draw(st.sampled_from([1, 2, 4, 256]))},  # MiniMax-01's lightning attention
     ]))
     data = spec.model_dump(exclude_defaults=True)
     data["attention"]["layer_types"] = ["global"] * L if mixer.get("parallel") else kinds

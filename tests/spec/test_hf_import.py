@@ -93,6 +93,9 @@ def test_context_limit_rules():
     assert _spec({**LLAMA, "rope_scaling": linear})[0]["max_context"] == 1024
     assert spec_of("deepseek-v3").max_context == 4096 * 40  # yarn: original × factor
     assert spec_of("gemma-3-27b").max_context == 131072  # already scaled: not multiplied again
+    # Bamba-9B's file gives no context: BambaConfig's default, 262,144, as transformers loads it
+    bamba, report = load_model(str(DATA / "bamba-9b.json"))
+    assert bamba.max_context == 262144 and report.defaulted["max_position_embeddings"] == 262144
 
 
 def test_text_config_nesting_reads_the_language_model():

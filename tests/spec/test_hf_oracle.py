@@ -72,11 +72,13 @@ MTP_CONFIGS = sorted(n for n in CONFIGS if json.loads((DATA / f"{n}.json").read_
 KV_STORES_QUERY_HEADS = {"falcon-40b"}
 
 
-# Phi-3.5-MoE's longrope embedding picks its short or long factors from max(position_ids), a
-# .item() that cannot run on meta.  HF builds these models with plain RoPE instead: RoPE has no
-# parameters (its frequencies are buffers), FlopCounterMode counts none of its work, and the
-# cache does not depend on it, so no number compared here changes.
-ROPE_NEEDS_DATA = {"phi-3.5-moe"}
+# Phi-3.5-MoE's longrope embedding picks its short or long factors from max(position_ids), and
+# InternLM3's dynamic NTK RoPE compares the sequence length with the one its frequencies were
+# built for (dynamic_frequency_update): each a .item() that cannot run on meta.  HF builds these
+# models with plain RoPE instead: RoPE has no parameters (its frequencies are buffers),
+# FlopCounterMode counts none of its work, and the cache does not depend on it, so no number
+# compared here changes.
+ROPE_NEEDS_DATA = {"phi-3.5-moe", "internlm3-8b-instruct"}
 
 
 def _convert_rw_falcon(cfg: dict) -> dict:
@@ -99,6 +101,31 @@ def _convert_rw_falcon(cfg: dict) -> dict:
     return out
 
 
+# MiniMax's released files (model_type minimax_text_01 / minimax_m1, remote code) are not known to
+# transformers 5.24's AutoConfig either (test_minimax_remote_configs_need_hf_conversion).  Later
+# transformers migrates them into its own MiniMax config (MiniMaxVL01TextConfig, whose tests pin
+# the rules); _convert_minimax_remote applies those rules: attn_type_list (0 lightning, 1 full) to
+# layer_types, the layernorm_*_alpha/beta residual scales to *_alpha/beta_factor, rope_theta and
+# rotary_dim to rope_parameters; postnorm (true) and shared_intermediate_size (0) are what
+# transformers builds anyway, so they go.  None of the renamed scales changes a count.
+MINIMAX_REMOTE_TYPES = ("minimax_text_01", "minimax_m1")
+
+
+def _convert_minimax_remote(cfg: dict) -> dict:
+    out = {k: v for k, v in cfg.items() if k not in ("auto_map", "postnorm", "shared_intermediate_size",
+                                                     "shared_moe_mode", "rotary_dim", "rope_theta", "attn_type_list")}
+    assert cfg["postnorm"] is True and cfg["shared_intermediate_size"] == 0
+    out.update(model_type="minimax", architectures=["MiniMaxForCausalLM"],
+               layer_types=["full_attention" if t == 1 else "linear_attention" for t in cfg["attn_type_list"]],
+               rope_parameters={"rope_type": "default", "rope_theta": cfg["rope_theta"],
+                                "partial_rotary_factor": cfg["rotary_dim"] / cfg["head_dim"]})
+    for old, new in (("layernorm_full_attention", "full_attn"), ("layernorm_linear_attention", "linear_attn"),
+                     ("layernorm_mlp", "mlp")):
+        for part in ("alpha", "beta"):
+            out[f"{new}_{part}_factor"] = out.pop(f"{old}_{part}")
+    return out
+
+
 def _raw(name: str) -> dict:
     return json.loads((DATA / f"{name}.json").read_text())
 
@@ -107,6 +134,8 @@ def hf_config(name: str):
     cfg = _raw(name)
     if cfg["model_type"] in RW_MODEL_TYPES:
         cfg = _convert_rw_falcon(cfg)
+    if cfg["model_type"] in MINIMAX_REMOTE_TYPES:
+        cfg = _convert_minimax_remote(cfg)
     if name in ROPE_NEEDS_DATA:
         cfg["rope_scaling"] = None
     model_type = cfg.pop("model_type")
@@ -160,14 +189,25 @@ def hf_forward(name: str, tokens: int, static: bool = False):
     # A chunked layer is cached like a sliding one (cache_utils: "sliding and chunked are the same
     # in how they should behave, only the mask differs"); the config's layer_types tells them apart.
     types = getattr(model.config, "layer_types", None) or [None] * len(out.cache.layers)
-    for layer, layer_type in zip(out.cache.layers, types):
+    cached = out.cache.layers
+    if hasattr(out.cache, "linear_cache"):  # MiniMaxCache: each lightning layer's state [B, H, d, d] apart
+        states = out.cache.linear_cache  # (its .layers has empty DynamicLayers in their places)
+        cached = [states[i] if i < len(states) and isinstance(states[i], torch.Tensor) else cached[i]
+                  for i in range(len(types))]
+    for layer, layer_type in zip(cached, types):
+        if isinstance(layer, torch.Tensor):
+            layers.append(("linear", None, layer.numel() * layer.element_size(), 0))
+            continue
         if type(layer).__name__ == "DummyLayer":  # Nemotron-H's MoE and MLP blocks: no cache
             continue
         if hasattr(layer, "conv_states"):  # a linear layer (GatedDeltaNet, LFM2's conv): a fixed state, no tokens
             state = sum(t.numel() * t.element_size() for d in (layer.conv_states, layer.recurrent_states)
                         for t in d.values() if t is not None)  # LFM2 has no recurrent state
             layers.append(("linear", None, state, 0))
-            continue
+            # Falcon-H1's LinearAttentionAndFullAttentionLayer holds the mixer's state and the
+            # attention's K/V of the same layer: the K/V are read below like any attention layer's.
+            if getattr(layer, "keys", None) is None:
+                continue
         k, v = layer.keys, layer.values
         assert k.shape[0] == v.shape[0] == 1 and k.shape[2] == v.shape[2], (k.shape, v.shape)
         per_token = k.shape[1] * k.shape[3] * k.element_size() + v.shape[1] * v.shape[3] * v.element_size()
@@ -227,6 +267,24 @@ def test_rw_falcon_configs_need_hf_conversion():
         cfg = _raw(name)
         with pytest.raises(ValueError, match="Unrecognized model identifier"):
             AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+
+
+def test_minimax_remote_configs_need_hf_conversion():
+    """MiniMax's released remote-code files are unknown to transformers as they stand (the reason
+    for _convert_minimax_remote), and archcalc reads them as they are: the converted file (model_type
+    minimax, as transformers writes it) maps to the same spec."""
+    from archcalc.spec.hf import spec_dict_from_config
+
+    remote = [n for n in CONFIGS if _raw(n)["model_type"] in MINIMAX_REMOTE_TYPES]
+    assert remote == ["minimax-m1"]
+    for name in remote:
+        cfg = _raw(name)
+        with pytest.raises(ValueError, match="Unrecognized model identifier"):
+            AutoConfig.for_model(cfg.pop("model_type"), **cfg)
+        converted = json.loads(hf_config(name).to_json_string())  # the config.json transformers would write
+        ours_, _ = spec_dict_from_config(_raw(name), "config.json")
+        theirs, _ = spec_dict_from_config(converted, "config.json")
+        assert {**theirs, "architecture": "minimax_m1"} == ours_
 
 
 @pytest.mark.parametrize("name", CONFIGS)
@@ -355,7 +413,8 @@ def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
     index = {k.kind: k for k in result.kv.by_kind}.get("indexer")
     for kind, _, seq_bytes, per_token in layers:
         if kind == "linear":  # the fixed state: HF's conv state holds one column more (see _conv_state_extra)
-            assert per_token == 0 and seq_bytes == state.state_bytes / state.layers + _conv_state_extra(name)
+            assert per_token == 0 and seq_bytes == (state.state_bytes / state.layers * _state_dtype_ratio(name)
+                                                    + _conv_state_extra(name))
         if kind == "indexer":  # DeepSeek Sparse Attention's key cache, beside each MLA layer's latent
             assert per_token == index.bytes_per_token / index.layers and seq_bytes == tokens * per_token
     assert sum(layer[0] == "indexer" for layer in layers) == (index.layers if index else 0)
@@ -427,7 +486,7 @@ def _linear_convs(name: str) -> list[torch.nn.Conv1d]:
              "Lfm2ShortConv": "conv", "Lfm2MoeShortConv": "conv", "JambaMambaMixer": "conv1d",
              "NemotronHMamba2Mixer": "conv1d", "MambaMixer": "conv1d", "Mamba2Mixer": "conv1d",
              "BambaMixer": "conv1d", "GraniteMoeHybridMambaLayer": "conv1d",
-             "FalconMambaMixer": "conv1d"}  # each linear mixer's causal conv
+             "FalconMambaMixer": "conv1d", "FalconH1Mixer": "conv1d"}  # each linear mixer's causal conv
     return [getattr(m, convs[type(m).__name__]) for m in hf_model(name).modules() if type(m).__name__ in convs]
 
 
@@ -445,6 +504,15 @@ def _conv_state_extra(name: str) -> int:
     counts: one column of channels values (in the model's dtype) more per layer."""
     convs = _linear_convs(name)
     return convs[0].weight.shape[0] * DTYPE.itemsize if convs else 0
+
+
+def _state_dtype_ratio(name: str) -> float:
+    """HF's bytes per recurrent-state value over archcalc's fp32 (ops.op.STATE_DTYPE).  1, except for
+    MiniMax: MiniMaxLightningAttention allocates its state in the values' dtype (the model's, bf16),
+    where MiniMax's released code keeps it in float32 (torch.zeros(...).to(torch.float32)) and
+    archcalc counts fp32: HF's state is exactly half."""
+    mixers = {type(m).__name__ for m in hf_model(name).modules()}
+    return DTYPE.itemsize / 4 if "MiniMaxLightningAttention" in mixers else 1
 
 
 def _experts_run_on_every_token(name: str, tokens: int) -> int:
@@ -475,7 +543,7 @@ LINEAR = [n for n in CONFIGS if spec_of(n).linear is not None]
 # transformers' linear-attention and state-space mixers: every parameter inside one is archcalc's "linear" component
 LINEAR_MIXERS = {"Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "Lfm2ShortConv", "Lfm2MoeShortConv",
                  "JambaMambaMixer", "NemotronHMamba2Mixer", "MambaMixer", "Mamba2Mixer", "BambaMixer",
-                 "GraniteMoeHybridMambaLayer", "FalconMambaMixer"}
+                 "GraniteMoeHybridMambaLayer", "FalconMambaMixer", "FalconH1Mixer", "MiniMaxLightningAttention"}
 
 
 def _hf_components(model: torch.nn.Module) -> dict[str, int]:
@@ -489,7 +557,7 @@ def _hf_components(model: torch.nn.Module) -> dict[str, int]:
         parts = name.split(".")
         owners = [type(model.get_submodule(".".join(parts[:i]))).__name__ for i in range(1, len(parts))]
         out["experts"] += p.numel() * ("experts" in parts)
-        in_attention = any(o.endswith("Attention") for o in owners)
+        in_attention = any(o.endswith("Attention") and o not in LINEAR_MIXERS for o in owners)  # not lightning
         out["attention"] += p.numel() * (in_attention and "norm" not in owners[-1].lower())
     return out
 
@@ -522,11 +590,57 @@ def test_components_equal_hf_modules(name):
 def test_linear_layer_flops_over_several_chunks(name):
     """A prefill of 2 chunks and 3 tokens (Gated DeltaNet's chunks of 64: the last one padded), so
     that the chunk count, not only the per-chunk work, is what FlopCounterMode checks."""
-    assert LINEAR == ["falcon-mamba-7b", "jamba-1.5-mini", "lfm2-1.2b", "lfm2-8b-a1b", "mamba-130m-hf", "mamba-codestral-7b",
-                      "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", "qwen3.5-35b-a3b"]
+    assert LINEAR == ["bamba-9b", "falcon-h1-0.5b-instruct", "falcon-mamba-7b", "granite-4.0-h-1b", "granite-4.0-h-tiny",
+                      "jamba-1.5-mini", "lfm2-1.2b", "lfm2-8b-a1b", "mamba-130m-hf", "mamba-codestral-7b",
+                      "minimax-m1", "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", "qwen3.5-35b-a3b"]
     tokens = 2 * 64 + 3
     flops, _ = hf_forward(name, tokens)
     assert ours(name, tokens).flops.forward + _conv_padding_flops(name) == flops
+
+
+@pytest.mark.parametrize("name", [n for n in LINEAR if spec_of(n).linear.kind == "lightning"])
+def test_lightning_flops_over_several_blocks(name):
+    """MiniMax's lightning attention runs a prefill in blocks of block_size (256) tokens: 2 blocks and
+    3 tokens, so that the whole blocks, the partial last one and the state passed between them are
+    what FlopCounterMode checks."""
+    tokens = 2 * spec_of(name).linear.block + 3
+    flops, _ = hf_forward(name, tokens)
+    assert ours(name, tokens).flops.forward == flops
+
+
+def test_minimax_on_its_own_config():
+    """transformers' own MiniMaxConfig (its default layer_types: full attention on even layers,
+    lightning on odd ones), shrunk, with blocks of 4: a prefill of 2 blocks and 3 tokens and a decode
+    step after it, the parameters and the cache (K/V per token; the lightning states, bf16 in HF:
+    _state_dtype_ratio) against the mapping of the config.json transformers writes."""
+    from transformers import MiniMaxConfig
+
+    from archcalc.spec.hf import spec_dict_from_config
+
+    config = MiniMaxConfig(vocab_size=100, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+                           num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, block_size=4)
+    data, _ = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
+    spec = ModelSpec.model_validate({"name": "minimax", **data})
+    assert spec.layer_attention == ("global", "linear", "global", "linear") and spec.linear.block == 4
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                 experts_implementation="batched_mm", dtype=DTYPE)
+    hf_total = sum(p.numel() for p in model.parameters())
+    assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == hf_total
+    ids = torch.zeros(1, 11, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        with FlopCounterMode(display=False) as prefill:
+            cache = model(input_ids=ids, use_cache=True).cache
+        with FlopCounterMode(display=False) as step:
+            model(input_ids=ids[:, :1], use_cache=True, cache=cache)
+    ours_ = size(spec, Workload.forward(11), CONVENTIONS["torch"])
+    assert ours_.flops.forward == prefill.get_total_flops()
+    assert size(spec, Workload.decode(12), CONVENTIONS["torch"]).flops.forward == step.get_total_flops()
+    states = [s for s in cache.linear_cache if isinstance(s, torch.Tensor)]
+    assert len(states) == 2 and sum(s.numel() * s.element_size() for s in states) == (
+        {k.kind: k for k in ours_.kv.by_kind}["linear"].state_bytes * DTYPE.itemsize / 4)
+    kv = [layer for layer in cache.layers if layer.keys is not None]
+    assert sum(2 * k.keys.shape[1] * k.keys.shape[3] * DTYPE.itemsize for k in kv) == ours_.kv.bytes_per_token
 
 
 DECODE_CONTEXT = 5  # tokens cached before the decode step
@@ -559,20 +673,14 @@ def test_decode_step_flops_equal_flop_counter(name):
 # "Missing"): pinned instead on configs transformers' own config classes build (their defaults,
 # shrunk), so that the mapping still meets the modules it describes.
 NO_FIXTURE = {
-    "cohere2": {"sliding_window": 4},
     "olmo3": {"sliding_window": 4},
-    "codegen": {"n_embd": 64, "n_layer": 2, "n_head": 4, "rotary_dim": 8, "n_positions": 64},
-    "granitemoe": {"num_local_experts": 4, "num_experts_per_tok": 2},
     "granitemoeshared": {"num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 48},
-    # Mamba-2 hybrids (only trimmed copies of their configs were found)
-    "bamba": {"attn_layer_indices": [1], "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_chunk_size": 4},
-    "granitemoehybrid": {"layer_types": ["mamba", "attention", "mamba", "mamba"], "mamba_n_heads": 8,
-                         "mamba_d_state": 16, "mamba_chunk_size": 4, "num_local_experts": 4,
-                         "num_experts_per_tok": 2, "shared_intermediate_size": 48, "position_embedding_type": "rope"},
-    # Falcon-H1: attention and Mamba-2 side by side in every layer (a partial copy of the 0.5B config only);
-    # its default has no mixer norm, the second variant has one and biased projections
-    "falcon_h1": {"mamba_d_ssm": 64, "mamba_n_heads": 8, "mamba_d_head": 8, "mamba_d_state": 16,
-                  "mamba_chunk_size": 4},
+    # Granite 4.0-H with RoPE (the real h-tiny / h-1b files have none: position_embedding_type is not rope)
+    "granitemoehybrid rope": {"layer_types": ["mamba", "attention", "mamba", "mamba"], "mamba_n_heads": 8,
+                              "mamba_d_state": 16, "mamba_chunk_size": 4, "num_local_experts": 4,
+                              "num_experts_per_tok": 2, "shared_intermediate_size": 48,
+                              "position_embedding_type": "rope"},
+    # Falcon-H1 with a mixer norm and biased projections (falcon-h1-0.5b-instruct.json has neither)
     "falcon_h1 normed": {"mamba_d_ssm": 128, "mamba_n_heads": 8, "mamba_d_head": 16, "mamba_d_state": 16,
                           "mamba_chunk_size": 4, "mamba_rms_norm": True, "mamba_proj_bias": True, "projectors_bias": True,
                           "mamba_n_groups": 2, "attention_bias": True},
@@ -581,8 +689,9 @@ NO_FIXTURE = {
                   "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"]},
     "ministral3": {"head_dim": 16},  # Ministral 3 / Devstral 2's text_config: YaRN and a query scale, no weights
     "vaultgemma": {"head_dim": 16, "sliding_window": 4},  # Gemma 2 without its post-norms
-    "glm": {"head_dim": 16, "pad_token_id": 0},  # GLM-4-9B (glm-4-9b-chat-hf): q/k/v biases, fused gate_up, half rotary
-    "internlm3": {"head_dim": 16},  # built as Llama
+    # GLM-4-9B (glm-4-9b-chat-hf; GlmConfig's defaults): q/k/v biases, fused gate_up, half rotary.
+    # glm-edge-1.5b-chat.json has neither the biases nor the half rotary.
+    "glm biased": {"head_dim": 16, "pad_token_id": 0},
     "internlm3 biased": {"head_dim": 16, "qkv_bias": True, "bias": True},
     "solar_open": {"head_dim": 16, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                    "n_shared_experts": 2},
@@ -605,8 +714,7 @@ SMALL = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hid
 def test_families_without_a_fixture_equal_hf_on_its_own_config(model_type):
     from archcalc.spec.hf import spec_dict_from_config
 
-    small = {} if model_type == "codegen" else SMALL
-    config = AutoConfig.for_model(model_type.split()[0], **{**small, "vocab_size": 100, **NO_FIXTURE[model_type]})
+    config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, "vocab_size": 100, **NO_FIXTURE[model_type]})
     raw = json.loads(config.to_json_string())  # the config.json transformers itself would write
     data, _ = spec_dict_from_config(raw, "config.json")
     spec = ModelSpec.model_validate({"name": model_type.split()[0], **data})
