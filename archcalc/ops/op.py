@@ -453,7 +453,7 @@ def conv_state(name: str, wl: Workload, width: int, flops_per_element: int, *, c
     gating over `width` channels (the "heads")."""
     return _linear_op(name, wl, count, heads=width, kv_heads=width, qk_dim=1, v_dim=1, state_values=0,
                       conv_values=conv_values, vector_flops=flops_per_element * wl.tokens * width,
-                      act_values=3 * wl.tokens * width)  # B, C, x in; the gated output out
+                      act_values=6 * wl.tokens * width)  # B ⊙ x: B, x in, Bx out; C ⊙ conv: C, conv in, y out
 
 
 def state_bytes(op: Op, batch: int, kv_dtype: str) -> float:

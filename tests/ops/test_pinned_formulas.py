@@ -39,6 +39,7 @@ from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.layers import model_ops
 from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
+from tests.conftest import spec_of
 
 DETAILED, CAUSAL = CONVENTIONS["detailed"], CONVENTIONS["causal"]
 # Every tiny case below: one sequence of T = 3 tokens, a full forward (S = 3,
@@ -269,6 +270,30 @@ def test_lightning_attention_blocks_by_hand():
     assert causal.vector_flops == 2 * ((10 + 10 + 3) + 3 * 10 * 3 + 2 * 3 * 9)
     step = ops.lightning_attention("core", Workload.decode(100, 2), CAUSAL, n_heads=2, head_dim=3, block=4)
     assert (step.flops, step.vector_flops, step.kv_bytes) == (2 * 2 * 4 * 9, 2 * 2 * 2 * 9, 2 * 2 * 2 * 9 * 4)
+
+
+def test_linear_mixer_cores_move_their_kernels_tensors():
+    """The activations each core reads and writes per token, from the tensors its kernel takes and
+    returns (bf16, 2 bytes a value), 3 sequences × 5 tokens:
+    - Gated DeltaNet (fla's chunk_gated_delta_rule(q, k, v, g, beta)): q, k of 2 key heads × 8,
+      v of 4 value heads × 6 read, the output o (4 × 6) written: 2·16 + 2·24 = 80 values;
+    - Mamba-2's SSD (mamba_chunk_scan_combined(x, dt, A, B, C, ...)): x (4 heads × 6) and dt (4) read,
+      y (4 × 6) written: 52 values (B and C are the conv's output, counted with it);
+    - LFM2's gates (transformers' Lfm2ShortConv: Bx = B * x, then y = C * conv_out), two products of 7
+      channels, each reading two tensors and writing one: 42 values (the conv between, its own op,
+      reads its 7 inputs and writes 7);
+    - a depthwise conv over C channels reads C inputs and writes C outputs a token."""
+    wl = Workload.forward(5, 3)
+    tokens, value = 15, 2
+    gdn = ops.linear_attention("core", wl, n_heads=4, key_heads=2, key_dim=8, value_dim=6, chunk=64, conv_values=0)
+    assert gdn.act_bytes == tokens * 80 * value
+    ssd = ops.state_space_duality("core", wl, CAUSAL, n_heads=4, head_dim=6, d_state=3, chunk=4, conv_values=0)
+    assert ssd.act_bytes == tokens * 52 * value
+    gates = ops.conv_state("gates", wl, 7, 2, conv_values=7 * 2)
+    assert gates.act_bytes == tokens * 42 * value
+    spec = spec_of("lfm2-1.2b")
+    conv = next(op for op in model_ops(spec, wl) if op.name == "layers.linear.conv")
+    assert conv.act_bytes == tokens * 2 * spec.d_model * value
 
 
 def test_mamba_scan_elementwise_work_by_hand():
