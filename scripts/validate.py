@@ -221,28 +221,31 @@ def page(s, cal, labels, rows, step_err, class_err, share, flop_share, t_cal, t_
 WHY = """
 ## Why the misses
 
-- **The host changed between runs.** The page of 2026-12-01 ran on an AMD EPYC vCPU (48 GB/s
-  read-only); this run's VM is an Intel Xeon with AMX (bf16 matmuls up to 2.9 TFLOP/s, 27 GB/s
-  read-only). A calibration belongs to the machine it was taken on: compare runs on one host.
-- **A step is slower than the sum of its kernels.** Against every op run alone (`kernels`) the
-  calibrated prediction is within 7 % / 21 % (prefill) and 14 % / 23 % (decode). Archcalc's reference
-  model and the Hugging Face model run the same ops 30-50 % slower than that sum. The eager
-  overhead per kernel the calibration measures on a debug-sized Llama (25 µs here) does not carry
-  to these sizes: the gap is 3-4 ms over the ~50 kernels of a 4-layer decode step, ~70 µs a kernel,
-  and grows with the work (allocation and first touch of larger outputs, caches cooled by the
-  neighbouring ops). Not modelled yet, so the whole-step targets (median 10 %, worst 20 %) are
-  not met on this host; the per-kernel terms are.
-- **A busy machine inflates every timing.** The previous calibration was partly taken beside a
-  test run: its decode-attention points were 3-7x slower than the same kernels on the idle machine
-  (55-125 µs against 364-392 µs). `calibrate` and `--measure` now note a CPU whose load average is
-  half its cores or more when they start.
+- **Since the last page.** Whole steps are timed under a reusing allocator (glibc's default
+  returns freed activations to the OS and faults them in again: the 1 × 512 Llama prefill ran
+  ~80 ms with it, ~57 ms without); the reference model attends through SDPA as the op list's
+  "sdpa" convention does (before: explicit matmuls, up to 9x slower in decode); and the
+  calibration measures an in-step slowdown (a width-1536 Llama's decode step, less dispatch, over
+  its calibrated kernels: +9.5 % here) beside the per-kernel dispatch (21 µs). Against the
+  Hugging Face model the calibrated error went from 25 % / 46 % (prefill) and 22 % / 41 %
+  (decode) to the table's.
+- **Gemma 2 is the worst case.** Its soft-capped logits keep Hugging Face on eager attention
+  (explicit matmuls, tanh, the mask and softmax in fp32 over the whole rectangle) while the time
+  model counts what SDPA runs: its prefill steps are 18-36 % slower than predicted, the Llama
+  ones 8-16 %. The op list has no "eager attention" kernel to time instead.
+- **Kernels Hugging Face runs that the op list has not.** RMSNorm upcast to fp32 (five kernels
+  for one), rotate_half RoPE (a cat and two products), the MoE router's sort, gather and
+  index_add, the DynamicCache's concatenation: elementwise passes over the activations, a few
+  percent of a decode step and up to ~27 % of a MoE prefill.
+- **A step is still slower than its kernels alone** by more than the calibrated slowdown on some
+  shapes (Gemma 2 decode: 21-33 % slower than predicted); the slowdown is one number for every kernel,
+  measured on one model, and the VM's memory bandwidth drifts 10-20 % between runs.
 - **matmul (worst)**: the thinnest projections (a MoE router of n = 16, a shared-expert gate of
   n = 1) sit below the grid's smallest shape (1024 × 32), where a matmul's fixed cost dominates.
 - **norm, elementwise (worst)**: row kernels of one token are a microsecond or two, their launch;
   a microsecond of jitter is 100 %.
-- **Against the Hugging Face model**: its decode runs work the op list does not have: RMSNorm in
-  fp32 (several kernels instead of one), the rotary cos/sin recomputed each step, the
-  DynamicCache's concatenation.
+- **A busy machine inflates every timing**: `calibrate` and `--measure` note a CPU whose load
+  average is half its cores or more when they start; this page was run on an idle machine.
 - **Peak on this CPU** is the best rate the calibration measured, not a datasheet, so it is far
   from a bound here; on bundled GPUs peak is the datasheet and a strict lower bound (below).
 """.splitlines()

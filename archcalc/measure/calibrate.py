@@ -189,7 +189,7 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
                       notes=notes, launch_s=launch, bandwidth=bandwidth, matmul=matmul, attention=attention, rows=rows)
     dispatch, source = _step_overhead(cal, DEBUG_LLAMA, dev, tdtype, "debug size")
     cal = cal.model_copy(update={"dispatch_s": dispatch, "dispatch_source": source})
-    slowdown, source = _step_overhead(cal, STEP_LLAMA, dev, tdtype, "width 1536, 2 layers")
+    slowdown, source = _step_overhead(cal, STEP_LLAMA, dev, tdtype, "width 1536, 2 layers", grid.repeats)
     return cal.model_copy(update={"step_slowdown": slowdown, "step_slowdown_source": source})
 
 
@@ -206,7 +206,7 @@ STEP_LLAMA = {**DEBUG_LLAMA, "hidden_size": 1536, "intermediate_size": 6144, "nu
 
 
 def _step_overhead(cal: Calibration, config: dict, device: torch.device, dtype: torch.dtype,
-                   size: str) -> tuple[float, str]:
+                   size: str, repeats: int = 5) -> tuple[float, str]:
     """What an eager step adds to its ops' calibrated times, from a decode step of `config`'s Llama,
     timed on Hugging Face transformers' own model where transformers is installed (the eager
     implementation people run), else on archcalc's reference model.  Without a dispatch in `cal`
@@ -222,7 +222,8 @@ def _step_overhead(cal: Calibration, config: dict, device: torch.device, dtype: 
     name = f"llama-{size}"
     spec = spec_from_dict(spec_dict_from_config(dict(config), name)[0], name)
     prompt, steps = 16, 8
-    timing = {"prompt": prompt, "batch": 1, "decode_steps": steps, "device": device, "dtype": dtype, "repeats": 5}
+    timing = {"prompt": prompt, "batch": 1, "decode_steps": steps, "device": device, "dtype": dtype,
+              "repeats": repeats}
     try:
         import transformers
 
