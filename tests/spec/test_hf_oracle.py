@@ -702,6 +702,14 @@ NO_FIXTURE = {
     "glm4_moe_lite": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                       "q_lora_rank": 24, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8,
                       "v_head_dim": 16, "num_key_value_heads": 4},  # MLA: K = H, as the real config says
+    # Biases no real file has: Mamba-2 convs without one (every Mamba-2 fixture has use_conv_bias true),
+    # Falcon-H1 with a biased in_proj but not out_proj (mamba_proj_bias vs projectors_bias), LFM2 with
+    # biased convs and projections (both lfm2 fixtures have conv_bias false)
+    "bamba unbiased-conv": {"attn_layer_indices": [1], "mamba_n_heads": 8, "mamba_d_state": 16,
+                            "mamba_chunk_size": 4, "mamba_conv_bias": False},
+    "falcon_h1 in-bias": {"mamba_d_ssm": 64, "mamba_n_heads": 8, "mamba_d_head": 8, "mamba_d_state": 16,
+                          "mamba_chunk_size": 4, "mamba_proj_bias": True, "projectors_bias": False},
+    "lfm2 biased": {"conv_bias": True, "layer_types": ["conv", "full_attention", "conv", "conv"]},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
