@@ -47,7 +47,7 @@ from archcalc.hardware.calibration import load_calibration, save_calibration  # 
 from archcalc.hardware.profile import calibrated_profile  # noqa: E402
 from archcalc.measure.calibrate import TORCH_DTYPES, calibrate  # noqa: E402
 from archcalc.measure.endtoend import REUSING_MALLOC, time_hf, time_reference  # noqa: E402
-from archcalc.measure.steps import MEASURE_CONVENTION, measure_step, session  # noqa: E402
+from archcalc.measure.steps import measure_step, session  # noqa: E402
 from archcalc.ops.workload import Workload  # noqa: E402
 from archcalc.spec.catalog import spec_from_dict  # noqa: E402
 from archcalc.spec.hf import spec_dict_from_config  # noqa: E402

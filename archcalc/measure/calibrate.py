@@ -25,6 +25,7 @@ from typing import Callable
 
 import torch
 
+from archcalc.cost.roofline import dispatch_time
 from archcalc.errors import InputError
 from archcalc.hardware.bounds import MAX_SLOWDOWN
 from archcalc.hardware.calibration import (
@@ -187,10 +188,17 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
                       date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), host=platform.platform())
     cal = Calibration(device=info, profile=match_profile(name) if dev.type != "cpu" else None, dtype=chosen,
                       notes=notes, launch_s=launch, bandwidth=bandwidth, matmul=matmul, attention=attention, rows=rows)
-    dispatch, source = _step_overhead(cal, DEBUG_LLAMA, dev, tdtype, "debug size")
-    cal = cal.model_copy(update={"dispatch_s": dispatch, "dispatch_source": source})
-    slowdown, source = _step_overhead(cal, STEP_LLAMA, dev, tdtype, "width 1536, 2 layers", grid.repeats)
-    return cal.model_copy(update={"step_slowdown": slowdown, "step_slowdown_source": source})
+    # Dispatch: the debug-sized step's time beyond its kernels, per kernel launched.
+    measured, predicted, rates, source = _eager_step(cal, DEBUG_LLAMA, dev, tdtype, "debug size", 5)
+    kernels = sum(o.op.count * rates.kernels(o.op) for o in predicted.ops)
+    cal = cal.model_copy(update={"dispatch_s": max(0.0, (measured - predicted.kernel_time) / kernels),
+                                 "dispatch_source": source})
+    # The slowdown: the real-width step less that dispatch, over its kernels' time, minus 1.
+    measured, predicted, rates, source = _eager_step(cal, STEP_LLAMA, dev, tdtype, "width 1536, 2 layers",
+                                                     grid.repeats)
+    slowdown = (measured - dispatch_time(predicted.ops, rates)) / predicted.kernel_time - 1
+    return cal.model_copy(update={"step_slowdown": min(MAX_SLOWDOWN, max(0.0, slowdown)),
+                                  "step_slowdown_source": source})
 
 
 # A debug-sized Llama (specs/debug.yaml's shape) as a Hugging Face config: its kernels are all tiny, so a
@@ -205,15 +213,13 @@ STEP_LLAMA = {**DEBUG_LLAMA, "hidden_size": 1536, "intermediate_size": 6144, "nu
               "num_key_value_heads": 6, "vocab_size": 32000}
 
 
-def _step_overhead(cal: Calibration, config: dict, device: torch.device, dtype: torch.dtype,
-                   size: str, repeats: int = 5) -> tuple[float, str]:
-    """What an eager step adds to its ops' calibrated times, from a decode step of `config`'s Llama,
-    timed on Hugging Face transformers' own model where transformers is installed (the eager
-    implementation people run), else on archcalc's reference model.  Without a dispatch in `cal`
-    (the debug-sized model): the dispatch per kernel launched.  With one (the real-width model): the
-    share by which its kernels ran slower than predicted once that dispatch is taken off."""
+def _eager_step(cal: Calibration, config: dict, device: torch.device, dtype: torch.dtype, size: str,
+                repeats: int):
+    """A decode step of `config`'s Llama, measured and predicted with `cal`'s rates: (measured seconds,
+    the predicted Step, the rates, what was timed).  Timed on Hugging Face transformers' own model where
+    transformers is installed (the eager implementation people run), else on archcalc's reference model."""
     from archcalc.cost.rates import calibrated_rates
-    from archcalc.cost.roofline import dispatch_time, step
+    from archcalc.cost.roofline import step
     from archcalc.hardware.profile import local_profile
     from archcalc.measure import endtoend
     from archcalc.spec.catalog import spec_from_dict
@@ -235,11 +241,7 @@ def _step_overhead(cal: Calibration, config: dict, device: torch.device, dtype: 
     rates = calibrated_rates(local_profile(cal), cal)
     predicted = step(spec, Workload.decode(prompt + steps // 2, 1, weight_dtype=cal.dtype, act_dtype=cal.dtype,
                                            kv_dtype=cal.dtype), rates)
-    if cal.dispatch_s is None:
-        kernels = sum(o.op.count * rates.kernels(o.op) for o in predicted.ops)
-        return max(0.0, (measured - predicted.kernel_time) / kernels), source
-    slowdown = (measured - dispatch_time(predicted.ops, rates)) / predicted.kernel_time - 1
-    return min(MAX_SLOWDOWN, max(0.0, slowdown)), source
+    return measured, predicted, rates, source
 
 
 def _bandwidth(device: torch.device, dtype: torch.dtype, repeats: int) -> Bandwidth:

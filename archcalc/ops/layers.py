@@ -212,7 +212,7 @@ def _lightning_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         ops.lightning_attention("layers.linear.core", wl, conv, n_heads=m.n_heads, head_dim=m.head_dim, block=m.block,
                                 count=n),
         # one weight of I, split by rank with the heads (vLLM's MiniMaxText01RMSNormTP)
-        replace(ops.norm("layers.linear.norm", wl, I, "rmsnorm", False, count=n, component="linear"), tp="split"),
+        ops.norm("layers.linear.norm", wl, I, "rmsnorm", False, count=n, component="linear", tp="split"),
         ops.matmul("layers.linear.output_gate", "linear", wl, D, I, count=n),
         # sigmoid(gate) ⊙ output: neg, exp, add, div, multiply per value
         ops.elementwise("layers.linear.gate", "linear", wl, I, 5, inputs=2, count=n, tp="split"),
@@ -225,8 +225,8 @@ def _gated_norm(wl: Workload, width: int, count: int, heads: int = 1, tp: ops.Sh
     plus the gate's silu and product on every value.  One weight per head shared by all heads is
     whole on every rank ("replicated"); one over the whole width is split with it."""
     norm = ops.norm("layers.linear.norm", wl, width, "rmsnorm", False, count=count, tokens=wl.tokens * heads,
-                    component="linear")
-    return replace(norm, tp=tp, vector_flops=norm.vector_flops + (ops.ACTIVATION_FLOPS["silu"] + 1) * wl.tokens * heads * width)
+                    component="linear", tp=tp)
+    return replace(norm, vector_flops=norm.vector_flops + (ops.ACTIVATION_FLOPS["silu"] + 1) * wl.tokens * heads * width)
 
 
 def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:

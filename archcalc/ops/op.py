@@ -484,12 +484,14 @@ def cache_token_bytes(op: Op, bytes_per_value: float, share: float = 1.0) -> flo
 
 
 def norm(name: str, wl: Workload, width: int, kind: str, bias: bool, *, weight: bool = True, count: int = 1,
-         tokens: int | None = None, component: Component = "norms") -> Op:
+         tokens: int | None = None, component: Component = "norms", tp: Sharding = "replicated") -> Op:
+    """A norm over rows of `width`: whole on every rank ("replicated", the residual stream's norms), or
+    split with the channels it normalises (a linear mixer's norm over its sharded inner width)."""
     m = wl.tokens if tokens is None else tokens
     params = width * (int(weight) + int(bias))
     # Without a weight the final scale is not done: one FLOP less per element.
     per_element = (RMSNORM_FLOPS if kind == "rmsnorm" else LAYERNORM_FLOPS + int(bias)) - int(not weight)
-    return Op(name, "norm", component, RowDims(m, width, norm=kind), count, tp="replicated",
+    return Op(name, "norm", component, RowDims(m, width, norm=kind), count, tp=tp,
               params=params, active_params=params, bias_params=width if bias else 0,
               vector_flops=per_element * m * width,
               weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)), act_bytes=nbytes(2 * m * width, wl.act_dtype))
