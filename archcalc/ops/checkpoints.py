@@ -46,17 +46,22 @@ layout (separate attn_q / attn_k / attn_v, ffn_gate / ffn_up / ffn_down):
   Q4_K_M / Q5_K_M; Q5_K instead of Q4_K in a 70B-class model (80 layers, GQA);
   Q8_0 with 8 experts (Mixtral), attn_k too;
 - ffn_down (routed and shared experts too): Q6_K where use_more_bits picks the
-  layer, for Q4_K_M / Q5_K_M; with experts the layer comes from the tensor's
-  name and n counts every ffn_down tensor, as llama.cpp does;
+  layer, for Q4_K_M / Q5_K_M, n being the layer count (n_layer_all); the layer
+  is the ffn_down counter, or with experts the one in the tensor's name;
+  Falcon's Q4_K_M: Q6_K in the first sixteenth, Q5_K where use_more_bits picks;
 - attn_output: Q5_K with 8 experts (Q4_K_M);
 - a row length that is not a multiple of the type's block falls back (Q4_K ->
-  Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0);
+  Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), to F16 where the fallback's block does not
+  divide it either; a type without a fallback (Q4_0, Q8_0) cannot store it, and
+  llama-quantize stops ("no tensor type fallback"): so does this module;
 - never quantized: norms and biases (F32, as convert_hf_to_gguf stores every
   1-D tensor), expert routers ffn_gate_inp (F32), position tables (F16).
+The tensors are the checkpoint's: where its attention holds one fused Q/K/V
+matrix (FUSED_QKV: Falcon, GPT-2, Bloom, GPT-NeoX, MPT, StarCoder, Phi-3, ...),
+one attn_qkv tensor, which llama.cpp's rules treat as attn_v (category_is_attn_v);
+the safetensors formats below store it fused too.  Falcon's output is Q8_0.
 Not modelled: imatrix-dependent choices (they touch the IQ and Q2/Q3 mixes, not
-these), per-architecture fused attn_qkv layouts (Phi-3, Falcon, GPT-2 store one
-attn_qkv tensor; here the V rule would apply to all of it), --pure and
---tensor-type overrides.
+these), --pure and --tensor-type overrides.
 """
 
 from __future__ import annotations
@@ -64,7 +69,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from archcalc.ops.op import Op
+from archcalc.errors import InputError
+from archcalc.ops.op import MatmulDims, Op
 from archcalc.spec.model import ModelSpec
 
 # ggml-common.h block layouts: elements per block, bytes per block (the scales included).
@@ -80,7 +86,7 @@ GGML_TYPES = {
     "q6_K": (256, 210),  # 128 low + 64 high quant bytes + 16 int8 scales + fp16 d
     "mxfp4": (32, 17),  # an E8M0 scale + 32 × 4-bit E2M1
 }
-FALLBACK = {"q4_K": "q5_0", "q5_K": "q5_1", "q6_K": "q8_0"}  # tensor_type_fallback
+FALLBACK = {"q4_K": "q5_0", "q5_K": "q5_1", "q6_K": "q8_0"}  # tensor_type_fallback, then F16
 # llama_ftype -> the type of every tensor the rules leave alone
 MIXES = {"Q4_0": "q4_0", "Q8_0": "q8_0", "Q6_K": "q6_K", "Q4_K_M": "q4_K", "Q5_K_M": "q5_K"}
 
@@ -91,6 +97,14 @@ FP8_BLOCK = 128  # weight_block_size [128, 128]
 NVFP4_GROUP = 16  # inputs per E4M3 scale (ModelOpt's group_size; vLLM: "NVFP4 only supports group_size=16")
 # --weights choices
 WEIGHT_FORMATS = (*(f"gguf:{m}" for m in MIXES), "mxfp4", *GROUPED, "fp8-block", "nvfp4")
+# HF model_types whose attention stores Q, K and V as one matrix (query_key_value, c_attn, Wqkv,
+# qkv_proj): one tensor in their checkpoints and in the GGUF files convert_hf_to_gguf writes
+# (attn_qkv).  Pinned on transformers' module tree (tests/spec/test_hf_oracle.py).
+FUSED_QKV = frozenset({"falcon", "RefinedWeb", "RefinedWebModel", "gpt2", "gpt_bigcode", "bloom", "gpt_neox", "mpt",
+                       "phi3", "codegen", "dbrx"})
+# ... and whose dense MLP stores gate and up as one matrix (gate_up_proj): llama.cpp's ffn_up of 2F rows
+FUSED_GATE_UP = frozenset({"phi3", "glm", "glm4"})
+FALCON = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})  # llama.cpp's LLM_ARCH_FALCON
 # A tensor these checkpoints never quantize: llama.cpp's roles for the embeddings, the
 # unembedding, 1-D tensors (norms, biases) and routers, and position tables.
 UNQUANTIZED_ROLES = ("token_embd", "output", "f32", "f16")
@@ -139,10 +153,11 @@ def tensors(spec: ModelSpec, ops: list[Op]) -> list[Tensor]:
     """The GGUF tensors of the op list (weights only), layer by layer, each with its op's index."""
     layer_of = {"moe": [i for i, k in enumerate(spec.layer_ffn) if k == "moe"],
                 "ffn": [i for i, k in enumerate(spec.layer_ffn) if k == "dense"]}
-    return [replace(t, op=index) for index, op in enumerate(ops) if op.params for t in _op_tensors(op, layer_of)]
+    fused = {"layers.attn.qkv": spec.architecture in FUSED_QKV, "layers.ffn.up": spec.architecture in FUSED_GATE_UP}
+    return [replace(t, op=index) for index, op in enumerate(ops) if op.params for t in _op_tensors(op, layer_of, fused)]
 
 
-def _op_tensors(op: Op, layer_of: dict[str, list[int]]) -> list[Tensor]:
+def _op_tensors(op: Op, layer_of: dict[str, list[int]], fused: dict[str, bool]) -> list[Tensor]:
     d = op.dims
     if op.name == "embedding":
         return [Tensor("token_embd.weight", op.params, d.width, "token_embd")]
@@ -150,24 +165,32 @@ def _op_tensors(op: Op, layer_of: dict[str, list[int]]) -> list[Tensor]:
         return [Tensor("output.weight", op.params, d.k, "output")]
     if op.kind == "gather":  # a learned position table
         return [Tensor("position_embd.weight", op.params, d.width, "f16")]
-    if op.kind != "matmul" or not hasattr(d, "k"):  # norms, sinks, hyper-connection scalars: 1-D
+    if not isinstance(d, MatmulDims):  # norms, sinks, convs and contractions, hyper-connection scalars: 1-D
         return [Tensor(f"blk.{i}.{op.name}.weight", op.params, op.params, "f32", i) for i in range(op.count)]
     group = op.name.split(".")[1] if op.name.startswith(("layers.moe.", "layers.ffn.")) else None
-    return [t for i in (layer_of[group] if group else range(op.count)) for t in _matmul_tensors(op, i)]
+    return [t for i in (layer_of[group] if group else range(op.count))
+            for t in _matmul_tensors(op, i, fused.get(op.name, False))]
 
 
-def _matmul_tensors(op: Op, i: int) -> list[Tensor]:
+def _matmul_tensors(op: Op, i: int, fused: bool) -> list[Tensor]:
     """The weight tensors of matmul `op` in layer i and, where the op has a bias, an F32 bias beside
-    each: separate attn_q / attn_k / attn_v and ffn_gate / ffn_up, as convert_hf_to_gguf writes them."""
+    each: separate attn_q / attn_k / attn_v and ffn_gate / ffn_up, as convert_hf_to_gguf writes them,
+    and any other fused projection as the separate matrices its checkpoint stores."""
     d = op.dims
     per = d.experts or 1  # a 3-D expert tensor holds all E
-    if op.name == "layers.attn.qkv":
+    if op.name == "layers.attn.qkv" and fused:  # llama.cpp: category ATTENTION_QKV, V-like
+        parts = [("attn_qkv", "attn_v", d.n, 1)]
+    elif op.name == "layers.attn.qkv":
         parts = [(f"attn_{part}", f"attn_{part}", w, 1) for part, w in zip("qkv", d.parts)]
+    elif op.name in UP_SUFFIX and fused:  # one ffn_up of 2F rows
+        parts = [("ffn_up", "ffn_up", d.n, per)]
     elif op.name in UP_SUFFIX:
         roles = ("ffn_gate", "ffn_up") if d.parts else ("ffn_up",)
         parts = [(f"{role}{UP_SUFFIX[op.name]}", role, w, per) for role, w in zip(roles, d.parts or (d.n,))]
-    else:
-        parts = [(*NAMES.get(op.name, (op.name, "other")), d.n, per)]
+    else:  # one tensor per fused part (Qwen3-Next's in_proj_qkvz and in_proj_ba; Qwen3.5's four)
+        name, role = NAMES.get(op.name, (op.name, "other"))
+        widths = d.parts or (d.n,)
+        parts = [(f"{name}.{j}" if len(widths) > 1 else name, role, w, per) for j, w in enumerate(widths)]
     biased = bool(op.bias_params)
     weights = [Tensor(f"blk.{i}.{name}.weight", matrices * d.k * width, d.k, role, i, matrices, biased)
                for name, role, width, matrices in parts]
@@ -181,10 +204,11 @@ def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor,
     base = MIXES[mix]
     ts = tensors(spec, ops)
     n_expert = spec.ffn.moe.n_experts if spec.ffn.moe else 1
-    gqa = spec.attention.n_heads // spec.n_kv_heads
-    seventy = spec.n_layers == 80 and gqa > 1  # llama.cpp's LLM_TYPE_70B for an 80-layer GQA model
+    # llama.cpp's LLM_TYPE_70B: 80 layers with GQA (80 layers of MHA are LLaMA's 65B)
+    seventy = spec.n_layers == 80 and spec.n_kv_heads < spec.attention.n_heads
+    falcon = spec.architecture in FALCON
     n_v = sum(t.role in ("attn_v", "attn_kv_b") for t in ts)
-    n_down = sum(t.role == "ffn_down" for t in ts)
+    n_down = spec.n_layers  # init_quantize_state_counters: n_ffn_down = n_layer_all, not a tensor count
     i_v = i_down = 0
     out = []
     for t in ts:
@@ -193,7 +217,7 @@ def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor,
             continue
         new = base
         if t.role == "output" or (t.role == "token_embd" and spec.tie_embeddings):
-            new = "q8_0" if base == "q8_0" or t.row % GGML_TYPES[base][0] else "q6_K"
+            new = "q8_0" if base == "q8_0" or falcon or t.row % GGML_TYPES[base][0] else "q6_K"
         elif t.role in ("attn_v", "attn_kv_b"):
             if mix in ("Q4_K_M", "Q5_K_M") and use_more_bits(i_v, n_v):
                 new = "q6_K"
@@ -206,13 +230,20 @@ def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor,
             new = "q8_0"
         elif t.role == "ffn_down":
             i_layer = t.layer if n_expert > 1 else i_down
-            if mix in ("Q4_K_M", "Q5_K_M") and use_more_bits(i_layer, n_down):
+            if mix == "Q4_K_M" and falcon:
+                new = "q6_K" if i_layer < n_down // 16 else "q5_K" if use_more_bits(i_layer, n_down) else base
+            elif mix in ("Q4_K_M", "Q5_K_M") and use_more_bits(i_layer, n_down):
                 new = "q6_K"
             i_down += 1
         elif t.role == "attn_output" and n_expert == 8 and mix == "Q4_K_M":
             new = "q5_K"
         if t.row % GGML_TYPES[new][0]:
-            new = FALLBACK.get(new, "f16")
+            if new not in FALLBACK:
+                raise InputError(None, "--weights", f"gguf:{mix} cannot store {t.name}: its rows of {t.row} are not "
+                                 f"a multiple of {new}'s {GGML_TYPES[new][0]} and {new} has no fallback type "
+                                 "(llama-quantize stops too); choose a K-quant mix")
+            new = FALLBACK[new]
+            new = "f16" if t.row % GGML_TYPES[new][0] else new
         out.append((t, new))
     return out
 

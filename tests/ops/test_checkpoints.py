@@ -34,6 +34,7 @@ from archcalc.ops.checkpoints import (GGML_TYPES, bits_per_weight, checkpoint_si
                                       tensor_types, use_more_bits)
 from archcalc.ops.layers import model_ops
 from archcalc.ops.workload import Workload
+from archcalc.spec.catalog import load_model
 from archcalc.spec.model import ModelSpec
 from archcalc.serving.deployment import Deployment
 from archcalc.serving.planner import Planner
@@ -103,6 +104,88 @@ def test_rows_that_do_not_split_into_blocks_fall_back():
     assert kinds["blk.3.attn_q.weight"] == "q5_0" and kinds["blk.0.attn_v.weight"] == "q8_0"
     assert kinds["blk.0.ffn_down.weight"] == "q6_K" and kinds["blk.3.ffn_down.weight"] == "q4_K"
     assert kinds["token_embd.weight"] == "q8_0"  # tied: output's Q6_K, which the row cannot hold
+
+
+def _shaped(base: ModelSpec, **changes) -> ModelSpec:
+    return ModelSpec.model_validate({**base.model_dump(), **changes})
+
+
+def test_a_row_that_no_fallback_divides_stays_f16_and_q8_0_refuses_it():
+    """tensor_type_fallback: Q4_K -> Q5_0, and where 32 does not divide the row either, F16 ("must use
+    F16 due to unusual shape"); Q8_0 has no fallback: llama-quantize throws "no tensor type fallback
+    is defined", and so does --weights gguf:Q8_0, one line.  Mamba-130m's dt_proj reads dt_rank = 48
+    inputs; the rest of its rows are 768 or 1,536 wide."""
+    from archcalc.errors import InputError
+
+    mamba = load_model("tests/data/hf/mamba-130m-hf.json")[0]
+    kinds = types(mamba, "Q4_K_M")
+    assert kinds["blk.0.layers.linear.dt_proj.weight"] == "f16"
+    assert kinds["blk.0.layers.linear.out_proj.weight"] == kinds["blk.0.layers.linear.x_proj.weight"] == "q4_K"
+    with pytest.raises(InputError, match="gguf:Q8_0 cannot store blk.0.layers.linear.dt_proj.weight: its rows of 48"):
+        types(mamba, "Q8_0")
+
+
+@pytest.mark.parametrize("kv_heads, attn_v", [(64, "q4_K"), (32, "q5_K"), (8, "q5_K")])
+def test_80_layers_are_llama_cpp_s_70b_only_with_gqa(kv_heads, attn_v):
+    """llama-model.cpp, LLM_ARCH_LLAMA: 80 layers are LLM_TYPE_65B when n_head == n_head_kv (LLaMA
+    65B: 64 heads, 8,192 wide, FFN 22,016) and LLM_TYPE_70B otherwise; in a 70B, a Q4_K attn_v
+    becomes Q5_K.  Layer 10 of 80 is not one use_more_bits picks."""
+    llama65 = ModelSpec(name="llama-65b", d_model=8192, n_layers=80, vocab_size=32000, max_context=2048,
+                        attention={"n_heads": 64, "n_kv_heads": kv_heads}, ffn={"d_ff": 22016})
+    assert not use_more_bits(10, 80)
+    assert types(llama65, "Q4_K_M")["blk.10.attn_v.weight"] == attn_v
+
+
+def test_falcon_s_own_rules():
+    """llama-quant.cpp for LLM_ARCH_FALCON: output.weight (Falcon-7B ties it: token_embd) Q8_0 whatever
+    the mix; Q4_K_M ffn_down Q6_K in the first n/16 layers, Q5_K where use_more_bits picks, Q4_K
+    elsewhere (Q5_K_M keeps the common rule); the fused attn_qkv is V-like.  32 layers: n/16 = 2."""
+    falcon = spec_of("falcon-7b")
+    q4 = types(falcon, "Q4_K_M")
+    assert q4["token_embd.weight"] == types(falcon, "Q5_K_M")["token_embd.weight"] == "q8_0"
+    assert [q4[f"blk.{i}.ffn_down.weight"] for i in (0, 1, 2, 3, 4, 6)] == ["q6_K", "q6_K", "q5_K", "q5_K", "q4_K",
+                                                                           "q5_K"]
+    assert types(falcon, "Q5_K_M")["blk.2.ffn_down.weight"] == "q6_K"
+    # 4,544-wide rows are 17.75 blocks of 256: Q6_K -> Q8_0, Q4_K -> Q5_0 (4,544 = 142 × 32)
+    assert q4["blk.0.attn_qkv.weight"] == "q8_0" and q4["blk.4.attn_qkv.weight"] == "q5_0"
+    assert "blk.0.attn_v.weight" not in q4
+
+
+def test_ffn_down_layers_count_the_model_s_layers_not_its_tensors():
+    """init_quantize_state_counters: n_ffn_down = n_layer_all.  Qwen1.5-MoE (24 layers, each with routed
+    and shared experts: 48 ffn_down tensors): the layer is the tensor's own (n_expert > 1) and n is 24,
+    so layers 0-2, 5, 8, ..., 20, 21-23 get Q6_K, the shared expert's ffn_down_shexp with them (its
+    rows are 5,632 = 22 × 256 wide; the routed experts' 1,408 are not, so their Q6_K is Q8_0)."""
+    kinds = types(spec_of("qwen1.5-moe-a2.7b"), "Q4_K_M")
+    more = [i for i in range(24) if kinds[f"blk.{i}.ffn_down_shexp.weight"] == "q6_K"]
+    assert more == [0, 1, 2, 5, 8, 11, 14, 17, 20, 21, 22, 23]
+    assert [i for i in range(24) if kinds[f"blk.{i}.ffn_down_exps.weight"] == "q8_0"] == more
+
+
+def test_a_dense_model_with_layers_without_an_ffn_counts_its_ffn_downs():
+    """Without experts, llama.cpp's layer is its ffn_down counter (i_ffn_down), n still the layer count:
+    16 layers of which the first 8 have no FFN: the 8 ffn_downs are counted 0-7 against n = 16, and
+    use_more_bits(i, 16) picks i = 0, 1, 4, 7 (n/8 = 2, 7n/8 = 14): layers 8, 9, 12, 15."""
+    spec = _shaped(spec_of("debug"), n_layers=16, ffn={"d_ff": 512, "none_layers": list(range(8))},
+                   attention={"n_heads": 4, "n_kv_heads": 2})
+    kinds = types(spec, "Q4_K_M")
+    assert [i for i in range(16) if kinds.get(f"blk.{i}.ffn_down.weight") == "q6_K"] == [8, 9, 12, 15]
+
+
+def test_gguf_tensor_names_are_convert_hf_to_gguf_s():
+    """llama.cpp's names: DeepSeek-V3's first 3 layers are dense (first_k_dense_replace 3), so blk.0-2
+    hold ffn_down and blk.3-60 ffn_down_exps and ffn_down_shexp; a plain (ungated) FFN is ffn_up and
+    ffn_down, no ffn_gate (GPT-J); Phi-3 fuses q/k/v into attn_qkv and gate/up into ffn_up."""
+    ds = {t.name for t in checkpoint_types(spec_of("deepseek-v3"), model_ops(spec_of("deepseek-v3"), Workload()),
+                                          "gguf:Q4_K_M")[0:0]} | set(types(spec_of("deepseek-v3"), "Q4_K_M"))
+    assert {"blk.0.ffn_down.weight", "blk.2.ffn_down.weight", "blk.3.ffn_down_exps.weight",
+            "blk.60.ffn_down_exps.weight", "blk.60.ffn_down_shexp.weight"} <= ds
+    assert not {"blk.3.ffn_down.weight", "blk.2.ffn_down_exps.weight", "blk.61.ffn_down_exps.weight"} & ds
+    gptj = types(spec_of("gpt-j-6b"), "Q4_K_M")
+    assert {"blk.0.ffn_up.weight", "blk.0.ffn_down.weight"} <= set(gptj) and "blk.0.ffn_gate.weight" not in gptj
+    phi3 = types(spec_of("phi-3-mini-4k"), "Q4_K_M")
+    assert {"blk.0.attn_qkv.weight", "blk.0.ffn_up.weight"} <= set(phi3)
+    assert not {"blk.0.attn_q.weight", "blk.0.attn_v.weight", "blk.0.ffn_gate.weight"} & set(phi3)
 
 
 def test_mixtral_keeps_attention_at_q8_0_and_q5_k():
@@ -321,11 +404,11 @@ def test_llama_cpp_keeps_the_token_embedding_of_a_gguf_on_the_host():
     FFN 8,192, vocabulary 32,064): "type f32: 67 tensors, type q4_0: 129 tensors, type q6_K: 1
     tensors", "CPU_Mapped model buffer size = 52.84 MiB" (token_embd, q4_0: 32,064 × 3,072 × 18/32 B)
     and "Metal_Mapped model buffer size = 2021.82 MiB" (everything else).  The GGUF fuses q/k/v and
-    gate/up (129 = 4 per layer + token_embd) where the op list keeps them apart (225); the bytes are
-    the same.  f32: 65 here, the file's 2 more are rope_factors_long/short (LongRoPE buffers)."""
+    gate/up as Phi-3's checkpoint does (129 = 4 per layer + token_embd).  f32: 65 here, the file's 2
+    more are rope_factors_long/short (LongRoPE buffers)."""
     spec = spec_of("phi-3-mini-4k")  # the 128k model's tensors are the same
     c = checkpoint_size(spec, model_ops(spec, Workload()), "gguf:Q4_0")
-    assert c.tensors_by_type == {"q4_0": 225, "q6_K": 1, "f32": 65}
+    assert c.tensors_by_type == {"q4_0": 129, "q6_K": 1, "f32": 65}
     plan = Planner(spec, load_hardware("rtx-4090"), Deployment(engine="llamacpp", weights="gguf:Q4_0")).plan(4096)
     assert round(plan.weights.bytes / 2**20, 2) == 2021.82
     assert round((c.bytes - plan.weights.bytes) / 2**20, 2) == 52.84

@@ -270,6 +270,15 @@ def test_lightning_attention_blocks_by_hand():
     assert causal.vector_flops == 2 * ((10 + 10 + 3) + 3 * 10 * 3 + 2 * 3 * 9)
     step = ops.lightning_attention("core", Workload.decode(100, 2), CAUSAL, n_heads=2, head_dim=3, block=4)
     assert (step.flops, step.vector_flops, step.kv_bytes) == (2 * 2 * 4 * 9, 2 * 2 * 2 * 9, 2 * 2 * 2 * 9 * 4)
+    # a chunk of 3 tokens after a past runs the recurrent form token by token (the cached branch)
+    chunk = ops.lightning_attention("core", Workload(batch=2, new_tokens=3, context=103), CAUSAL, n_heads=2,
+                                    head_dim=3, block=4)
+    assert (chunk.flops, chunk.vector_flops) == (2 * 3 * 2 * 4 * 9, 2 * 3 * 2 * 2 * 9)
+    # 8 tokens fill two blocks (no partial one); 9 leave a partial block of one token: 10 + 10 + 1 pairs
+    whole = ops.lightning_attention("core", Workload.forward(8), CAUSAL, n_heads=2, head_dim=3, block=4)
+    assert whole.vector_flops == 2 * ((10 + 10) + 3 * 8 * 3 + 2 * 2 * 9)
+    one_more = ops.lightning_attention("core", Workload.forward(9), CAUSAL, n_heads=2, head_dim=3, block=4)
+    assert one_more.vector_flops == 2 * ((10 + 10 + 1) + 3 * 9 * 3 + 2 * 3 * 9)
 
 
 def test_linear_mixer_cores_move_their_kernels_tensors():
@@ -279,6 +288,7 @@ def test_linear_mixer_cores_move_their_kernels_tensors():
       v of 4 value heads × 6 read, the output o (4 × 6) written: 2·16 + 2·24 = 80 values;
     - Mamba-2's SSD (mamba_chunk_scan_combined(x, dt, A, B, C, ...)): x (4 heads × 6) and dt (4) read,
       y (4 × 6) written: 52 values (B and C are the conv's output, counted with it);
+    - MiniMax's lightning attention: q, k, v read and the output written, 4 · H · d values;
     - LFM2's gates (transformers' Lfm2ShortConv: Bx = B * x, then y = C * conv_out), two products of 7
       channels, each reading two tensors and writing one: 42 values (the conv between, its own op,
       reads its 7 inputs and writes 7);
@@ -291,6 +301,10 @@ def test_linear_mixer_cores_move_their_kernels_tensors():
     assert ssd.act_bytes == tokens * 52 * value
     gates = ops.conv_state("gates", wl, 7, 2, conv_values=7 * 2)
     assert gates.act_bytes == tokens * 42 * value
+    # MiniMax's lightning attention (MiniMaxLightningAttention): q, k, v of 4 heads × 6 read, the
+    # output (4 × 6) written: 96 values
+    lightning = ops.lightning_attention("core", wl, CAUSAL, n_heads=4, head_dim=6, block=4)
+    assert lightning.act_bytes == tokens * 96 * value
     spec = spec_of("lfm2-1.2b")
     conv = next(op for op in model_ops(spec, wl) if op.name == "layers.linear.conv")
     assert conv.act_bytes == tokens * 2 * spec.d_model * value

@@ -26,6 +26,7 @@ from conftest import debug_spec, spec_of
 
 from archcalc.ops.layers import model_ops
 from archcalc.ops.op import CollectiveDims, collective
+from archcalc.ops.dtypes import nbytes
 from archcalc.ops.workload import Workload
 from archcalc.parallel.collectives import tp_ops
 from archcalc.parallel.tensor import rank_op
@@ -294,7 +295,7 @@ def test_each_ring_collective_by_hand(pattern, sent, adds, local):
 # dt / B / C RMSNorms (after x_proj's all-reduce) and Gated DeltaNet's RMSNormGated(head_v_dim), one
 # weight every value head shares.
 MIXERS = {"jamba-1.5-mini": ("x_proj", "out_proj"), "nemotron-3-nano-30b-a3b": ("out_proj",),
-          "lfm2-1.2b": ("out_proj",), "qwen3-next-80b-a3b": ("out_proj",)}
+          "lfm2-1.2b": ("out_proj",), "qwen3-next-80b-a3b": ("out_proj",), "minimax-m1": ("out_proj",)}
 WHOLE = {"layers.linear.dt_norm", "layers.linear.b_norm", "layers.linear.c_norm"}
 
 
@@ -310,3 +311,20 @@ def test_linear_mixers_shard_and_reduce_as_vllm_runs_them(name):
                 (op.name == "layers.linear.norm" and spec.linear.kind == "gated_deltanet"))
     per_rank = sum(rank_op(op, 2).params for op in mixer)
     assert per_rank == (sum(op.params for op in mixer) - whole) / 2 + whole
+
+
+def test_lightning_mixer_halves_its_work_on_one_of_2_ranks():
+    """vLLM's MiniMaxText01LinearAttention: qkv_proj and output_gate ColumnParallelLinear, the silu,
+    the core and the sigmoid gate on the rank's own heads, MiniMaxText01RMSNormTP over their width,
+    out_proj RowParallelLinear.  So every op of the mixer does half its work and moves half its
+    bytes on one of 2 ranks, but for the [B·T, D] side of each projection: the input a column-parallel
+    matmul reads whole, the output (a partial sum, all-reduced) a row-parallel one writes whole."""
+    spec = spec_of("minimax-m1")
+    mixer = [op for op in model_ops(spec, EIGHT) if op.component == "linear"]
+    assert [op.name.removeprefix("layers.linear.") for op in mixer] == [
+        "qkv_proj", "act", "core", "norm", "output_gate", "gate", "out_proj"]
+    for op in mixer:
+        ranked = rank_op(op, 2)
+        whole = nbytes(EIGHT.tokens * spec.d_model, EIGHT.act_dtype) if op.kind == "matmul" else 0
+        assert (ranked.params, ranked.flops, ranked.vector_flops, ranked.act_bytes) == (
+            op.params / 2, op.flops / 2, op.vector_flops / 2, (op.act_bytes - whole) / 2 + whole), op.name

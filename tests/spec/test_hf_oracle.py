@@ -750,3 +750,76 @@ def test_families_without_a_fixture_equal_hf_on_its_own_config(model_type):
     state -= sum(c.weight.shape[0] * DTYPE.itemsize for c in convs)
     assert per_token == ours_.kv.bytes_per_token
     assert state == sum(k.state_bytes for k in ours_.kv.by_kind)
+
+
+# ---- 5. Quantized checkpoints ------------------------------------------------------------------
+
+# transformers' fine-grained FP8 (FineGrainedFP8Config: DeepSeek-V3's format, e4m3 weights and an
+# fp32 weight_scale_inv per 128 × 128 block) swaps every nn.Linear but lm_head for an FP8Linear and
+# every `experts` module for FP8Experts, allocating the quantized tensors at their stored shapes.
+# Bytes as the checkpoint stores them: e4m3 1 byte, scale_inv fp32 4, everything else bf16 (HF
+# allocates FP8Linear's bias and some routers in fp32 at run time; DeepSeek-V3's files hold bf16).
+FP8_REFUSED = {"gpt-oss-20b": "FP8Experts asserts has_bias is False, and gpt-oss's experts have biases"}
+
+
+def _fp8_checkpoint_bytes(name: str) -> int:
+    from transformers import FineGrainedFP8Config
+    from transformers.integrations.finegrained_fp8 import replace_with_fp8_linear
+    from transformers.pytorch_utils import Conv1D
+
+    model = hf_model.__wrapped__(name)  # a fresh build: the swap below changes the model in place
+    for path, module in list(model.named_modules()):
+        if isinstance(module, Conv1D):  # GPT-2's transposed linear: the same matrix, as nn.Linear
+            with torch.device("meta"):
+                model.set_submodule(path, torch.nn.Linear(*module.weight.shape, bias=module.bias is not None))
+        elif type(module).__name__ == "FalconLinear":  # nn.Linear with its own forward only
+            module.__class__ = torch.nn.Linear
+    text = model.config.get_text_config()
+    if not hasattr(text, "hidden_act"):  # FP8Experts reads it for its forward; no shape depends on it
+        text.hidden_act = "silu"
+    replace_with_fp8_linear(model, modules_to_not_convert=["lm_head"], quantization_config=FineGrainedFP8Config())
+    left_out = {id(p) for path in EXCLUDED_MODULES.get(name, ((),))[0] for p in model.get_submodule(path).parameters()}
+    stored = {torch.float8_e4m3fn: 1}
+    return sum(p.numel() * (4 if n.endswith("scale_inv") else stored.get(p.dtype, 2))
+               for n, p in model.named_parameters() if id(p) not in left_out)
+
+
+@pytest.mark.parametrize("name", [n for n in CONFIGS if n not in FP8_REFUSED])
+def test_fp8_block_checkpoint_bytes_equal_hf_fp8_modules(name):
+    """--weights fp8-block against transformers' FineGrainedFP8 modules, tensor shapes and all:
+    scales rounded up per block (Mamba's dt_proj reads 48 inputs: one block; Falcon-7B's fused
+    query_key_value of 4,544 + 64 + 64 rows, 37 blocks where three separate matrices would take 38),
+    3-D expert tensors, the norms, routers and embeddings kept bf16, every linear mixer's projections."""
+    from archcalc.ops.checkpoints import checkpoint_size
+    from archcalc.ops.layers import model_ops
+
+    spec = spec_of(name)
+    if spec.ffn.moe and spec.ffn.gated:  # FP8Experts fuses gate and up: its scales are the files' when F fills blocks
+        assert spec.ffn.moe.d_expert % 128 == 0
+    assert checkpoint_size(spec, model_ops(spec, Workload()), "fp8-block").bytes == _fp8_checkpoint_bytes(name)
+
+
+def _out_features(module: torch.nn.Module) -> int | None:
+    from transformers.pytorch_utils import Conv1D
+
+    if isinstance(module, torch.nn.Linear):
+        return module.out_features
+    return module.weight.shape[1] if isinstance(module, Conv1D) else None  # GPT-2's [in, out] weight
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_fused_projections_are_the_checkpoints(name):
+    """Which checkpoints store Q, K and V (and gate and up) as one matrix (ops/checkpoints.py,
+    FUSED_QKV and FUSED_GATE_UP; the tensors a GGUF or a quantized file holds), from transformers'
+    module tree: one linear inside an attention module with all of q + k + v as outputs, one inside
+    the MLP with 2F."""
+    from archcalc.ops.checkpoints import FUSED_GATE_UP, FUSED_QKV
+
+    spec, model = spec_of(name), hf_model(name)
+    widths = {op.name: op.dims.n for op in ours(name, 1).ops if op.name in ("layers.attn.qkv", "layers.ffn.up")
+              and op.dims.parts}
+    for op_name, owners, table in (("layers.attn.qkv", ("attn", "attention", "self_attn", "self_attention"), FUSED_QKV),
+                                   ("layers.ffn.up", ("mlp", "ffn", "feed_forward"), FUSED_GATE_UP)):
+        fused = op_name in widths and any(_out_features(m) == widths[op_name] and set(path.split(".")) & set(owners)
+                                          for path, m in model.named_modules())
+        assert fused == (op_name in widths and spec.architecture in table), op_name
