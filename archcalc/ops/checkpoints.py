@@ -42,7 +42,7 @@ layout (separate attn_q / attn_k / attn_v, ffn_gate / ffn_up / ffn_down):
 
 - output.weight, and token_embd.weight when it is tied to it: Q6_K (Q8_0 for a
   Q8_0 mix, or when the row does not split into whole blocks);
-- attn_v (and MLA's attn_kv_b): Q6_K in the layers use_more_bits picks for
+- attn_v: Q6_K in the layers use_more_bits picks for
   Q4_K_M / Q5_K_M; Q5_K instead of Q4_K in a 70B-class model (80 layers, GQA);
   Q8_0 with 8 experts (Mixtral), attn_k too;
 - ffn_down (routed and shared experts too): Q6_K where use_more_bits picks the
@@ -52,13 +52,18 @@ layout (separate attn_q / attn_k / attn_v, ffn_gate / ffn_up / ffn_down):
 - attn_output: Q5_K with 8 experts (Q4_K_M);
 - a row length that is not a multiple of the type's block falls back (Q4_K ->
   Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0), to F16 where the fallback's block does not
-  divide it either; a type without a fallback (Q4_0, Q8_0) cannot store it, and
-  llama-quantize stops ("no tensor type fallback"): so does this module;
+  divide it either (llama.cpp PR #9074: Mamba's 48-wide dt_proj); a Q4_0 / Q8_0
+  row that 32 does not divide is F16 too, as convert_hf_to_gguf --outtype q8_0
+  writes it (llama-quantize at 007dbbf stops instead: "no tensor type fallback");
 - never quantized: norms and biases (F32, as convert_hf_to_gguf stores every
-  1-D tensor), expert routers ffn_gate_inp (F32), position tables (F16).
+  1-D tensor), expert routers ffn_gate_inp and position tables (F32: its
+  extra_f32 tensors; a StarCoder file's log counts position_embd among them).
 The tensors are the checkpoint's: where its attention holds one fused Q/K/V
 matrix (FUSED_QKV: Falcon, GPT-2, Bloom, GPT-NeoX, MPT, StarCoder, Phi-3, ...),
-one attn_qkv tensor, which llama.cpp's rules treat as attn_v (category_is_attn_v);
+one attn_qkv tensor: Q5_K in a Q4_K_M file, Q6_K in a Q5_K_M one; MLA's attn_kv_b
+keeps the mix's type: as the released files' logs show (Pythia at b4644, Phi-3,
+DeepSeek-Coder-V2-Lite; llama-quant.cpp at 007dbbf folds both into the attn_v rule
+instead, category_is_attn_v, which none of these files was made with);
 the safetensors formats below store it fused too.  Falcon's output is Q8_0.
 Not modelled: imatrix-dependent choices (they touch the IQ and Q2/Q3 mixes, not
 these), --pure and --tensor-type overrides.
@@ -69,7 +74,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
-from archcalc.errors import InputError
 from archcalc.ops.op import MatmulDims, Op
 from archcalc.spec.model import ModelSpec
 
@@ -164,9 +168,11 @@ def _op_tensors(op: Op, layer_of: dict[str, list[int]], fused: dict[str, bool]) 
     if op.name == "lm_head":
         return [Tensor("output.weight", op.params, d.k, "output")]
     if op.kind == "gather":  # a learned position table
-        return [Tensor("position_embd.weight", op.params, d.width, "f16")]
+        return [Tensor("position_embd.weight", op.params, d.width, "f32")]
     if not isinstance(d, MatmulDims):  # norms, sinks, convs and contractions, hyper-connection scalars: 1-D
-        return [Tensor(f"blk.{i}.{op.name}.weight", op.params, op.params, "f32", i) for i in range(op.count)]
+        # a LayerNorm's weight and bias are two tensors (attn_norm.weight, attn_norm.bias)
+        parts = [(suffix, n) for suffix, n in (("weight", op.params - op.bias_params), ("bias", op.bias_params)) if n]
+        return [Tensor(f"blk.{i}.{op.name}.{suffix}", n, n, "f32", i) for i in range(op.count) for suffix, n in parts]
     group = op.name.split(".")[1] if op.name.startswith(("layers.moe.", "layers.ffn.")) else None
     return [t for i in (layer_of[group] if group else range(op.count))
             for t in _matmul_tensors(op, i, fused.get(op.name, False))]
@@ -178,8 +184,8 @@ def _matmul_tensors(op: Op, i: int, fused: bool) -> list[Tensor]:
     and any other fused projection as the separate matrices its checkpoint stores."""
     d = op.dims
     per = d.experts or 1  # a 3-D expert tensor holds all E
-    if op.name == "layers.attn.qkv" and fused:  # llama.cpp: category ATTENTION_QKV, V-like
-        parts = [("attn_qkv", "attn_v", d.n, 1)]
+    if op.name == "layers.attn.qkv" and fused:
+        parts = [("attn_qkv", "attn_qkv", d.n, 1)]
     elif op.name == "layers.attn.qkv":
         parts = [(f"attn_{part}", f"attn_{part}", w, 1) for part, w in zip("qkv", d.parts)]
     elif op.name in UP_SUFFIX and fused:  # one ffn_up of 2F rows
@@ -207,7 +213,7 @@ def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor,
     # llama.cpp's LLM_TYPE_70B: 80 layers with GQA (80 layers of MHA are LLaMA's 65B)
     seventy = spec.n_layers == 80 and spec.n_kv_heads < spec.attention.n_heads
     falcon = spec.architecture in FALCON
-    n_v = sum(t.role in ("attn_v", "attn_kv_b") for t in ts)
+    n_v = sum(t.role == "attn_v" for t in ts)
     n_down = spec.n_layers  # init_quantize_state_counters: n_ffn_down = n_layer_all, not a tensor count
     i_v = i_down = 0
     out = []
@@ -218,7 +224,7 @@ def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor,
         new = base
         if t.role == "output" or (t.role == "token_embd" and spec.tie_embeddings):
             new = "q8_0" if base == "q8_0" or falcon or t.row % GGML_TYPES[base][0] else "q6_K"
-        elif t.role in ("attn_v", "attn_kv_b"):
+        elif t.role == "attn_v":
             if mix in ("Q4_K_M", "Q5_K_M") and use_more_bits(i_v, n_v):
                 new = "q6_K"
             if seventy and new == "q4_K":
@@ -226,6 +232,8 @@ def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor,
             if n_expert == 8:
                 new = "q8_0"
             i_v += 1
+        elif t.role == "attn_qkv":
+            new = {"Q4_K_M": "q5_K", "Q5_K_M": "q6_K"}.get(mix, base)
         elif t.role == "attn_k" and n_expert == 8:
             new = "q8_0"
         elif t.role == "ffn_down":
@@ -238,11 +246,7 @@ def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor,
         elif t.role == "attn_output" and n_expert == 8 and mix == "Q4_K_M":
             new = "q5_K"
         if t.row % GGML_TYPES[new][0]:
-            if new not in FALLBACK:
-                raise InputError(None, "--weights", f"gguf:{mix} cannot store {t.name}: its rows of {t.row} are not "
-                                 f"a multiple of {new}'s {GGML_TYPES[new][0]} and {new} has no fallback type "
-                                 "(llama-quantize stops too); choose a K-quant mix")
-            new = FALLBACK[new]
+            new = FALLBACK.get(new, "f16")
             new = "f16" if t.row % GGML_TYPES[new][0] else new
         out.append((t, new))
     return out

@@ -110,19 +110,14 @@ def _shaped(base: ModelSpec, **changes) -> ModelSpec:
     return ModelSpec.model_validate({**base.model_dump(), **changes})
 
 
-def test_a_row_that_no_fallback_divides_stays_f16_and_q8_0_refuses_it():
+def test_a_row_that_no_fallback_divides_is_f16():
     """tensor_type_fallback: Q4_K -> Q5_0, and where 32 does not divide the row either, F16 ("must use
-    F16 due to unusual shape"); Q8_0 has no fallback: llama-quantize throws "no tensor type fallback
-    is defined", and so does --weights gguf:Q8_0, one line.  Mamba-130m's dt_proj reads dt_rank = 48
-    inputs; the rest of its rows are 768 or 1,536 wide."""
-    from archcalc.errors import InputError
-
+    F16 due to unusual shape", llama.cpp PR #9074 for exactly this tensor: Mamba-130m's dt_proj reads
+    dt_rank = 48 inputs); a Q8_0 row 32 does not divide is F16 too, as convert_hf_to_gguf writes it."""
     mamba = load_model("tests/data/hf/mamba-130m-hf.json")[0]
     kinds = types(mamba, "Q4_K_M")
-    assert kinds["blk.0.layers.linear.dt_proj.weight"] == "f16"
+    assert kinds["blk.0.layers.linear.dt_proj.weight"] == types(mamba, "Q8_0")["blk.0.layers.linear.dt_proj.weight"] == "f16"
     assert kinds["blk.0.layers.linear.out_proj.weight"] == kinds["blk.0.layers.linear.x_proj.weight"] == "q4_K"
-    with pytest.raises(InputError, match="gguf:Q8_0 cannot store blk.0.layers.linear.dt_proj.weight: its rows of 48"):
-        types(mamba, "Q8_0")
 
 
 @pytest.mark.parametrize("kv_heads, attn_v", [(64, "q4_K"), (32, "q5_K"), (8, "q5_K")])
@@ -139,15 +134,15 @@ def test_80_layers_are_llama_cpp_s_70b_only_with_gqa(kv_heads, attn_v):
 def test_falcon_s_own_rules():
     """llama-quant.cpp for LLM_ARCH_FALCON: output.weight (Falcon-7B ties it: token_embd) Q8_0 whatever
     the mix; Q4_K_M ffn_down Q6_K in the first n/16 layers, Q5_K where use_more_bits picks, Q4_K
-    elsewhere (Q5_K_M keeps the common rule); the fused attn_qkv is V-like.  32 layers: n/16 = 2."""
+    elsewhere (Q5_K_M keeps the common rule).  32 layers: n/16 = 2."""
     falcon = spec_of("falcon-7b")
     q4 = types(falcon, "Q4_K_M")
     assert q4["token_embd.weight"] == types(falcon, "Q5_K_M")["token_embd.weight"] == "q8_0"
     assert [q4[f"blk.{i}.ffn_down.weight"] for i in (0, 1, 2, 3, 4, 6)] == ["q6_K", "q6_K", "q5_K", "q5_K", "q4_K",
                                                                            "q5_K"]
     assert types(falcon, "Q5_K_M")["blk.2.ffn_down.weight"] == "q6_K"
-    # 4,544-wide rows are 17.75 blocks of 256: Q6_K -> Q8_0, Q4_K -> Q5_0 (4,544 = 142 × 32)
-    assert q4["blk.0.attn_qkv.weight"] == "q8_0" and q4["blk.4.attn_qkv.weight"] == "q5_0"
+    # the fused attn_qkv is Q5_K in every layer; its 4,544-wide rows are 17.75 blocks of 256: Q5_1
+    assert q4["blk.0.attn_qkv.weight"] == q4["blk.4.attn_qkv.weight"] == "q5_1"
     assert "blk.0.attn_v.weight" not in q4
 
 
@@ -231,12 +226,14 @@ def test_a_qwen2_5_0_5b_q4_k_m_file_as_llama_cpp_logs_it():
     assert sum(sum(layers) for layers in g.bytes_by_layer.values()) == g.bytes
 
 
-def test_the_position_table_stays_f16():
+def test_the_position_table_stays_f32():
+    """llama-quantize never quantizes position_embd, and convert_hf_to_gguf writes it F32 (the
+    StarCoder log below counts it with the 322 norms and biases: 323 f32 tensors)."""
     spec = spec_of("gpt2")  # GPT-2's wpe: 1,024 positions × 768
     kinds = {t.name: (kind, t.elements) for t, kind in tensor_types(spec, model_ops(spec, Workload()), "Q4_K_M")}
-    assert kinds["position_embd.weight"] == ("f16", 1024 * 768)
+    assert kinds["position_embd.weight"] == ("f32", 1024 * 768)
     g = checkpoint_size(spec, model_ops(spec, Workload()), "gguf:Q4_K_M")
-    assert g.bytes_by_type["f16"] == 2 * 1024 * 768
+    assert "f16" not in g.bytes_by_type and g.tensors_by_type["f32"] == 12 * 8 + 2 + 1  # + ln_f and wpe
 
 
 @pytest.mark.parametrize("mix, gb", [("Q4_K_M", 42.52), ("Q5_K_M", 49.95), ("Q6_K", 57.89), ("Q8_0", 74.98)])
@@ -418,3 +415,109 @@ def test_llama_cpp_keeps_the_token_embedding_of_a_gguf_on_the_host():
     head = c.bytes_by_op[len(model_ops(spec, Workload())) - 1] + 3072 * 4  # output (q6_K) + output_norm (f32)
     layer = (plan.weights.bytes - head) / 32
     assert [p.weights.bytes for p in two.stages] == pytest.approx([17 * layer, 15 * layer + head], rel=1e-12)
+
+
+# ---- llama.cpp's own logs and the files' own sizes ------------------------------------------------
+# Each log's "- type X: N tensors" lines and its "file size" / "model size" line (llama.cpp prints
+# MiB below 1 GiB, GiB above, 2 decimals; ik_llama.cpp 3), read from the code-search index (ids):
+# - Pythia-1.4B and 2.8B (gptneox, fused attn_qkv), ggml-org/ci, build 4644 (b004e0bc):
+#   pythia_1_4b-tg-q4_k.log 25152821665, -q5_k 25960412243, pythia_1_4b.log (Q8_0) 25388200082,
+#   README (Q4_0) 25774940549; pythia_2_8b-tg-q4_k.log 25508097008, -q5_k 25429690300, Q8_0
+#   26065487907, Q4_0 25373395677;
+# - microsoft's Phi-3-mini-4k-instruct-q4.gguf (Q4_K_M): three logs (40036224939, 68635202314,
+#   55054072975);
+# - DeepSeek-Coder-V2-Lite-Instruct Q4_K_M (deepseek2, DeepSeek-V2-Lite's shapes): 35807442239, and
+#   ik_llama.cpp issue #230 (17381435761): "model size = 9.649 GiB (5.277 BPW)";
+# - unsloth's Qwen3-30B-A3B Q4_K_M (an imatrix file; imatrix moves no type of this mix): 17521272204;
+# - TheBloke's Llama-2-7B Q4_K_M (10256536219); Q4_0 and Q8_0 (danbev/learning-ai,
+#   fundamentals/llama.cpp/README.md); Mistral-7B-Instruct-v0.1 Q4_K_M (llama.cpp's SYCL README,
+#   6459856004); Ollama's Llama-3.1-8B-Instruct Q4_K_M (48629668660; its 66th f32 is rope_freqs);
+# - a StarCoder 15B Q5_K_M (osukhoroslov-hw/starcoder-Q5_K_M-GGUF, build 3892, 14594768867): 40
+#   layers, 6,144 wide, MQA, an untied head (15.82 B parameters), the position table F32.
+def _pythia(d_model: int, n_layers: int, heads: int) -> ModelSpec:
+    base = spec_of("pythia-6.9b")  # EleutherAI's config.json files: vocabulary 50,304, FFN 4·D
+    return _shaped(base, d_model=d_model, n_layers=n_layers, vocab_size=50304,
+                   ffn={**base.ffn.model_dump(), "d_ff": 4 * d_model},
+                   attention={**base.attention.model_dump(), "n_heads": heads, "n_kv_heads": heads})
+
+
+def _starcoder_15b() -> ModelSpec:
+    base = load_model("tests/data/hf/gpt_bigcode-santacoder.json")[0]  # bigcode/starcoder's config.json shape
+    return _shaped(base, d_model=6144, n_layers=40, vocab_size=49152, max_context=8192, tie_embeddings=False,
+                   ffn={**base.ffn.model_dump(), "d_ff": 24576},
+                   attention={**base.attention.model_dump(), "n_heads": 48, "n_kv_heads": 1})
+
+
+LOGS = {
+    "pythia-1.4b Q4_K_M": (lambda: _pythia(2048, 24, 16), {"f32": 194, "q4_K": 61, "q5_K": 24, "q6_K": 13},
+                           "871.81 MiB (5.17 BPW)"),
+    "pythia-1.4b Q5_K_M": (lambda: _pythia(2048, 24, 16), {"f32": 194, "q5_K": 61, "q6_K": 37}, "1006.35 MiB (5.97 BPW)"),
+    "pythia-1.4b Q8_0": (lambda: _pythia(2048, 24, 16), {"f32": 194, "q8_0": 98}, "1.40 GiB (8.51 BPW)"),
+    "pythia-1.4b Q4_0": (lambda: _pythia(2048, 24, 16), {"f32": 194, "q4_0": 97, "q6_K": 1}, "786.31 MiB (4.66 BPW)"),
+    "pythia-2.8b Q4_K_M": (lambda: _pythia(2560, 32, 32), {"f32": 258, "q4_K": 81, "q5_K": 32, "q6_K": 17},
+                           "1.66 GiB (5.14 BPW)"),
+    "pythia-2.8b Q5_K_M": (lambda: _pythia(2560, 32, 32), {"f32": 258, "q5_K": 81, "q6_K": 49}, "1.93 GiB (5.96 BPW)"),
+    "pythia-2.8b Q8_0": (lambda: _pythia(2560, 32, 32), {"f32": 258, "q8_0": 130}, "2.75 GiB (8.51 BPW)"),
+    "pythia-2.8b Q4_0": (lambda: _pythia(2560, 32, 32), {"f32": 258, "q4_0": 129, "q6_K": 1}, "1.49 GiB (4.61 BPW)"),
+    "phi-3-mini-4k Q4_K_M": (lambda: spec_of("phi-3-mini-4k"), {"f32": 65, "q4_K": 81, "q5_K": 32, "q6_K": 17},
+                             "2.23 GiB (5.01 BPW)"),
+    "deepseek-v2-lite Q4_K_M": (lambda: load_model("tests/data/hf/deepseek-v2-lite.json")[0],
+                                {"f32": 108, "q5_0": 14, "q8_0": 13, "q4_K": 229, "q6_K": 13}, "9.65 GiB (5.28 BPW)"),
+    "qwen3-30b-a3b Q4_K_M": (lambda: spec_of("qwen3-30b-a3b"), {"f32": 241, "q4_K": 289, "q6_K": 49},
+                             "17.28 GiB (4.86 BPW)"),
+    "llama-2-7b Q4_K_M": (lambda: spec_of("llama-2-7b"), {"f32": 65, "q4_K": 193, "q6_K": 33}, "3.80 GiB (4.84 BPW)"),
+    "llama-2-7b Q4_0": (lambda: spec_of("llama-2-7b"), {"f32": 65, "q4_0": 225, "q6_K": 1}, "3.56 GiB (4.54 BPW)"),
+    "llama-2-7b Q8_0": (lambda: spec_of("llama-2-7b"), {"f32": 65, "q8_0": 226}, "6.67 GiB (8.50 BPW)"),
+    "mistral-7b Q4_K_M": (lambda: spec_of("mistral-7b-v0.1"), {"f32": 65, "q4_K": 193, "q6_K": 33},
+                          "4.07 GiB (4.83 BPW)"),
+    "llama-3.1-8b Q4_K_M": (lambda: spec_of("llama-3.1-8b"), {"f32": 66 - 1, "q4_K": 193, "q6_K": 33},
+                            "4.58 GiB (4.89 BPW)"),
+    "starcoder-15b Q5_K_M": (_starcoder_15b, {"f32": 323, "q5_K": 101, "q6_K": 61}, "10.90 GiB (5.92 BPW)"),
+}
+
+
+def _llama_cpp_size(c) -> str:
+    gib = c.bytes / 2**30
+    return f"{c.bytes / 2**20:.2f} MiB ({c.bits_per_weight:.2f} BPW)" if gib < 1 else f"{gib:.2f} GiB ({c.bits_per_weight:.2f} BPW)"
+
+
+@pytest.mark.parametrize("name", sorted(LOGS))
+def test_llama_cpp_logs_tensor_types_and_file_size(name):
+    make, counts, line = LOGS[name]
+    spec = make()
+    c = checkpoint_size(spec, model_ops(spec, Workload()), f"gguf:{name.rsplit(' ', 1)[1]}")
+    assert (c.tensors_by_type, _llama_cpp_size(c)) == (counts, line)
+
+
+def test_ik_llama_cpp_s_three_decimals_of_deepseek_v2_lite():
+    spec = load_model("tests/data/hf/deepseek-v2-lite.json")[0]
+    c = checkpoint_size(spec, model_ops(spec, Workload()), "gguf:Q4_K_M")
+    assert (f"{c.bytes / 2**30:.3f}", f"{c.bits_per_weight:.3f}", f"{c.elements / 1e9:.3f}") == ("9.649", "5.277", "15.706")
+
+
+# Whole files' byte sizes (samyfodil/jitllm internal/testmodels/fetch.sh, id 70908152962: each
+# download sha256-checked): a GGUF is its tensors plus a metadata header, mostly the tokenizer's
+# vocabulary and merges (0.7 to 4.1 MB here), so each file exceeds its tensors by under 5 MB.
+FILES = {
+    "tiiuae falcon-mamba-7B-Q4_K_M": (lambda: load_model("tests/data/hf/falcon-mamba-7b.json")[0], "Q4_K_M", 4204230432),
+    "mamba-codestral-7b-v0.1-q4_k_m": (lambda: load_model("tests/data/hf/mamba-codestral-7b.json")[0], "Q4_K_M",
+                                       4147481568),
+    "allenai olmoe-1b-7b-0924-instruct-q4_k_m": (lambda: spec_of("olmoe-1b-7b"), "Q4_K_M", 4213512672),
+    "mradermacher DeepSeek-V2-Lite.Q4_K_M": (lambda: load_model("tests/data/hf/deepseek-v2-lite.json")[0], "Q4_K_M",
+                                             10364416736),
+    # falcon-7b-instruct's checkpoint stores lm_head beside the tied embedding: the file has both
+    "mradermacher falcon-7b-instruct.Q4_K_M": (lambda: _shaped(spec_of("falcon-7b"), tie_embeddings=False), "Q4_K_M",
+                                               4975127552),
+    "bartowski Mistral-7B-Instruct-v0.3-Q4_K_M": (lambda: _shaped(spec_of("mistral-7b-v0.1"), vocab_size=32768),
+                                                  "Q4_K_M", 4372812000),
+    "Phi-3.5-mini-instruct-Q4_K_M": (lambda: spec_of("phi-3-mini-4k"), "Q4_K_M", 2393232672),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_gguf_files_are_their_tensors_plus_a_few_mb_of_metadata(name):
+    make, mix, file_bytes = FILES[name]
+    spec = make()
+    c = checkpoint_size(spec, model_ops(spec, Workload()), f"gguf:{mix}")
+    assert 0 < file_bytes - c.bytes < 5e6
+

@@ -16,6 +16,7 @@ different number.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -539,11 +540,30 @@ def test_llama_cpp_build_options_are_checked():
 
     from archcalc.cli import cli
 
-    for args, words in ((["--no-flash-attn", "--kv-dtype", "q8_0"], "V cache quantization requires flash_attn"),
-                        (["--engine", "vllm", "--llamacpp-build", "5000"], "engine vllm does not take it; llamacpp does")):
+    for args, line in ((["--no-flash-attn", "--kv-dtype", "q8_0"], "--no-flash-attn: llama.cpp refuses a quantized V "
+                        "cache without flash attention (\"V cache quantization requires flash_attn\"); use an f16 V cache"),
+                       (["--gpus", "4", "--tensor-split", "1,1"],
+                        "--tensor-split: 2 proportions for 4 GPUs; give one per GPU of the instance (--gpus 2)"),
+                       (["--engine", "vllm", "--llamacpp-build", "5000"],
+                        "--llamacpp-build: engine vllm does not take it; llamacpp does (--engine llamacpp)")):
         extra = [] if "--engine" in args else ["--engine", "llamacpp"]
         r = CliRunner().invoke(cli, ["fit", "llama-3.1-8b", "--gpu", "rtx-4090", "--context", "4096", *extra, *args])
-        assert r.exit_code == 2 and words in r.output and len(r.output.strip().splitlines()) == 1, r.output
+        assert r.exit_code == 2 and r.output.strip() == f"error: {line}", r.output
+
+
+@pytest.mark.parametrize("build, ok", [(0, False), (1, True), (10**6, True), (10**6 + 1, False)])
+def test_the_api_checks_a_llama_cpp_build_number(build, ok):
+    """The CLI's range (1 to 10^6) holds for Deployment built in Python too: llama.cpp's releases are bN."""
+    from archcalc.serving.engines.base import engine_named
+
+    check = functools.partial(engine_named("llamacpp").check, GEMMA_3_27B,
+                              Deployment(engine="llamacpp", engine_build=build))
+    if ok:
+        check()
+        return
+    with pytest.raises(InputError) as e:
+        check()
+    assert (e.value.field, e.value.message) == ("--llamacpp-build", f"{build}; give the build number N of a bN release")
 
 
 def test_llama_cpp_output_names_the_build_whose_rules_apply():

@@ -759,12 +759,17 @@ def test_families_without_a_fixture_equal_hf_on_its_own_config(model_type):
 # every `experts` module for FP8Experts, allocating the quantized tensors at their stored shapes.
 # Bytes as the checkpoint stores them: e4m3 1 byte, scale_inv fp32 4, everything else bf16 (HF
 # allocates FP8Linear's bias and some routers in fp32 at run time; DeepSeek-V3's files hold bf16).
+# What an FP8 release keeps in bf16 beyond what is not an nn.Linear (embeddings, norms, DeepSeek's and
+# Qwen3's routers): the head, and the Qwen2-MoE / Qwen3-Next shared-expert gate, an nn.Linear of one
+# output that the quantizer's default list (lm_head alone) would convert.  The released FP8 configs
+# name their gates in quantization_config.modules_to_not_convert (Qwen3-30B-A3B-FP8: mlp.gate).
+FP8_KEPT = ["lm_head", "shared_expert_gate"]
 FP8_REFUSED = {"gpt-oss-20b": "FP8Experts asserts has_bias is False, and gpt-oss's experts have biases"}
 
 
 def _fp8_checkpoint_bytes(name: str) -> int:
     from transformers import FineGrainedFP8Config
-    from transformers.integrations.finegrained_fp8 import replace_with_fp8_linear
+    from transformers.integrations.finegrained_fp8 import FP8Experts, replace_with_fp8_linear
     from transformers.pytorch_utils import Conv1D
 
     model = hf_model.__wrapped__(name)  # a fresh build: the swap below changes the model in place
@@ -777,7 +782,13 @@ def _fp8_checkpoint_bytes(name: str) -> int:
     text = model.config.get_text_config()
     if not hasattr(text, "hidden_act"):  # FP8Experts reads it for its forward; no shape depends on it
         text.hidden_act = "silu"
-    replace_with_fp8_linear(model, modules_to_not_convert=["lm_head"], quantization_config=FineGrainedFP8Config())
+    # use_experts_implementation wraps FP8Experts.__init__ and .forward in place on every call, so a
+    # run over many MoE configs nests them past the recursion limit: each build gets the class as it was
+    kept = FP8Experts.__init__, FP8Experts.forward
+    try:
+        replace_with_fp8_linear(model, modules_to_not_convert=FP8_KEPT, quantization_config=FineGrainedFP8Config())
+    finally:
+        FP8Experts.__init__, FP8Experts.forward = kept
     left_out = {id(p) for path in EXCLUDED_MODULES.get(name, ((),))[0] for p in model.get_submodule(path).parameters()}
     stored = {torch.float8_e4m3fn: 1}
     return sum(p.numel() * (4 if n.endswith("scale_inv") else stored.get(p.dtype, 2))
