@@ -383,8 +383,9 @@ class Planner:
         for lo, hi in zip(points, points[1:]):
             if total(hi) <= cap:
                 continue
-            slope = total(lo + 1) - total(lo)
-            s = lo + int((cap - total(lo)) // slope) if slope > 0 else lo
+            t_lo = total(lo)
+            slope = total(lo + 1) - t_lo
+            s = lo + int((cap - t_lo) // slope) if slope > 0 else lo
             s = max(lo, min(s, hi - 1))
             while s > lo and total(s) > cap:  # float rounding of the division
                 s -= 1

@@ -291,3 +291,44 @@ def test_the_closed_form_context_walks_to_the_exact_boundary_when_memory_bends(m
     expected = scan(lambda s: total(s) <= planner.capacity, limit=40_000)
     assert planner._affine_max_context(1, 40_000) == expected
     assert planner._affine_max_context(1, expected) == expected  # the top fits: it is the answer
+
+
+def _exactly_affine(monkeypatch, planner, per_token: float, per_sequence: float, windows=()):
+    """Make the planner's plans exactly affine (the closed forms' premise) and record each one asked for."""
+    from types import SimpleNamespace
+
+    asked = []
+
+    def plan(s, b):
+        asked.append((s, b))
+        total = 1000.0 + b * (per_sequence + per_token * s + 2.0 * sum(min(s, w) for w in windows))
+        return SimpleNamespace(total=total, fits=total <= planner.capacity, binding="memory", startup=None,
+                               stage_plans=None)
+
+    monkeypatch.setattr(planner, "capacity", 60_000.0)
+    monkeypatch.setattr(planner, "plan_per_gpu", plan)
+    return asked
+
+
+def test_the_closed_form_batch_needs_no_search_when_memory_is_affine(monkeypatch):
+    """total(b) = total(1) + (b − 1)·(total(2) − total(1)) exactly: the answer comes from the plans of
+    batch 1 and 2, and is confirmed by its own plan and the next one's (which also names the binding
+    constraint): five plans, no walking.  (1000 + b·(50 + 3·500) ≤ 60,000: b = 38.)"""
+    planner = Planner(load_model("llama-3.1-8b")[0], load_hardware("l4"), Deployment(engine="plain"))
+    asked = _exactly_affine(monkeypatch, planner, per_token=3.0, per_sequence=50.0)
+    solution = planner.max_batch(500)
+    assert solution.value == scan(lambda b: 1000.0 + b * (50.0 + 1500.0) <= 60_000.0) == 38
+    assert [b for _, b in asked] == [1, 2, 38, 39, 39]
+
+
+def test_the_closed_form_context_needs_no_walk_when_memory_is_affine(monkeypatch):
+    """Each segment between window breakpoints is affine: the segments that fit cost one plan each (their
+    end), the binding one its two first plans, then the answer and the one past it.  Gemma 2's window
+    of 4,096: total(s) = 1000 + 50 + 3s + 2·min(s, 4096) ≤ 60,000 up to s = 16,919, past the window."""
+    planner = Planner(load_model("gemma-2-9b")[0], load_hardware("l4"), Deployment(engine="plain"))
+    windows = sorted({k.window for k in planner.kinds if k.window})
+    assert windows == [4096]
+    asked = _exactly_affine(monkeypatch, planner, per_token=3.0, per_sequence=50.0, windows=windows)
+    expected = scan(lambda s: 1000.0 + 50.0 + 3.0 * s + 2.0 * min(s, 4096) <= 60_000.0, limit=40_000)
+    assert planner._affine_max_context(1, 40_000) == expected == 16_919
+    assert [s for s, _ in asked] == [4096, 40_000, 4096, 4097, expected, expected + 1]
