@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archcalc.ops import op as ops
+from archcalc.ops.dtypes import nbytes
 from archcalc.ops.arrays import nonzero
 from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION, FlopsConvention
 from archcalc.ops.op import Op
@@ -415,7 +416,8 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
                         shapes=static),  # h0 = A_mᵀH
         ops.contraction("layers.hc.mix", "residual", wl, n * n * D, 2 * n * D, count=U),  # A_rᵀH
         ops.elementwise("layers.hc.write", "residual", wl, n * D, 2, inputs=2, count=U),  # Bᵀ·F(h0) + A_rᵀH
-        ops.elementwise("hc.expand", "residual", wl, n * D, 0),  # the embedding copied to n streams
+        # the embedding copied to n streams: D values read, n·D written
+        replace(ops.elementwise("hc.expand", "residual", wl, n * D, 0), act_bytes=nbytes((n + 1) * m * D, wl.act_dtype)),
         ops.elementwise("hc.merge", "residual", wl, D, n - 1, inputs=n),  # streams summed before the final norm
     ]
     return out
@@ -434,7 +436,8 @@ def _attnres_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     queries = U + 1  # one pseudo-query and one key-norm weight per unit, and for the output
     vectors = ((D,),) * queries  # one [D] key-norm weight and one [D] query per unit
     return [
-        replace(ops.elementwise("attnres.key_norm", "residual", wl, D, ops.RMSNORM_FLOPS * sources,
+        # every unit's RMSNorm of each source it sees, with its own weight: sources rows of D
+        replace(ops.elementwise("attnres.key_norm", "residual", wl, sources * D, ops.RMSNORM_FLOPS,
                                 params=D * queries), shapes=vectors),
         ops.contraction("attnres.logits", "residual", wl, sources * D, sources * D, params=D * queries,
                         shapes=vectors),

@@ -68,3 +68,39 @@ def test_hyper_connection_weights_stay_16_bit_and_whole_under_tp(dynamic):
     assert with_hc.weights.replicated - plain.weights.replicated == weight_bytes(hc, "int4")
     # n streams of D: each read is A_mᵀH (n·D MACs per token), each mix A_rᵀH (n²·D)
     assert ops["layers.hc.read"].flops == 2 * N * D and ops["layers.hc.mix"].flops == 2 * N * N * D
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_hyper_connection_values_moved_and_elementwise_work_by_hand(dynamic):
+    """Per token, from the papers' equations over the n × D stream matrix H (bf16, 2 bytes a value):
+    h0 = A_mᵀH reads H and writes one stream (n + 1)·D; A_rᵀH reads H and writes n streams (2n·D);
+    H' = Bᵀ·F(h0) + A_rᵀH reads two n × D terms, writes one, a multiply and an add per value;
+    the embedding is copied into n streams (D read, n·D written, no arithmetic); the final merge
+    sums the n streams (n − 1 adds per value, n·D read, D written)."""
+    tokens, value = 3, 2
+    ops = ops_of(with_residual(kind="hyper", streams=N, dynamic=dynamic), new_tokens=tokens, context=tokens)
+    moved = {name: ops[name].act_bytes / (tokens * value * D) for name in
+             ("layers.hc.read", "layers.hc.mix", "layers.hc.write", "hc.expand", "hc.merge")}
+    assert moved == {"layers.hc.read": N + 1, "layers.hc.mix": 2 * N, "layers.hc.write": 3 * N,
+                     "hc.expand": N + 1, "hc.merge": N + 1}
+    assert ops["layers.hc.write"].vector_flops == tokens * N * D * 2
+    assert ops["hc.expand"].vector_flops == 0 and ops["hc.merge"].vector_flops == tokens * (N - 1) * D
+    assert ops["layers.hc.mix"].flops == tokens * 2 * N * N * D  # n² · D multiply-adds
+    assert all(ops[name].component == "residual" for name in moved)
+    if dynamic:  # an RMSNorm of each stream: n rows of D a token
+        assert ops["layers.hc.norm"].dims.m == tokens * N and ops["layers.hc.norm"].params == D  # one weight, every stream
+
+
+def test_attention_residual_key_norms_move_every_source_they_norm():
+    """AttnRes (arXiv:2603.15031), full form (a block per sublayer): a unit RMS-normalises each source it
+    attends over with its own weight, so its key norms read and write every source's D values; the
+    softmax-weighted sum reads the sources and writes one D.  Llama-3.2-1B's 16 layers: U = 32 units;
+    unit i sees i sources (the embedding and every earlier output) and the output aggregation all 33:
+    Σ_{i=1..32} i + 33 = 561 sources a token."""
+    spec = with_residual(kind="attnres")
+    ops = ops_of(spec, new_tokens=1, context=1)
+    sources = sum(range(1, 33)) + 33
+    assert sources == 561
+    assert ops["attnres.key_norm"].act_bytes == 2 * sources * D * 2
+    assert ops["attnres.sum"].act_bytes == (sources + 1) * D * 2
+    assert ops["attnres.softmax"].act_bytes == 2 * sources * 2
