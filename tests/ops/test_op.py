@@ -73,3 +73,28 @@ def test_cache_bytes_caps_the_window():
                        kv_width=2 * 16, window=100, layer_kind="local")
     assert ops.cache_bytes(op, 1000, 3, "bf16") == 3 * 100 * 32 * 2
     assert ops.cache_bytes(op, 1000, 3, "fp8", cap_window=False) == 3 * 1000 * 32
+
+
+def test_an_op_is_one_occurrence_unless_its_count_says_more():
+    """Every builder's op stands for one layer's (one module's) occurrence by default: callers that
+    mean L layers say count=L, so a builder must never multiply behind their back."""
+    from archcalc.ops.op import collective
+
+    wl, conv = Workload.forward(4), CONVENTIONS["causal"]
+    built = [
+        ops.matmul("m", "ffn", wl, 8, 16),
+        ops.contraction("c", "residual", wl, 8, 16),
+        ops.expert_matmul("e", wl, 8, 16, 4, 2, bias=False),
+        ops.attention("a", wl, conv, n_heads=2, kv_heads=1, qk_dim=4, v_dim=4, kv_width=8, window=None,
+                      layer_kind="global"),
+        ops.linear_attention("g", wl, n_heads=2, key_heads=1, key_dim=4, value_dim=4, chunk=4, conv_values=0),
+        ops.lightning_attention("l", wl, conv, n_heads=2, head_dim=4, block=4),
+        ops.selective_scan("s", wl, channels=4, d_state=2, conv_values=0),
+        ops.state_space_duality("d", wl, conv, n_heads=2, head_dim=4, d_state=2, chunk=4, conv_values=0),
+        ops.conv_state("v", wl, 8, 2, conv_values=8),
+        ops.norm("n", wl, 8, "rmsnorm", False),
+        ops.elementwise("x", "ffn", wl, 8, 1),
+        ops.gather("t", "embedding", wl, 100, 8),
+        collective("r", "attention", wl, 8, 2, "all_reduce"),
+    ]
+    assert [op.count for op in built] == [1] * len(built)
