@@ -309,6 +309,29 @@ def test_gptq_files_as_their_model_cards_list_them(shape, fmt, gb, repo):
     assert round(_gb(shape, fmt), 2) == gb
 
 
+def _mixtral(name, d, layers, heads, kv, d_ff, experts, vocab):
+    return ModelSpec(name=name, d_model=d, n_layers=layers, vocab_size=vocab, max_context=4096,
+                     attention={"n_heads": heads, "n_kv_heads": kv},
+                     ffn={"d_ff": d_ff, "moe": {"n_experts": experts, "top_k": 2, "d_expert": d_ff}})
+
+
+@pytest.mark.parametrize("make, fmt, total, repo", [
+    (lambda: load_model("tests/data/hf/deepseek-v2-lite.json")[0], "awq:g64", 9_084_701_696,
+     "TechxGenus/DeepSeek-V2-Lite-AWQ @f96b1c6 (q_group_size 64): MLA projections and every expert quantized"),
+    (lambda: _mixtral("fusionnet-34bx2", 7168, 60, 56, 8, 20480, 2, 64000), "awq", 32_955_611_136,
+     "TheBloke/FusionNet_34Bx2_MoE-AWQ (Yi-34B layers, two experts, GS 128)"),
+    (lambda: _mixtral("kilo-2x8b", 4096, 32, 32, 8, 14336, 2, 128256), "awq", 8_657_051_648,
+     "solidrust/Kilo-2x8B-AWQ (Llama-3-8B layers, two experts, GS 128)"),
+])
+def test_awq_moe_checkpoints_to_the_byte(make, fmt, total, repo):
+    """metadata.total_size of each repo's model.safetensors.index.json (the tensor bytes transformers
+    writes when it shards a checkpoint, headers excluded): every expert's linears quantized in groups,
+    the routers ("gate", AutoAWQ's modules_to_not_convert), the embeddings, lm_head and norms fp16.
+    Quantizing the router, or leaving MLA's low-rank projections fp16, moves every total."""
+    spec = make()
+    assert checkpoint_size(spec, model_ops(spec, Workload()), fmt).bytes == total
+
+
 def test_a_gptq_file_holds_g_idx_and_a_bias_per_quantized_linear():
     """AutoGPTQ's QuantLinear registers qweight, qzeros, scales, g_idx and (make_quant's bias=True) a
     bias for each of Llama-2-7B's 7 linears in 32 layers: 224 g_idx tensors of K int32 and 224 fp16
