@@ -3,6 +3,8 @@
     python scripts/mutation.py              # mutmut run, then the score
     python scripts/mutation.py --report     # the score of the last run only
     python scripts/mutation.py --run "archcalc.parallel*"   # one package (mutmut's name glob)
+    python scripts/mutation.py --report --write   # and keep it in docs/mutation.md
+    python scripts/mutation.py --recheck   # survivors again, against their packages' whole test folders
 
 mutmut (configured in pyproject.toml, [tool.mutmut]) copies the package to
 mutants/, changes one operator, constant or call at a time and runs the tests
@@ -20,9 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections import Counter, defaultdict
+from datetime import datetime, timezone
 from pathlib import Path
 
 import tomllib
@@ -30,6 +34,8 @@ import tomllib
 ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "mutants"
 EQUIVALENT = ROOT / "scripts" / "equivalent_mutants.toml"
+PAGE = ROOT / "docs" / "mutation.md"  # the latest report is kept there, between these two lines
+BEGIN, END = "<!-- report: scripts/mutation.py --write -->", "<!-- end of report -->"
 TARGET = 0.90  # the issue's bar: at least 90 % of mutants killed, the rest listed as equivalent
 PACKAGES = ("archcalc.ops", "archcalc.cost", "archcalc.serving", "archcalc.parallel", "archcalc.training")
 # mutmut's exit codes (mutmut/stats.py): a failing test run kills the mutant; so does a run that
@@ -47,6 +53,31 @@ def results() -> dict[str, int | None]:
     return out
 
 
+# The test folders a survivor is re-run against by --recheck: its package's mirror, and the spec tests
+# (the transformers oracle) for the op list.
+RECHECK_TESTS = {"archcalc.ops": ["tests/ops", "tests/spec", "tests/properties"], "archcalc.cost": ["tests/cost"],
+                 "archcalc.serving": ["tests/serving", "tests/cost"], "archcalc.parallel": ["tests/parallel", "tests/serving"],
+                 "archcalc.training": ["tests/training"]}
+
+
+def recheck(single: dict[str, str], listed: dict[str, str]) -> None:
+    """Re-run every survivor against its package's whole test folders (not mutmut's map of which tests
+    reach which function: a test written after the map was made is not on it), and record the exit
+    status in mutmut's .meta files.  mutmut must not be running.  tests/ is copied into mutants/ first."""
+    shutil.copytree(ROOT / "tests", MUTANTS / "tests", dirs_exist_ok=True)
+    for meta in sorted(MUTANTS.rglob("*.meta")):
+        data = json.loads(meta.read_text())
+        codes = data["exit_code_by_key"]
+        for name in [n for n, c in codes.items() if c in SURVIVED and n not in listed]:
+            folders = RECHECK_TESTS.get(package_of(name), ["tests"])
+            run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *folders,
+                                  "--ignore=tests/measure", "--rootdir=."], cwd=MUTANTS, capture_output=True,
+                                 env={**os.environ, **single, "MUTANT_UNDER_TEST": name})
+            codes[name] = run.returncode
+            print(f"{name}: {'killed' if run.returncode else 'survives'}", flush=True)
+            meta.write_text(json.dumps(data, indent=4))
+
+
 def package_of(mutant: str) -> str:
     return next((p for p in PACKAGES if mutant.startswith(p + ".")), "other")
 
@@ -57,16 +88,32 @@ def equivalent() -> dict[str, str]:
     return {name: entry["reason"] for name, entry in tomllib.loads(EQUIVALENT.read_text()).items()}
 
 
+def write_page(lines: list[str]) -> None:
+    """Replace the report between the page's markers (the rest of the page is written by hand)."""
+    page = PAGE.read_text()
+    head, rest = page.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    stamp = f"Read {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC at commit {commit}:"
+    PAGE.write_text(head + BEGIN + "\n" + stamp + "\n\n```\n" + "\n".join(lines) + "\n```\n" + END + tail)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--report", action="store_true", help="only read the last run's results")
     ap.add_argument("--run", metavar="GLOB", help="mutate only mutants whose name matches (mutmut's syntax)")
+    ap.add_argument("--recheck", action="store_true",
+                    help="re-run the last run's survivors against their packages' whole test folders")
+    ap.add_argument("--write", action="store_true",
+                    help=f"also write the report into {PAGE.relative_to(ROOT)} (between its markers)")
     args = ap.parse_args()
-    if not args.report:
+    # One thread per BLAS/OpenMP pool: mutmut forks a process per mutant, and a fork of a parent
+    # holding thread pools can deadlock on a futex (a hung mutant, not a killed one).
+    single = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    if args.recheck:
+        recheck(single, equivalent())
+    elif not args.report:
         cmd = [sys.executable, "-m", "mutmut", "run", *([args.run] if args.run else [])]
-        # One thread per BLAS/OpenMP pool: mutmut forks a process per mutant, and a fork of a parent
-        # holding thread pools can deadlock on a futex (a hung mutant, not a killed one).
-        single = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
         subprocess.run(cmd, cwd=ROOT, check=False, env={**os.environ, **single})
     codes = results()
     if not codes:
@@ -88,7 +135,7 @@ def main() -> int:
             by_package[pkg]["survived" if code in SURVIVED else f"exit {code}"] += 1
             survivors.append((name, code))
     stale = [n for n in listed if codes.get(n) is not None and codes[n] not in SURVIVED]
-    print(f"{'package':<20} {'killed':>7} {'equiv':>6} {'other':>6} {'checked':>8} {'score':>7}")
+    lines = [f"{'package':<20} {'killed':>7} {'equiv':>6} {'other':>6} {'checked':>8} {'score':>7}"]
     total_killed = total_checked = total_equivalent = 0
     for pkg in (*PACKAGES, "other"):
         c = by_package.get(pkg)
@@ -97,24 +144,26 @@ def main() -> int:
         checked = sum(v for k, v in c.items() if k not in ("not checked", "timeout"))
         other = checked - c["killed"] - c["equivalent"]
         score = (c["killed"] + c["equivalent"]) / checked if checked else 0.0
-        print(f"{pkg:<20} {c['killed']:>7} {c['equivalent']:>6} {other:>6} {checked:>8} {score:>7.1%}"
-              + (f"   ({c['timeout']} of the killed by timeout)" if c["timeout"] else "")
-              + (f"   ({c['not checked']} not checked)" if c["not checked"] else ""))
+        lines.append(f"{pkg:<20} {c['killed']:>7} {c['equivalent']:>6} {other:>6} {checked:>8} {score:>7.1%}"
+                     + (f"   ({c['timeout']} of the killed by timeout)" if c["timeout"] else "")
+                     + (f"   ({c['not checked']} not checked)" if c["not checked"] else ""))
         total_killed += c["killed"]
         total_equivalent += c["equivalent"]
         total_checked += checked
     score = (total_killed + total_equivalent) / total_checked if total_checked else 0.0
     raw = total_killed / total_checked if total_checked else 0.0
-    print(f"{'all':<20} {total_killed:>7} {total_equivalent:>6} {total_checked - total_killed - total_equivalent:>6} "
-          f"{total_checked:>8} {score:>7.1%}   (killed alone: {raw:.1%})")
+    lines.append(f"{'all':<20} {total_killed:>7} {total_equivalent:>6} "
+                 f"{total_checked - total_killed - total_equivalent:>6} {total_checked:>8} {score:>7.1%}"
+                 f"   (killed alone: {raw:.1%})")
     if survivors:
-        print(f"\n{len(survivors)} surviving (or timed-out / suspicious) mutants; `mutmut show NAME` shows the change:")
-        for name, code in survivors:
-            print(f"  {name}  exit {code}")
+        lines += ["", f"{len(survivors)} surviving (or timed-out / suspicious) mutants; `mutmut show NAME` shows the change:"]
+        lines += [f"  {name}  exit {code}" for name, code in survivors]
     if stale:
-        print("\nlisted as equivalent but no longer surviving (remove from scripts/equivalent_mutants.toml):")
-        for name in stale:
-            print(f"  {name}")
+        lines += ["", "listed as equivalent but no longer surviving (remove from scripts/equivalent_mutants.toml):"]
+        lines += [f"  {name}" for name in stale]
+    print("\n".join(lines))
+    if args.write:
+        write_page(lines)
     return 0 if raw >= TARGET and not survivors and not stale else 1
 
 

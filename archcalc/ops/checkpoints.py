@@ -111,7 +111,7 @@ FUSED_GATE_UP = frozenset({"phi3", "glm", "glm4"})
 FALCON = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})  # llama.cpp's LLM_ARCH_FALCON
 # A tensor these checkpoints never quantize: llama.cpp's roles for the embeddings, the
 # unembedding, 1-D tensors (norms, biases) and routers, and position tables.
-UNQUANTIZED_ROLES = ("token_embd", "output", "f32", "f16")
+UNQUANTIZED_ROLES = ("token_embd", "output", "f32")
 
 
 def bits_per_weight(ggml_type: str) -> float:
@@ -128,10 +128,11 @@ def use_more_bits(i: int, n: int) -> bool:
 class Tensor:
     name: str  # as llama.cpp names it: blk.3.attn_v.weight
     elements: int
-    row: int  # ne[0]: the row length the blocks divide (the matmul's input width)
-    # token_embd, output, attn_q, attn_k, attn_v, attn_kv_b, attn_output, ffn_gate, ffn_up, ffn_down, other
-    # (quantized at the mix's type), f32 / f16 (never quantized)
+    # llama.cpp's tensor category (llama-quant.cpp, from the name): token_embd, output, attn_q, attn_k,
+    # attn_v, attn_qkv, attn_kv_b, attn_output, ffn_gate, ffn_up, ffn_down, other (quantized at the mix's
+    # type unless a rule says otherwise); or f32, never quantized (norms, biases, routers, position tables)
     role: str
+    row: int = 0  # ne[0] of a matrix: the row length the blocks divide (its input width); f32 tensors: unused
     layer: int | None = None
     matrices: int = 1  # separate K x N matrices the tensor holds: a 3-D expert tensor holds E
     biased: bool = False  # a matmul's weight whose op has a bias (a tensor of its own in the list)
@@ -139,13 +140,13 @@ class Tensor:
 
     @property
     def outputs(self) -> int:
-        """N of one matrix: a matmul's output width (1-D tensors: 1)."""
+        """N of one matrix: a matmul's output width."""
         return self.elements // (self.row * self.matrices)
 
 
 # our op -> (llama.cpp's tensor name, the role its rules see)
 NAMES = {"layers.attn.q": ("attn_q", "attn_q"), "layers.attn.q_a": ("attn_q_a", "other"),
-         "layers.attn.q_b": ("attn_q_b", "attn_q"), "layers.attn.kv_a": ("attn_kv_a_mqa", "other"),
+         "layers.attn.q_b": ("attn_q_b", "other"), "layers.attn.kv_a": ("attn_kv_a_mqa", "other"),
          "layers.attn.kv_b": ("attn_kv_b", "attn_kv_b"), "layers.attn.o": ("attn_output", "attn_output"),
          "layers.ffn.down": ("ffn_down", "ffn_down"), "layers.moe.experts.down": ("ffn_down_exps", "ffn_down"),
          "layers.moe.shared.down": ("ffn_down_shexp", "ffn_down"), "layers.moe.router": ("ffn_gate_inp", "f32"),
@@ -164,15 +165,15 @@ def tensors(spec: ModelSpec, ops: list[Op]) -> list[Tensor]:
 def _op_tensors(op: Op, layer_of: dict[str, list[int]], fused: dict[str, bool]) -> list[Tensor]:
     d = op.dims
     if op.name == "embedding":
-        return [Tensor("token_embd.weight", op.params, d.width, "token_embd")]
+        return [Tensor("token_embd.weight", op.params, "token_embd", d.width)]
     if op.name == "lm_head":
-        return [Tensor("output.weight", op.params, d.k, "output")]
+        return [Tensor("output.weight", op.params, "output", d.k)]
     if op.kind == "gather":  # a learned position table
-        return [Tensor("position_embd.weight", op.params, d.width, "f32")]
+        return [Tensor("position_embd.weight", op.params, "f32")]
     if not isinstance(d, MatmulDims):  # norms, sinks, convs and contractions, hyper-connection scalars: 1-D
         # a LayerNorm's weight and bias are two tensors (attn_norm.weight, attn_norm.bias)
         parts = [(suffix, n) for suffix, n in (("weight", op.params - op.bias_params), ("bias", op.bias_params)) if n]
-        return [Tensor(f"blk.{i}.{op.name}.{suffix}", n, n, "f32", i) for i in range(op.count) for suffix, n in parts]
+        return [Tensor(f"blk.{i}.{op.name}.{suffix}", n, "f32", layer=i) for i in range(op.count) for suffix, n in parts]
     group = op.name.split(".")[1] if op.name.startswith(("layers.moe.", "layers.ffn.")) else None
     return [t for i in (layer_of[group] if group else range(op.count))
             for t in _matmul_tensors(op, i, fused.get(op.name, False))]
@@ -198,9 +199,9 @@ def _matmul_tensors(op: Op, i: int, fused: bool) -> list[Tensor]:
         widths = d.parts or (d.n,)
         parts = [(f"{name}.{j}" if len(widths) > 1 else name, role, w, per) for j, w in enumerate(widths)]
     biased = bool(op.bias_params)
-    weights = [Tensor(f"blk.{i}.{name}.weight", matrices * d.k * width, d.k, role, i, matrices, biased)
+    weights = [Tensor(f"blk.{i}.{name}.weight", matrices * d.k * width, role, d.k, i, matrices, biased)
                for name, role, width, matrices in parts]
-    biases = [Tensor(f"blk.{i}.{name}.bias", op.bias_params * width // d.n, op.bias_params * width // d.n, "f32", i)
+    biases = [Tensor(f"blk.{i}.{name}.bias", op.bias_params * width // d.n, "f32", layer=i)
               for name, _, width, _ in parts] if biased else []
     return weights + biases
 
@@ -218,8 +219,8 @@ def tensor_types(spec: ModelSpec, ops: list[Op], mix: str) -> list[tuple[Tensor,
     i_v = i_down = 0
     out = []
     for t in ts:
-        if t.role in ("f32", "f16"):
-            out.append((t, t.role))
+        if t.role == "f32":
+            out.append((t, "f32"))
             continue
         new = base
         if t.role == "output" or (t.role == "token_embd" and spec.tie_embeddings):

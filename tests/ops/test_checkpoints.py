@@ -26,12 +26,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 
 from archcalc.cli import cli
 from archcalc.ops.checkpoints import (GGML_TYPES, bits_per_weight, checkpoint_size, checkpoint_types, tensor_bytes,
-                                      tensor_types, use_more_bits)
+                                      tensor_types, tensors, use_more_bits)
+from archcalc.cost.totals import size
+from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.layers import model_ops
 from archcalc.ops.workload import Workload
 from archcalc.spec.catalog import load_model
@@ -39,7 +43,7 @@ from archcalc.spec.model import ModelSpec
 from archcalc.serving.deployment import Deployment
 from archcalc.serving.planner import Planner
 from archcalc.hardware.profile import load_hardware
-from tests.conftest import spec_of
+from tests.conftest import BUNDLED, spec_of
 
 # meta-llama/Llama-3.2-3B config.json: hidden 3,072, 28 layers, 24 heads, 8 KV heads, FFN 8,192, tied.
 LLAMA_32_3B = ModelSpec(name="llama-3.2-3b", d_model=3072, n_layers=28, vocab_size=128256, max_context=131072,
@@ -544,3 +548,114 @@ def test_gguf_files_are_their_tensors_plus_a_few_mb_of_metadata(name):
     c = checkpoint_size(spec, model_ops(spec, Workload()), f"gguf:{mix}")
     assert 0 < file_bytes - c.bytes < 5e6
 
+
+
+# ---- every architecture's tensor list, against llama.cpp's and the tools' conventions ---------------------
+
+HF_CONFIGS = sorted(p.name for p in Path("tests/data/hf").glob("*.json"))
+
+
+def _all_tensors(source):
+    spec = spec_of(source) if not source.endswith(".json") else load_model(f"tests/data/hf/{source}")[0]
+    return spec, tensors(spec, model_ops(spec, Workload()))
+
+
+def _llama_cpp_category(name: str) -> str:
+    """llama-quant.cpp's choice of rule by tensor name (llama_tensor_get_type_impl's name.find checks,
+    read at commit 007dbbf): output, token_embd, then the substrings below, in this order; anything
+    else is "other".  ffn_gate_inp (the router) is never quantized (`quantize &= name.find(
+    "ffn_gate_inp.weight") == npos`), and 1-D tensors stay F32, so neither reaches the rules."""
+    for sub, category in (("attn_qkv.weight", "attn_qkv"), ("attn_kv_b.weight", "attn_kv_b"),
+                          ("attn_v.weight", "attn_v"), ("attn_k.weight", "attn_k"), ("attn_q.weight", "attn_q"),
+                          ("attn_output.weight", "attn_output"), ("ffn_down", "ffn_down"),
+                          ("ffn_gate", "ffn_gate"), ("ffn_up", "ffn_up")):
+        if sub in name:
+            return category
+    return {"output.weight": "output", "token_embd.weight": "token_embd"}.get(name, "other")
+
+
+@pytest.mark.parametrize("source", [*BUNDLED, *HF_CONFIGS])
+def test_every_tensor_is_named_and_ruled_as_llama_cpp_and_gguf_do(source):
+    """For every bundled spec and real config: the rule a tensor gets is the one llama.cpp picks from
+    its name (F32 exactly for the 1-D tensors and the routers); names are unique (gguf-py's
+    GGUFWriter.add_tensor_info raises "Duplicated tensor name"); every name ends in .weight or .bias
+    and every bias sits beside the weight of the same stem (gguf's "{name}.weight" / "{name}.bias");
+    the tensors hold every parameter (torch's numel of the model: the `size` total, pinned against
+    transformers in tests/spec)."""
+    spec, ts = _all_tensors(source)
+    for t in ts:
+        is_router = "ffn_gate_inp" in t.name
+        assert (t.role == "f32") == (t.row == 0 or is_router), t
+        if t.role != "f32":
+            assert t.role == _llama_cpp_category(t.name), t
+    names = [t.name for t in ts]
+    assert len(names) == len(set(names))
+    assert all(n.endswith((".weight", ".bias")) for n in names)
+    assert {n.removesuffix(".bias") for n in names if n.endswith(".bias")} <= {n.removesuffix(".weight") for n in names}
+    assert sum(t.elements for t in ts) == size(spec, Workload(), CONVENTIONS["causal"]).params.total \
+        == checkpoint_size(spec, model_ops(spec, Workload()), "gguf:Q8_0").elements
+
+
+def test_gptq_biases_only_where_the_model_has_none():
+    """Qwen2.5-0.5B's q/k/v projections carry biases (config: attention bias on q, k, v): AutoGPTQ's
+    QuantLinear keeps those, and gives the other 4 linears of each of the 24 layers a zero fp16 bias
+    of N: 4 × 24 zero biases beside 7 × 24 g_idx."""
+    spec = spec_of("qwen2.5-0.5b")
+    g = checkpoint_size(spec, model_ops(spec, Workload()), "gptq")
+    assert g.tensors_by_type["g_idx_i32"] == 7 * 24 and g.tensors_by_type["zero_bias_f16"] == 4 * 24
+    D, F = 896, 4864  # zero biases: o (D), gate and up (F), down (D)
+    assert g.bytes_by_type["zero_bias_f16"] == 24 * 2 * (2 * D + 2 * F)
+
+
+def test_gptq_extras_per_expert_matrix():
+    """An MoE GPTQ file (AutoGPTQ's Mixtral support quantizes every expert's w1/w2/w3 as its own
+    QuantLinear): g_idx of K int32 and a zero bias of N fp16 per expert matrix, none for the router.
+    Llama-3-8B layers with two experts: per layer 4 attention matrices + 2 × 3 expert ones."""
+    spec = _mixtral("kilo-2x8b", 4096, 32, 32, 8, 14336, 2, 128256)
+    g = checkpoint_size(spec, model_ops(spec, Workload()), "gptq")
+    D, F, kv = 4096, 14336, 1024
+    assert g.tensors_by_type["g_idx_i32"] == g.tensors_by_type["zero_bias_f16"] == 32 * (4 + 3)  # a 3-D tensor each
+    assert g.bytes_by_type["g_idx_i32"] == 32 * 4 * (4 * D + 2 * (2 * D + F))
+    assert g.bytes_by_type["zero_bias_f16"] == 32 * 2 * (2 * D + 2 * kv + 2 * (2 * F + D))
+
+
+def test_gptq_scale_rows_round_up_when_the_group_does_not_divide_the_inputs():
+    """AutoGPTQ's QuantLinear: scales (math.ceil(infeatures / group_size), outfeatures) fp16 and qzeros
+    (ceil(K/G), N/8) int32.  Falcon-7B's 4,544-wide inputs are 35.5 groups of 128: 36 scale rows.  Its
+    query_key_value (4,544 → 4,672): 4,544 × 4,672 / 2 + 36 × 4,672 × 2.5 bytes, then g_idx and the
+    bias AutoGPTQ adds (Falcon-7B's linears have none)."""
+    spec = spec_of("falcon-7b")
+    qkv = next(t for t, kind in checkpoint_types(spec, model_ops(spec, Workload()), "gptq")
+               if t.name == "blk.0.attn_qkv.weight")
+    assert tensor_bytes(qkv, "int4_g128") == 4544 * 4672 // 2 + 36 * 4672 * 2.5
+
+
+def test_nvfp4_experts_carry_two_scalars_each():
+    """vLLM's ModelOptNvFp4FusedMoE.create_weights: w13_weight [E, 2I, D/2] uint8, w13_weight_scale
+    [E, 2I, D/16] e4m3, w13_weight_scale_2 and w13_input_scale [E, 2] fp32 (one per expert and
+    matrix), w2 alike with [E] scalars.  Qwen3-30B-A3B's ffn_down_exps: 128 experts of 768 → 2,048."""
+    spec = spec_of("qwen3-30b-a3b")
+    down = next(t for t, kind in checkpoint_types(spec, model_ops(spec, Workload()), "nvfp4")
+                if t.name == "blk.0.ffn_down_exps.weight")
+    assert tensor_bytes(down, "nvfp4_g16") == 128 * (2048 * 768 // 2 + 2048 * 768 // 16 + 2 * 4)
+
+
+def test_llama_cpp_s_rules_see_experts_only_through_n_expert_above_one():
+    """In llama_tensor_get_type_impl the layer of an ffn_down is the name's when n_expert > 1 and a
+    counter of ffn_down tensors otherwise; nothing else reads the expert count except the n_expert ==
+    8 rules.  So a DeepSeek-V2-Lite with 2 routed experts quantizes every ffn_down as the released
+    64-expert file does (pinned by its llama.cpp log above), though its counter runs ahead of the
+    layer (layer 0's dense ffn_down, then each layer's routed and shared ones)."""
+    real = load_model("tests/data/hf/deepseek-v2-lite.json")[0]
+    two = _shaped(real, ffn={**real.ffn.model_dump(), "moe": {**real.ffn.moe.model_dump(), "n_experts": 2, "top_k": 2}})
+    assert {n: k for n, k in types(two, "Q4_K_M").items() if "ffn_down" in n} == \
+        {n: k for n, k in types(real, "Q4_K_M").items() if "ffn_down" in n}
+
+
+def test_falcon_40b_divides_its_layers_as_c_does():
+    """Falcon-40B (60 layers): llama.cpp's i_layer < n_layer/16 is integer division, 60/16 = 3, so
+    layers 0-2 get Q6_K and layer 3 the use_more_bits Q5_K (3 < 60/8); its output (tied: token_embd,
+    8,192 wide, rows that Q6_K divides) is Q8_0 all the same, Falcon's own rule."""
+    kinds = types(spec_of("falcon-40b"), "Q4_K_M")
+    assert [kinds[f"blk.{i}.ffn_down.weight"] for i in range(5)] == ["q6_K", "q6_K", "q6_K", "q5_K", "q5_K"]
+    assert kinds["token_embd.weight"] == "q8_0" and "output.weight" not in kinds
