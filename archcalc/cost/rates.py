@@ -36,7 +36,6 @@ from archcalc.ops.arrays import ceil_div, greater, lesser, pow2_at_least
 from archcalc.hardware.calibration import Calibration
 from archcalc.hardware.profile import HardwareProfile, TypicalRates
 from archcalc.ops import op as ops
-from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.dtypes import nbytes
 from archcalc.ops.op import AttentionDims, MatmulDims, Op, RowDims
 from archcalc.ops.workload import Workload
@@ -147,8 +146,7 @@ class Rates:
 
     def _attention_rate(self, op: Op) -> float:
         d: AttentionDims = op.dims
-        masked = d.window is not None and d.window < d.context
-        curve = _nearest(self.attention, (phase(d), _gqa(d), masked, d.qk_dim))
+        curve = _nearest(self.attention, attention_kind(d))
         if curve is not None:
             return curve(op.flops)
         eff = self.attention_prefill_efficiency if d.new_tokens > 1 else 1.0
@@ -208,8 +206,12 @@ class Rates:
                 "link_latency_s": self.link_latency}
 
 
-def _gqa(d: AttentionDims) -> bool:
-    return d.n_kv_heads < d.n_heads
+def attention_kind(d: AttentionDims) -> tuple[str, bool, bool, int]:
+    """The kind of SDPA call a rate is measured for: (phase, grouped-query?, masked?, head dim).  Masked
+    as measure/kernels.py runs it: a prefill under a window shorter than its keys takes an explicit mask;
+    a decode step reads the window's keys and needs none."""
+    masked = d.new_tokens > 1 and d.window is not None and d.window < d.context
+    return phase(d), d.n_kv_heads < d.n_heads, masked, d.qk_dim
 
 
 def phase(d: AttentionDims) -> str:
@@ -280,15 +282,10 @@ def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
     best = max(2 * p.m * p.k * p.n / p.seconds for p in cal.matmul)
 
     attention: dict[tuple[str, bool, bool, int], dict[float, list[float]]] = {}
-    for p in cal.attention:  # FLOPs and bytes of the point by the same constructor the op list uses
-        wl = Workload(batch=p.batch, new_tokens=p.q_len, context=p.kv_len, weight_dtype=cal.dtype,
-                      act_dtype=cal.dtype, kv_dtype=cal.dtype)
-        op = ops.attention("calibration", wl, CONVENTIONS["sdpa"], n_heads=p.heads, kv_heads=p.kv_heads,
-                           qk_dim=p.head_dim, v_dim=p.head_dim, kv_width=2 * p.kv_heads * p.head_dim,
-                           window=p.window, layer_kind="local" if p.window else "global")
-        seconds = busy(p.seconds)
-        key = (phase(op.dims), p.kv_heads < p.heads, p.window is not None and p.q_len > 1, p.head_dim)
-        attention.setdefault(key, {}).setdefault(op.flops, []).append(op.flops / seconds)
+    for p in cal.attention:  # the FLOPs of the call calibrate timed, by the constructor it timed
+        op = ops.sdpa_call("calibration", batch=p.batch, q_len=p.q_len, kv_len=p.kv_len, heads=p.heads,
+                           kv_heads=p.kv_heads, head_dim=p.head_dim, window=p.window, dtype=cal.dtype)
+        attention.setdefault(attention_kind(op.dims), {}).setdefault(op.flops, []).append(op.flops / busy(p.seconds))
     rows: dict[str, dict[float, list[float]]] = {}
     for p in cal.rows:
         moved = nbytes(p.rows * p.width * ROW_TENSORS[p.kind], cal.dtype)

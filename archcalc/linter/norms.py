@@ -55,7 +55,7 @@ def norm_final(f: Facts):
 
 @rule("norm.qk", summary="no QK-norm (nor attention soft-capping) at 8B+ active parameters")
 def norm_qk(f: Facts):
-    s, a = f.spec, f.spec.attention
+    a = f.spec.attention
     if a.kind == "mla" or a.qk_norm != "none" or a.softcap:  # MLA's latents carry their own norms
         return None
     active = f.params.active

@@ -39,7 +39,6 @@ from archcalc.hardware.calibration import (
 from archcalc.measure.kernels import cache_bytes, kernel
 from archcalc.measure.timing import busy_note, resolve_device, time_call
 from archcalc.ops import op as ops
-from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.workload import Workload
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -140,7 +139,6 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
     chosen, notes = choose_dtype(dtype, dev)
     notes = notes + [busy] * bool(busy)
     tdtype, grid = TORCH_DTYPES[chosen], QUICK if quick else FULL
-    sdpa = CONVENTIONS["sdpa"]
 
     say("launch overhead and bandwidth")
     tiny = ops.elementwise("calibrate.tiny", "residual", Workload(), 64, 1, inputs=2)
@@ -160,10 +158,8 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
                for kv in ATTENTION_KV_HEADS]
     attention = []
     for batch, q_len, kv_len, window, hd, kv_heads in shapes:
-        wl = Workload(batch=batch, new_tokens=q_len, context=kv_len)
-        op = ops.attention("calibrate.attention", wl, sdpa, n_heads=ATTENTION_HEADS, kv_heads=kv_heads, qk_dim=hd,
-                           v_dim=hd, kv_width=2 * kv_heads * hd, window=window,
-                           layer_kind="local" if window else "global")
+        op = ops.sdpa_call("calibrate.attention", batch=batch, q_len=q_len, kv_len=kv_len, heads=ATTENTION_HEADS,
+                           kv_heads=kv_heads, head_dim=hd, window=window, dtype=chosen)
         attention.append(AttentionPoint(batch=batch, heads=ATTENTION_HEADS, kv_heads=kv_heads, head_dim=hd,
                                         q_len=q_len, kv_len=kv_len, window=window,
                                         seconds=_time_op(op, dev, tdtype, grid.repeats)))

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 from archcalc.ops.arrays import ceil_div, greater, lesser
-from archcalc.ops.conventions import FlopsConvention
+from archcalc.ops.conventions import CONVENTIONS, FlopsConvention
 from archcalc.ops.dtypes import kept_dtype, nbytes, stored_bytes
 from archcalc.ops.workload import Workload
 
@@ -319,6 +319,17 @@ STATE_DTYPE = "fp32"
 # as transformers' torch_recurrent_gated_delta_rule runs it): decay S (1), read Sᵀk (mul, sum: 2),
 # write k ⊗ δ (mul, add: 2), read Sᵀq (2).
 DELTA_STEP_FLOPS = 7
+
+
+def sdpa_call(name: str, *, batch: int, q_len: int, kv_len: int, heads: int, kv_heads: int, head_dim: int,
+              window: int | None, dtype: str = "bf16") -> Op:
+    """One torch scaled_dot_product_attention call as `calibrate` times it and the rate set reads it back:
+    q_len queries over kv_len keys (the causal tail), heads query heads over kv_heads K/V heads of
+    head_dim, a sliding window where given, in the sdpa convention (a window is a mask in prefill)."""
+    wl = Workload(batch=batch, new_tokens=q_len, context=kv_len, weight_dtype=dtype, act_dtype=dtype, kv_dtype=dtype)
+    return attention(name, wl, CONVENTIONS["sdpa"], n_heads=heads, kv_heads=kv_heads, qk_dim=head_dim,
+                     v_dim=head_dim, kv_width=2 * kv_heads * head_dim, window=window,
+                     layer_kind="local" if window else "global")
 
 
 def _sequence_state_bytes(state_values: int, conv_values: int, kv_dtype: str) -> float:

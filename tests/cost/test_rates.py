@@ -565,3 +565,26 @@ def test_an_op_time_reports_its_tensor_and_vector_flops_and_a_link_free_collecti
     peak = replace(rate_sets(H100, Workload())[0], link_bandwidth=None)  # a profile that states no link
     ar = ops.collective("ar", "attention", Workload(), 4096, 2, "all_reduce")
     assert time_op(ar, peak).t_memory == 0.0
+
+
+def test_calibrated_rates_keep_the_datasheet_vector_rate():
+    """A calibration measures matmuls, attention, bandwidth and row kernels, not scalar FLOP/s: the
+    vector rate stays the profile's non-tensor FP32 datasheet figure (A100: 19.5 TFLOP/s), whatever the
+    calibrated dtype."""
+    for dtype in ("bf16", "fp32"):
+        assert calibrated_rates(A100, synthetic_calibration(dtype=dtype)).vector == 19.5e12
+
+
+def test_the_calibrated_attention_call_is_the_layer_s_own():
+    """The SDPA call calibrate times is the op the op list builds for a layer of that shape: Mistral-7B's
+    attention (32 heads over 8 K/V heads of 128, a 4,096 window) over a 512-token prompt and a 1-token
+    decode step at 8,192, in the sdpa convention; same dims, FLOPs, softmax work and bytes."""
+    from archcalc.ops.conventions import CONVENTIONS
+
+    spec = spec_of("mistral-7b-v0.1")
+    for wl in (Workload(batch=1, new_tokens=512, context=512), Workload(batch=4, new_tokens=1, context=8192)):
+        layer = next(o for o in model_ops(spec, wl, CONVENTIONS["sdpa"]) if o.kind == "attention")
+        call = ops.sdpa_call("x", batch=wl.batch, q_len=wl.new_tokens, kv_len=wl.context, heads=32, kv_heads=8,
+                             head_dim=128, window=4096)
+        assert (call.dims, call.flops, call.vector_flops, call.act_bytes, call.kv_bytes, call.shapes) == \
+            (layer.dims, layer.flops, layer.vector_flops, layer.act_bytes, layer.kv_bytes, layer.shapes)
