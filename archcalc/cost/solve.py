@@ -24,6 +24,23 @@ def last_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
     return lo
 
 
+def affine_last(fits: Callable[[int], bool], lo: int, hi: int, slack: float, slope: float) -> int:
+    """Largest n in [lo, hi] with fits(n), for fits monotone (true then false) and fits(lo) true, where
+    fits(n) is slack − (n − lo)·slope ≥ 0 up to float rounding (memory affine in n: slack = capacity −
+    total(lo), slope = total(lo + 1) − total(lo)).  The closed form lo + ⌊slack / slope⌋, clamped to
+    [lo, hi], then single steps that undo the rounding: on an affine total it asks fits twice (the
+    answer and the one after); on any monotone fits the steps still end on the answer, asking no n twice."""
+    n = hi if slope <= 0 else min(hi, lo + int(slack // slope))  # slack ≥ 0: fits(lo)
+    if n > lo and not fits(n):  # rounded up: step down to the first that fits
+        n -= 1
+        while n > lo and not fits(n):
+            n -= 1
+        return n
+    while n < hi and fits(n + 1):  # rounded down (or exact): step up while the next fits
+        n += 1
+    return n
+
+
 def false_position(f: Callable[[int], float], lo: int, f_lo: float, hi: int, f_hi: float) -> int:
     """The smallest integer x in (lo, hi] with f(x) ≥ 0, given f(lo) < 0 ≤ f(hi) and f
     increasing: the Illinois variant of regula falsi, rounded to integers, then bisection."""

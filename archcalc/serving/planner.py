@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from archcalc.cost.solve import last_true
+from archcalc.cost.solve import affine_last, last_true
 from archcalc.cost.totals import weight_bytes
 from archcalc.errors import InputError
 from archcalc.limits import MAX_CONTEXT
@@ -384,14 +384,7 @@ class Planner:
             if total(hi) <= cap:
                 continue
             t_lo = total(lo)
-            slope = total(lo + 1) - t_lo
-            s = lo + int((cap - t_lo) // slope) if slope > 0 else lo
-            s = max(lo, min(s, hi - 1))
-            while s > lo and total(s) > cap:  # float rounding of the division
-                s -= 1
-            while s + 1 < hi and total(s + 1) <= cap:
-                s += 1
-            return s
+            return affine_last(lambda s: total(s) <= cap, lo, hi - 1, cap - t_lo, total(lo + 1) - t_lo)
         return top
 
     def max_batch(self, context: int) -> Solution:
@@ -404,12 +397,8 @@ class Planner:
         elif self.affine:
             # Affine in batch: total(b) = total(1) + (b − 1)·(total(2) − total(1)).
             t1, t2 = first.total, self.plan_per_gpu(context, 2).total
-            best = 1 + int((self.capacity - t1) // (t2 - t1)) if t2 > t1 else MAX_BATCH_SEARCH
-            best = min(best, MAX_BATCH_SEARCH)
-            while best > 1 and not self.plan_per_gpu(context, best).fits:  # float rounding
-                best -= 1
-            while best < MAX_BATCH_SEARCH and self.plan_per_gpu(context, best + 1).fits:
-                best += 1
+            best = affine_last(lambda b: self.plan_per_gpu(context, b).fits, 1, MAX_BATCH_SEARCH,
+                               self.capacity - t1, t2 - t1)
             method = "closed form"
         else:
             hi = 1

@@ -80,3 +80,41 @@ def test_sum_of_the_larger_of_two_lines_equals_the_sum_term_by_term():
         df, dm = rng.randrange(-8, 8) / 4, rng.randrange(-8, 8) / 4
         expected = sum(max(f0 + i * df, m0 + i * dm) for i in range(n))
         assert _sum_max_affine(f0, df, m0, dm, n) == pytest.approx(expected, abs=1e-9)
+
+
+def test_affine_last_solves_an_affine_total_asking_twice():
+    """Memory affine in n, exactly (integers: no rounding): capacity 1,000, total(n) = 100 + 23·(n − 1).
+    The last n with total ≤ 1,000 is 1 + ⌊900 / 23⌋ = 40 (total 997; 41 would be 1,020); fits is asked
+    at 40 (does it fit?) and 41 (is it the last?), nothing else; past hi the clamp answers hi."""
+    calls = []
+
+    def fits(n):
+        calls.append(n)
+        return 100 + 23 * (n - 1) <= 1000
+
+    assert solve.affine_last(fits, 1, 10**6, 1000 - 100, 23) == 40 and calls == [40, 41]
+    calls.clear()
+    assert solve.affine_last(fits, 1, 30, 900, 23) == 30 and calls == [30]
+    assert solve.affine_last(lambda n: True, 5, 9, 0.0, 0.0) == 9  # a flat total: everything fits
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_affine_last_is_the_last_fit_of_a_scan_whatever_the_estimate(seed):
+    """The closed form is only a first guess: for any monotone fits (true up to a cut), any slack and
+    slope (a wrong estimate, a zero or negative slope, one beyond hi) the answer is the scan's, asking
+    fits only inside (lo, hi], each n at most once."""
+    rng = random.Random(seed)
+    for _ in range(500):
+        lo = rng.randrange(0, 40)
+        hi = lo + rng.randrange(0, 200)
+        cut = rng.randrange(lo, hi + 1)
+        slope = rng.choice([0.0, -1.0, rng.uniform(0.01, 5.0)])
+        slack = rng.uniform(0, 300)
+        calls = []
+
+        def fits(n, cut=cut, calls=calls):
+            calls.append(n)
+            return n <= cut
+
+        assert solve.affine_last(fits, lo, hi, slack, slope) == cut
+        assert len(calls) == len(set(calls)) and all(lo < n <= hi for n in calls)

@@ -501,3 +501,13 @@ def test_fit_json_carries_vllm_s_start_up_error():
     assert 0 < v["estimated_max_model_len"] < 131072
     assert f"the estimated maximum model length is {v['estimated_max_model_len']}" in v["error"]
     assert v["log"] == [v["log"][0], f"ValueError: {v['error']}"]
+
+
+def test_min_gpus_keeps_the_pipeline_stages():
+    """--pp 2 on H200s (141 GB, 0.9 of it vLLM's): Llama-3.1-70B's 141 GB of bf16 weights fit no
+    single GPU, and half of them (70.6 GB) one stage of TP 1: 2 GPUs in all, TP 1 × PP 2."""
+    h200 = load_hardware("h200")
+    spec = spec_of("llama-3.1-70b")
+    assert min_gpus(spec, h200, Deployment(engine="vllm"), 8192).value == 2  # TP 2 without stages
+    s = min_gpus(spec, h200, Deployment(engine="vllm", gpus=2, pp=2), 8192)
+    assert (s.value, s.detail["tp"], s.detail["pp"]) == (2, 1, 2)
