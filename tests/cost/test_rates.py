@@ -588,3 +588,33 @@ def test_the_calibrated_attention_call_is_the_layer_s_own():
                              head_dim=128, window=4096)
         assert (call.dims, call.flops, call.vector_flops, call.act_bytes, call.kv_bytes, call.shapes) == \
             (layer.dims, layer.flops, layer.vector_flops, layer.act_bytes, layer.kv_bytes, layer.shapes)
+
+
+def test_a_device_slower_at_math_than_at_memory_is_compute_bound_from_batch_one():
+    """Below a ridge of one FLOP per weight byte read (here 1 GFLOP/s against the H100's 3.35 TB/s),
+    a bf16 decode step (2 FLOPs per 2-byte weight at batch 1) is compute-bound already: the critical
+    batch is 1, weights alone or the whole step."""
+    from dataclasses import replace
+
+    from archcalc.cost.roofline import critical_batch
+
+    slow = replace(rate_sets(H100, Workload())[0], matmul=1e9, vector=1e9)
+    for weights_only in (True, False):
+        assert critical_batch(spec_of("llama-3.1-8b"), 4096, slow, weights_only=weights_only) == 1
+
+
+def test_the_step_critical_batch_is_for_the_step_predicted():
+    """roofline's step critical batch is the one of the step it prints: on the same ranks (TP 2 adds
+    an all-reduce per block, so more rows are needed to reach the ridge) and the same dtypes (int4
+    weights reach it sooner); by the definition, the smallest B whose step is compute-bound, searched
+    here by the solver with those options."""
+    from archcalc.cost.roofline import critical_batch, predict
+
+    spec = spec_of("llama-3.1-8b")
+    peak = rate_sets(H100, Workload())[0]
+    for tp, dtypes in ((1, {}), (2, {}), (1, {"weight_dtype": "int4"})):
+        p = predict(spec, H100, prompt=32, context=64, gen=32, batch=1, tp=tp, **dtypes)[0]
+        assert p.step_critical_batch == critical_batch(spec, 64, peak, weights_only=False, limit=1 << 16, tp=tp,
+                                                       **dtypes)
+    assert len({predict(spec, H100, prompt=32, context=64, gen=32, batch=1, tp=tp, **d)[0].step_critical_batch
+                for tp, d in ((1, {}), (2, {}), (1, {"weight_dtype": "int4"}))}) == 3

@@ -118,3 +118,10 @@ def test_affine_last_is_the_last_fit_of_a_scan_whatever_the_estimate(seed):
 
         assert solve.affine_last(fits, lo, hi, slack, slope) == cut
         assert len(calls) == len(set(calls)) and all(lo < n <= hi for n in calls)
+
+
+def test_false_position_counts_a_zero_as_reached():
+    """f(x) ≥ 0 includes equality: for f(x) = x − 10 on (0, 100] the answer is 10 itself, whichever
+    end the first interpolation lands on (it lands on 10 exactly here: the line is the function)."""
+    assert false_position(lambda x: x - 10, 0, -10, 100, 90) == 10
+    assert false_position(lambda x: (x - 10) * abs(x - 10), 0, -100, 100, 8100) == 10
