@@ -105,7 +105,7 @@ def main() -> int:
     ap.add_argument("--recheck", action="store_true",
                     help="re-run the last run's survivors against their packages' whole test folders")
     ap.add_argument("--write", action="store_true",
-                    help=f"also write the report into {PAGE.relative_to(ROOT)} (between its markers)")
+                    help="also write the report into docs/mutation.md (between its markers)")
     args = ap.parse_args()
     # One thread per BLAS/OpenMP pool: mutmut forks a process per mutant, and a fork of a parent
     # holding thread pools can deadlock on a futex (a hung mutant, not a killed one).
