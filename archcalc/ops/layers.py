@@ -161,8 +161,8 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
             n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
             window=windows[kind], layer_kind=kind, topk=a.indexer.topk if a.indexer else None,
             softcap=a.softcap is not None, count=kinds[kind], params=H if a.sinks else 0))
-    if a.output_gate:  # sigmoid(gate) ⊙ output: neg, exp, add, div, multiply per value
-        out.append(ops.elementwise("layers.attn.gate", "attention", wl, H * dv, 5, inputs=2, count=L, tp="split"))
+    if a.output_gate:
+        out.append(_sigmoid_gate("layers.attn.gate", "attention", wl, H * dv, L))
     out.append(ops.matmul("layers.attn.o", "attention", wl, H * dv, D, bias_width=D if "o" in a.bias else 0, count=L,
                           tp="row"))
     return out
@@ -215,10 +215,15 @@ def _lightning_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
         # one weight of I, split by rank with the heads (vLLM's MiniMaxText01RMSNormTP)
         ops.norm("layers.linear.norm", wl, I, "rmsnorm", False, count=n, component="linear", tp="split"),
         ops.matmul("layers.linear.output_gate", "linear", wl, D, I, count=n),
-        # sigmoid(gate) ⊙ output: neg, exp, add, div, multiply per value
-        ops.elementwise("layers.linear.gate", "linear", wl, I, 5, inputs=2, count=n, tp="split"),
+        _sigmoid_gate("layers.linear.gate", "linear", wl, I, n),
         ops.matmul("layers.linear.out_proj", "linear", wl, I, D, count=n, tp="row"),
     ]
+
+
+def _sigmoid_gate(name: str, component: ops.Component, wl: Workload, width: int, count: int) -> Op:
+    """sigmoid(gate) ⊙ output over `width` values a token (Qwen3-Next's attention gate, MiniMax's
+    lightning output gate): reads both, writes one; split with the heads under TP."""
+    return ops.elementwise(name, component, wl, width, ops.SIGMOID_GATE_FLOPS, inputs=2, count=count, tp="split")
 
 
 def _gated_norm(wl: Workload, width: int, count: int, heads: int = 1, tp: ops.Sharding = "replicated") -> Op:

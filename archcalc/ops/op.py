@@ -148,6 +148,7 @@ ROPE_FLOPS = 3  # x·cos + rotate(x)·sin per rotated element
 # α_p·x·x + β·x (4), (expm1(min(x, ε)) − x)·α_n + β·x (6), where (1).
 ACTIVATION_FLOPS = {"relu": 1, "relu2": 2, "silu": 4, "gelu": 8, "xielu": 11}
 GATE_PRODUCT_FLOPS = 1  # act(gate) × up in a gated FFN
+SIGMOID_GATE_FLOPS = 5  # sigmoid(g) ⊙ y: neg, exp, add, div, then the product, per value
 
 
 @dataclass(frozen=True)
