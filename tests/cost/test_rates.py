@@ -618,3 +618,30 @@ def test_the_step_critical_batch_is_for_the_step_predicted():
                                                        **dtypes)
     assert len({predict(spec, H100, prompt=32, context=64, gen=32, batch=1, tp=tp, **d)[0].step_critical_batch
                 for tp, d in ((1, {}), (2, {}), (1, {"weight_dtype": "int4"}))}) == 3
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-30b-a3b"])
+@pytest.mark.parametrize("weights_only", [True, False])
+def test_critical_batch_is_the_first_compute_bound_batch_of_a_scan_at_any_ridge(name, weights_only):
+    """Whatever the ridge (rates from 0.4 to 300 FLOPs per byte: a batch-1 answer, a batch-2 answer, the
+    bracket's first guess too small or too large, and none under the limit), the search ends on the first
+    B of a plain scan whose decode step (its weight matmuls, or all of it) takes as long in math as in
+    memory, or None when no B up to the limit does."""
+    from dataclasses import replace
+
+    from archcalc.cost.roofline import critical_batch
+
+    spec, base, limit = spec_of(name), rate_sets(H100, Workload())[0], 1024
+
+    def compute_bound(b, rates):
+        ops_ = step(spec, Workload.decode(64, b), rates).ops
+        ops_ = [o for o in ops_ if o.op.kind == "matmul" and o.op.params] if weights_only else ops_
+        return sum(o.t_math for o in ops_) >= sum(o.t_memory for o in ops_)
+
+    answers = set()
+    for ridge in (0.4, 1.5, 2.5, 7.3, 40.0, 300.0, 5000.0):
+        rates = replace(base, matmul=ridge * base.bandwidth, vector=ridge * base.bandwidth)
+        scan = next((b for b in range(1, limit + 1) if compute_bound(b, rates)), None)
+        assert critical_batch(spec, 64, rates, weights_only=weights_only, limit=limit) == scan, ridge
+        answers.add(scan)
+    assert {1, None} <= answers and len(answers) >= 5 and (2 in answers or spec.ffn.moe)

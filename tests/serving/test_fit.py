@@ -511,3 +511,22 @@ def test_min_gpus_keeps_the_pipeline_stages():
     assert min_gpus(spec, h200, Deployment(engine="vllm"), 8192).value == 2  # TP 2 without stages
     s = min_gpus(spec, h200, Deployment(engine="vllm", gpus=2, pp=2), 8192)
     assert (s.value, s.detail["tp"], s.detail["pp"]) == (2, 1, 2)
+
+
+def test_the_largest_context_can_be_one_token():
+    """vLLM with --block-size 1 and a reserve that leaves room for one token's KV (Llama-3.2-1B:
+    32 KiB a token), found by bisection on the reserve: one token fits, two do not, so the largest
+    context is 1 and the largest batch at one token is 1; "kv_cache" is what binds."""
+    hw, spec = load_hardware("rtx-4090"), spec_of("llama-3.2-1b")
+
+    def planner(reserve):
+        return Planner(spec, hw, Deployment(engine="vllm", block_size=1, reserve=reserve))
+
+    lo, hi = 0.0, hw.memory_bytes
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if planner(mid).plan(2).fits else (lo, mid)
+    p = planner(hi)
+    assert p.plan(1).fits and not p.plan(2).fits
+    assert (p.max_context(1).value, p.max_context(1).binding) == (1, "kv_cache")
+    assert p.max_batch(1).value == 1
