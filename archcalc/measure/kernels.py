@@ -41,7 +41,7 @@ ROTATION_BYTES_CAP = 512 * 2**20  # at most this much memory in rotated copies
 MAX_COPIES = 4096  # tiny weights need many copies to leave the cache
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu, "relu2": lambda x: F.relu(x).square(), "silu": F.silu,
-    "gelu": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu": lambda x: F.gelu(x, approximate="tanh"), "sigmoid": torch.sigmoid,
 }
 SOFTCAP = 30.0  # any cap: the kernel's cost does not depend on it
 

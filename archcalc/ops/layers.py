@@ -223,7 +223,8 @@ def _lightning_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
 def _sigmoid_gate(name: str, component: ops.Component, wl: Workload, width: int, count: int) -> Op:
     """sigmoid(gate) ⊙ output over `width` values a token (Qwen3-Next's attention gate, MiniMax's
     lightning output gate): reads both, writes one; split with the heads under TP."""
-    return ops.elementwise(name, component, wl, width, ops.SIGMOID_GATE_FLOPS, inputs=2, count=count, tp="split")
+    return ops.elementwise(name, component, wl, width, ops.SIGMOID_GATE_FLOPS, inputs=2, count=count, tp="split",
+                           fn="sigmoid")
 
 
 def _gated_norm(wl: Workload, width: int, count: int, heads: int = 1, tp: ops.Sharding = "replicated") -> Op:

@@ -15,7 +15,7 @@ workload scalars and None with `if`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from archcalc.ops.arrays import ceil_div, greater, lesser
 from archcalc.ops.conventions import CONVENTIONS, FlopsConvention
@@ -116,6 +116,12 @@ class RowDims(Dims):
     norm: str | None = None
     fn: str = "add"
 
+    def __post_init__(self):  # a misspelt name would silently run (and count) another kernel
+        if self.norm not in NORM_KINDS:
+            raise ValueError(f"norm kind {self.norm!r}; valid: {NORM_KINDS}")
+        if self.fn not in ROW_FNS:
+            raise ValueError(f"row function {self.fn!r}; valid: {sorted(ROW_FNS)}")
+
 
 @dataclass(frozen=True)
 class GatherDims(Dims):
@@ -148,6 +154,12 @@ ROPE_FLOPS = 3  # x·cos + rotate(x)·sin per rotated element
 # α_p·x·x + β·x (4), (expm1(min(x, ε)) − x)·α_n + β·x (6), where (1).
 ACTIVATION_FLOPS = {"relu": 1, "relu2": 2, "silu": 4, "gelu": 8, "xielu": 11}
 GATE_PRODUCT_FLOPS = 1  # act(gate) × up in a gated FFN
+NORM_KINDS = (None, "rmsnorm", "layernorm")  # RowDims.norm: None for elementwise rows
+# RowDims.fn: an activation (gated when two inputs: act(x0) ⊙ x1), "sigmoid" (its gate: sigmoid(g) ⊙ y),
+# "rope", "softcap", or "add" (a sum of the inputs; one input: a copy or a scale)
+ROW_FNS = frozenset({*ACTIVATION_FLOPS, "sigmoid", "rope", "softcap", "add"})
+_LABELS = {"kind": frozenset(get_args(OpKind)), "component": frozenset(get_args(Component)),
+           "tp": frozenset(get_args(Sharding))}
 SIGMOID_GATE_FLOPS = 5  # sigmoid(g) ⊙ y: neg, exp, add, div, then the product, per value
 
 
@@ -172,6 +184,12 @@ class Op:
     comm_bytes: float = 0  # bytes ONE rank sends over the interconnect (collectives), per execution
     # The parameter tensors' shapes where the dims do not say them (training/tensors.py derives the rest)
     shapes: tuple[tuple[int, ...], ...] = ()
+
+    def __post_init__(self):  # the labels decide sharding and grouping: a misspelt one must not pass as another
+        if self.kind not in _LABELS["kind"] or self.component not in _LABELS["component"] \
+                or self.tp not in _LABELS["tp"]:
+            field_, valid = next((f, v) for f, v in _LABELS.items() if getattr(self, f) not in v)
+            raise ValueError(f"op {self.name}: {field_} {getattr(self, field_)!r}; valid: {sorted(valid)}")
 
     def counted_flops(self, convention: FlopsConvention) -> int:
         return self.flops + (self.vector_flops if convention.count_vector else 0)

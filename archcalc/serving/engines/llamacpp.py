@@ -118,7 +118,7 @@ class LlamaCppEngine(Engine):
         return self.NO_WINDOW.get(spec.architecture) if spec.attention.sliding_window else None
 
     def kv_layers(self, kinds, context, batch, dep):
-        n_ctx, p, legacy = self.n_ctx(context, batch, dep), self.padding(dep), self.legacy(dep)
+        n_ctx, p = self.n_ctx(context, batch, dep), self.padding(dep)
         streams = 1 if dep.kv_unified else batch
         if dep.kv_unified:
             stream = n_ctx
@@ -131,7 +131,9 @@ class LlamaCppEngine(Engine):
             if not window or dep.swa_full:
                 return stream
             swa = window * (batch if dep.kv_unified else 1) + dep.ubatch
-            return min(stream, pad(swa, p)) if legacy else pad(min(stream, swa), p)
+            # current: pad(min(stream, swa), P); before b6969 min(stream, pad(swa, P)): the same cells, as
+            # stream is a multiple of P (pad(swa, P) ≤ stream whenever swa < stream)
+            return pad(min(stream, swa), p)
 
         # A recurrent layer keeps one state cell per sequence (llama-memory-recurrent: n_seq_max cells).
         return [LayerKV(k.kind, k.layers, k.layers, k.window, 0, 0, batch * k.state_bytes) if k.kind == "linear"
