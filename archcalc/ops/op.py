@@ -517,6 +517,8 @@ def norm(name: str, wl: Workload, width: int, kind: str, bias: bool, *, weight: 
          tokens: int | None = None, component: Component = "norms", tp: Sharding = "replicated") -> Op:
     """A norm over rows of `width`: whole on every rank ("replicated", the residual stream's norms), or
     split with the channels it normalises (a linear mixer's norm over its sharded inner width)."""
+    if kind is None:
+        raise ValueError(f"op {name}: a norm needs its kind; valid: {NORM_KINDS[1:]}")
     m = wl.tokens if tokens is None else tokens
     params = width * (int(weight) + int(bias))
     # Without a weight the final scale is not done: one FLOP less per element.

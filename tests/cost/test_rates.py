@@ -645,3 +645,17 @@ def test_critical_batch_is_the_first_compute_bound_batch_of_a_scan_at_any_ridge(
         assert critical_batch(spec, 64, rates, weights_only=weights_only, limit=limit) == scan, ridge
         answers.add(scan)
     assert {1, None} <= answers and len(answers) >= 5 and (2 in answers or spec.ffn.moe)
+
+
+@pytest.mark.parametrize("prompt, gen", [(8190, 3), (8189, 3), (8192, 1), (8191, 1)])
+def test_decode_time_at_a_chunk_edge_and_under_tp(prompt, gen):
+    """The closed form against the step-by-step sum where Llama 4's chunk restart (context 8,193) is the
+    last step, the one before it, the only one, or just past; and with TP 2 under a calibrated in-step
+    slowdown, which scales the compute kernels but not the all-reduces."""
+    from archcalc.cost.roofline import decode_time
+
+    spec = spec_of("llama-4-scout")
+    slowed = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, dispatch_s=1e-5, step_slowdown=0.25))
+    for rates, tp in ((typical(H100), 1), (slowed, 2)):
+        steps = [step(spec, Workload.decode(c, 2), rates, tp) for c in range(prompt + 1, prompt + gen + 1)]
+        assert decode_time(spec, prompt, gen, 2, rates, tp) == pytest.approx(sum(s.time for s in steps), rel=1e-12)

@@ -104,3 +104,8 @@ def test_attention_residual_key_norms_move_every_source_they_norm():
     assert ops["attnres.key_norm"].act_bytes == 2 * sources * D * 2
     assert ops["attnres.sum"].act_bytes == (sources + 1) * D * 2
     assert ops["attnres.softmax"].act_bytes == 2 * sources * 2
+    # the logits: one query · key dot product of D per source (2·D FLOPs each), reading every source
+    assert ops["attnres.logits"].flops == 2 * sources * D
+    # each unit's block sum b_n += f(h): one add per value, reading b_n and f(h) and writing b_n
+    block = ops["layers.attnres.block_sum"]
+    assert (block.count, block.vector_flops, block.act_bytes) == (32, D, 3 * D * 2)

@@ -105,6 +105,7 @@ def test_an_op_is_one_occurrence_unless_its_count_says_more():
     lambda wl: ops.elementwise("x", "fnn", wl, 8, 1),
     lambda wl: ops.elementwise("x", "ffn", wl, 8, 1, fn="sigmod"),
     lambda wl: ops.norm("x", wl, 8, "rms_norm", False),
+    lambda wl: ops.norm("x", wl, 8, None, False),
     lambda wl: ops.norm("x", wl, 8, "rmsnorm", False, tp=None),
 ])
 def test_a_misspelt_label_is_refused_not_read_as_another(build):

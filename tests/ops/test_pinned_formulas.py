@@ -308,6 +308,15 @@ def test_linear_mixer_cores_move_their_kernels_tensors():
     spec = spec_of("lfm2-1.2b")
     conv = next(op for op in model_ops(spec, wl) if op.name == "layers.linear.conv")
     assert conv.act_bytes == tokens * 2 * spec.d_model * value
+    # Lfm2ShortConv.slow_forward: Bx = B * x, then y = C * conv_out: two products per channel a token
+    gates_op = next(op for op in model_ops(spec, wl) if op.name == "layers.linear.gates")
+    assert gates_op.vector_flops == tokens * 2 * spec.d_model
+    # Qwen3-Next's causal conv1d runs over q, k and v: 16 key heads × 128 × 2 + 32 value heads × 128 =
+    # 8,192 channels (linear_num_key_heads, linear_key_head_dim, linear_num_value_heads,
+    # linear_value_head_dim); it reads and writes each, 4 taps per channel
+    nxt = spec_of("qwen3-next-80b-a3b")
+    conv = next(op for op in model_ops(nxt, wl) if op.name == "layers.linear.conv")
+    assert (conv.act_bytes, conv.flops) == (tokens * 2 * 8192 * value, 2 * tokens * 8192 * 4)
 
 
 def test_mamba_scan_elementwise_work_by_hand():
