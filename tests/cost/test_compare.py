@@ -82,6 +82,9 @@ def test_compare_fit_rows_are_the_fit_commands():
         assert metrics["max_context_on_gpu"][i] == alone["solve"]["max_context"]["value"]
         assert metrics["fits"][i] == alone["plan"]["fits"]
         assert metrics["memory_per_gpu"][i] == alone["plan"]["total"]
+    # one model is a comparison too (a table of one column): the same rows
+    one = json.loads(invoke("compare", "qwen3-8b", "--gpu", "rtx-4090", "--context", "8192", "--json").stdout)
+    assert {m["key"]: m["values"][0] for m in one["metrics"]} == {k: v[1] for k, v in metrics.items()}
 
 
 def test_compare_rows_their_labels_units_and_which_way_is_better():
