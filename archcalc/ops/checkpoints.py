@@ -150,7 +150,9 @@ NAMES = {"layers.attn.q": ("attn_q", "attn_q"), "layers.attn.q_a": ("attn_q_a", 
          "layers.attn.kv_b": ("attn_kv_b", "attn_kv_b"), "layers.attn.o": ("attn_output", "attn_output"),
          "layers.ffn.down": ("ffn_down", "ffn_down"), "layers.moe.experts.down": ("ffn_down_exps", "ffn_down"),
          "layers.moe.shared.down": ("ffn_down_shexp", "ffn_down"), "layers.moe.router": ("ffn_gate_inp", "f32"),
-         "layers.moe.shared_gate": ("ffn_gate_inp_shexp", "f32")}
+         "layers.moe.shared_gate": ("ffn_gate_inp_shexp", "f32"),
+         # outside the blocks: the final norm and BLOOM's norm after the embedding
+         "final_norm": ("output_norm", "f32"), "embedding.norm": ("token_embd_norm", "f32")}
 UP_SUFFIX = {"layers.ffn.up": "", "layers.moe.experts.up": "_exps", "layers.moe.shared.up": "_shexp"}
 
 
@@ -173,13 +175,27 @@ def _op_tensors(op: Op, layer_of: dict[str, list[int]], fused: dict[str, bool]) 
     if not isinstance(d, MatmulDims):  # norms, sinks, convs and contractions, hyper-connection scalars: 1-D
         # a LayerNorm's weight and bias are two tensors (attn_norm.weight, attn_norm.bias)
         parts = [(suffix, n) for suffix, n in (("weight", op.params - op.bias_params), ("bias", op.bias_params)) if n]
-        return [Tensor(f"blk.{i}.{op.name}.{suffix}", n, "f32", layer=i) for i in range(op.count) for suffix, n in parts]
-    group = op.name.split(".")[1] if op.name.startswith(("layers.moe.", "layers.ffn.")) else None
-    return [t for i in (layer_of[group] if group else range(op.count))
-            for t in _matmul_tensors(op, i, fused.get(op.name, False))]
+        name = NAMES.get(op.name, (op.name,))[0]
+        return [Tensor(f"{_block(i)}{name}.{suffix}", n, "f32", layer=i) for i in _layers(op, {})
+                for suffix, n in parts]
+    return [t for i in _layers(op, layer_of) for t in _matmul_tensors(op, i, fused.get(op.name, False))]
 
 
-def _matmul_tensors(op: Op, i: int, fused: bool) -> list[Tensor]:
+def _layers(op: Op, layer_of: dict[str, list[int]]) -> list[int | None]:
+    """The layers an op's occurrences sit in: an FFN matmul's, its FFN kind's layers (layer_of); any
+    other op's, the first `count` layers; none for a tensor outside the blocks (the final norm, OPT's
+    projections)."""
+    if not op.name.startswith("layers."):
+        return [None]
+    group = op.name.split(".")[1]
+    return layer_of[group] if group in layer_of else list(range(op.count))
+
+
+def _block(layer: int | None) -> str:
+    return "" if layer is None else f"blk.{layer}."
+
+
+def _matmul_tensors(op: Op, i: int | None, fused: bool) -> list[Tensor]:
     """The weight tensors of matmul `op` in layer i and, where the op has a bias, an F32 bias beside
     each: separate attn_q / attn_k / attn_v and ffn_gate / ffn_up, as convert_hf_to_gguf writes them,
     and any other fused projection as the separate matrices its checkpoint stores."""
@@ -199,9 +215,9 @@ def _matmul_tensors(op: Op, i: int, fused: bool) -> list[Tensor]:
         widths = d.parts or (d.n,)
         parts = [(f"{name}.{j}" if len(widths) > 1 else name, role, w, per) for j, w in enumerate(widths)]
     biased = bool(op.bias_params)
-    weights = [Tensor(f"blk.{i}.{name}.weight", matrices * d.k * width, role, d.k, i, matrices, biased)
+    weights = [Tensor(f"{_block(i)}{name}.weight", matrices * d.k * width, role, d.k, i, matrices, biased)
                for name, role, width, matrices in parts]
-    biases = [Tensor(f"blk.{i}.{name}.bias", op.bias_params * width // d.n, "f32", layer=i)
+    biases = [Tensor(f"{_block(i)}{name}.bias", op.bias_params * width // d.n, "f32", layer=i)
               for name, _, width, _ in parts] if biased else []
     return weights + biases
 
@@ -296,12 +312,12 @@ def tensor_bytes(t: Tensor, kind: str) -> float:
 
 def checkpoint_size(spec: ModelSpec, ops: list[Op], fmt: str) -> CheckpointSize:
     count, nbytes, by_op, elements = defaultdict(int), defaultdict(float), defaultdict(float), 0
-    by_layer: dict[int, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    by_layer: dict[int, dict[int | None, float]] = defaultdict(lambda: defaultdict(float))
     for t, kind in checkpoint_types(spec, ops, fmt):
         count[kind] += 1
         nbytes[kind] += tensor_bytes(t, kind)
         by_op[t.op] += tensor_bytes(t, kind)
-        by_layer[t.op][-1 if t.layer is None else t.layer] += tensor_bytes(t, kind)
+        by_layer[t.op][t.layer] += tensor_bytes(t, kind)  # None: outside the blocks, the op's only key
         elements += t.elements
         if fmt.startswith("gptq") and kind.startswith("int4"):
             # g_idx, an int32 per input of each matrix; and a bias: AutoGPTQ's make_quant builds every
@@ -313,6 +329,6 @@ def checkpoint_size(spec: ModelSpec, ops: list[Op], fmt: str) -> CheckpointSize:
                 count[name] += b > 0
                 nbytes[name] += b
                 by_op[t.op] += b
-                by_layer[t.op][-1 if t.layer is None else t.layer] += b
+                by_layer[t.op][t.layer] += b
     return CheckpointSize(fmt, sum(nbytes.values()), elements, dict(count), dict(nbytes), dict(by_op),
                           {op: [layers[i] for i in sorted(layers)] for op, layers in by_layer.items()})

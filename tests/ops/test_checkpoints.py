@@ -590,6 +590,11 @@ def test_every_tensor_is_named_and_ruled_as_llama_cpp_and_gguf_do(source):
             assert t.role == _llama_cpp_category(t.name), t
     names = [t.name for t in ts]
     assert len(names) == len(set(names))
+    # blk.N. names the block a tensor sits in, and only a block's tensors have one (llama.cpp's
+    # LLM_TENSOR_OUTPUT_NORM is "output_norm", BLOOM's embedding norm "token_embd_norm")
+    assert all(t.name.startswith(f"blk.{t.layer}.") if t.layer is not None else not t.name.startswith("blk.")
+               for t in ts)
+    assert "output_norm.weight" in names or not (spec.norm.final and spec.norm.weight)  # OLMo-1B: no weight
     assert all(n.endswith((".weight", ".bias")) for n in names)
     assert {n.removesuffix(".bias") for n in names if n.endswith(".bias")} <= {n.removesuffix(".weight") for n in names}
     assert sum(t.elements for t in ts) == size(spec, Workload(), CONVENTIONS["causal"]).params.total \
