@@ -25,7 +25,7 @@
 - nvfp4: NVIDIA ModelOpt's NVFP4 (nvidia/*-FP4 checkpoints): E2M1 values two to a
   byte, an E4M3 scale per 16 inputs of each output, and two fp32 scalars per
   matrix (weight_scale_2, the global scale, and the activation's input_scale):
-  N·K/2 + N·ceil(K/16) + 8 bytes, as vLLM's ModelOptNvFp4LinearMethod.create_weights
+  N·K/2 + N·K/16 + 8 bytes (K a multiple of 16: vLLM refuses others), as vLLM's ModelOptNvFp4LinearMethod.create_weights
   allocates them (weight uint8 [N, K/2], weight_scale float8_e4m3fn [N, K/16]);
   "only the weights and activations of the linear operators within transformers
   blocks are quantized" (the model cards): embeddings, lm_head, norms and routers
@@ -74,6 +74,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
+from archcalc.errors import InputError
 from archcalc.ops.op import MatmulDims, Op
 from archcalc.spec.model import ModelSpec
 
@@ -294,7 +295,14 @@ def checkpoint_types(spec: ModelSpec, ops: list[Op], fmt: str) -> list[tuple[Ten
     if fmt in GROUPED or fmt in ("fp8-block", "nvfp4"):
         quantized, kept = (f"int4_g{GROUPED[fmt][1]}", "f16") if fmt in GROUPED else \
             ({"fp8-block": "fp8_b128", "nvfp4": "nvfp4_g16"}[fmt], "bf16")
-        return [(t, kept if t.role in UNQUANTIZED_ROLES else quantized) for t in tensors(spec, ops)]
+        out = [(t, kept if t.role in UNQUANTIZED_ROLES else quantized) for t in tensors(spec, ops)]
+        # vLLM's ModelOptNvFp4LinearMethod.create_weights: "Unsupported model when in features size is
+        # not multiple of 16"
+        odd = next((t for t, kind in out if kind == "nvfp4_g16" and t.row % NVFP4_GROUP), None)
+        if odd is not None:
+            raise InputError(spec.name, "--weights", f"nvfp4 needs inputs in multiples of {NVFP4_GROUP}; "
+                             f"{odd.name} reads {odd.row:,}")
+        return out
     return tensor_types(spec, ops, fmt.removeprefix("gguf:"))
 
 
@@ -305,7 +313,7 @@ def tensor_bytes(t: Tensor, kind: str) -> float:
     if kind == "fp8_b128":  # 1-byte values + an fp32 scale per 128 x 128 block
         return t.elements + -(-t.row // FP8_BLOCK) * -(-t.outputs // FP8_BLOCK) * t.matrices * 4
     if kind == "nvfp4_g16":  # two E2M1 values a byte + an E4M3 scale per 16 inputs + two fp32 scalars a matrix
-        return t.elements / 2 + -(-t.row // NVFP4_GROUP) * t.outputs * t.matrices + 8 * t.matrices
+        return t.elements / 2 + t.row // NVFP4_GROUP * t.outputs * t.matrices + 8 * t.matrices
     per_block, size = GGML_TYPES[kind]
     return t.elements // per_block * size
 

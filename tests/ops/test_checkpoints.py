@@ -32,6 +32,7 @@ import pytest
 from click.testing import CliRunner
 
 from archcalc.cli import cli
+from archcalc.errors import InputError
 from archcalc.ops.checkpoints import (GGML_TYPES, bits_per_weight, checkpoint_size, checkpoint_types, tensor_bytes,
                                       tensor_types, tensors, use_more_bits)
 from archcalc.cost.totals import size
@@ -664,3 +665,21 @@ def test_falcon_40b_divides_its_layers_as_c_does():
     kinds = types(spec_of("falcon-40b"), "Q4_K_M")
     assert [kinds[f"blk.{i}.ffn_down.weight"] for i in range(5)] == ["q6_K", "q6_K", "q6_K", "q5_K", "q5_K"]
     assert kinds["token_embd.weight"] == "q8_0" and "output.weight" not in kinds
+
+
+def test_nvfp4_refuses_inputs_that_are_not_whole_groups(tmp_path):
+    """vLLM's ModelOptNvFp4LinearMethod.create_weights raises "Unsupported model when in features size
+    is not multiple of 16": a debug model with d_ff 180 (its down projection reads 180 = 11.25 groups)
+    gets one line naming the tensor, exit 2, through `size` too; 176 is whole groups."""
+    import yaml
+
+    ok = spec_of("debug")
+    checkpoint_size(ok, model_ops(ok, Workload()), "nvfp4")
+    odd = _shaped(ok, ffn={**ok.ffn.model_dump(), "d_ff": 180})
+    with pytest.raises(InputError, match=r"nvfp4 needs inputs in multiples of 16; blk.0.ffn_down.weight reads 180"):
+        checkpoint_size(odd, model_ops(odd, Workload()), "nvfp4")
+    path = tmp_path / "odd.yaml"
+    path.write_text(yaml.safe_dump({**yaml.safe_load(open("specs/debug.yaml")), "ffn": {"activation": "swiglu",
+                                                                                       "d_ff": 180}}))
+    r = CliRunner().invoke(cli, ["size", str(path), "--weights", "nvfp4"])
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1 and "multiples of 16" in r.output
