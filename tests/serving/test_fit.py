@@ -530,3 +530,15 @@ def test_the_largest_context_can_be_one_token():
     assert p.plan(1).fits and not p.plan(2).fits
     assert (p.max_context(1).value, p.max_context(1).binding) == (1, "kv_cache")
     assert p.max_batch(1).value == 1
+
+
+def test_the_largest_batch_stops_at_the_search_limit():
+    """llama.cpp has no concurrency limit of its own, and the debug model keeps 256 bytes a cell (2 layers
+    × K and V of 2 heads × 16 at 2 bytes): 2^24 sequences of 16 tokens are 2^28 cells, 64 GiB, which an
+    H200 holds.  So every batch up to the search limit fits, and the doubling search answers the limit
+    itself, never a batch past it."""
+    from archcalc.serving.planner import MAX_BATCH_SEARCH
+
+    p = Planner(spec_of("debug"), load_hardware("h200"), Deployment(engine="llamacpp"))
+    assert MAX_BATCH_SEARCH == 2 ** 24 and p.plan(16, MAX_BATCH_SEARCH).fits
+    assert p.max_batch(16).value == MAX_BATCH_SEARCH
