@@ -260,7 +260,7 @@ class Planner:
         split = replicated = 0.0
         ops = stage_ops(spec, stage, Workload(weight_dtype=dep.weight_dtype))
         for op in ops:
-            share = self.engine.weight_share(op, self.tp, spec.tie_embeddings)
+            share = self.engine.weight_share(op, self.tp)
             if self._stored is None:
                 stored = weight_bytes([op], dep.weight_dtype)
             elif op.name.startswith("layers."):  # the checkpoint's tensors of the stage's layers of the op
@@ -300,9 +300,8 @@ class Planner:
             self._ops_cache[key] = model_ops(self.spec, wl) if stage is None else stage_ops(self.spec, stage, wl)
         return self._ops_cache[key]
 
-    def activations(self, context: int, batch: int, stage: Stage | None = None) -> Activations:
-        """The activation peak of the engine's prefill chunk on one GPU of `stage` (default: the first)."""
-        stage = stage or self.stages[0].stage
+    def activations(self, context: int, batch: int, stage: Stage) -> Activations:
+        """The activation peak of the engine's prefill chunk on one GPU of `stage`."""
         chunk = self.engine.chunk(context, batch, self.dep)
         model = self._chunk_ops(None, chunk.tokens, chunk.act_dtype)
         # the hidden state entering a layer: the embedding's output, on every stage

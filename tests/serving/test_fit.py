@@ -23,6 +23,7 @@ from archcalc.serving.engines import ENGINES
 from archcalc.serving.engines.vllm import VLLM_TOO_SMALL, format_gib, vllm_blocks
 from archcalc.cost.solve import last_true
 from archcalc.serving.planner import Planner, min_gpus
+from archcalc.errors import InputError
 
 GiB, MiB = 2**30, 2**20
 H100 = load_hardware("h100")
@@ -542,3 +543,70 @@ def test_the_largest_batch_stops_at_the_search_limit():
     p = Planner(spec_of("debug"), load_hardware("h200"), Deployment(engine="llamacpp"))
     assert MAX_BATCH_SEARCH == 2 ** 24 and p.plan(16, MAX_BATCH_SEARCH).fits
     assert p.max_batch(16).value == MAX_BATCH_SEARCH
+
+
+def test_a_batch_below_one_is_named_as_the_batch():
+    p = Planner(spec_of("debug"), load_hardware("rtx-4090"), Deployment())
+    for context, batch, flag in ((1, 0, "--batch"), (0, 1, "--context"), (2, 0, "--batch")):
+        with pytest.raises(InputError, match=f"^{flag}: must be at least 1$"):
+            p.plan_per_gpu(context, batch)
+
+
+def test_only_the_last_pipeline_stage_holds_logits_and_an_empty_stage_no_activations():
+    """vLLM computes logits on the last pipeline rank only (its LogitsProcessor runs on the stage that
+    holds lm_head): with --pp 2 the first stage's activation peak has no logits, the last one's has the
+    fp32 logits of its chunk.  llama.cpp with --tensor-split 1,0,1 leaves the middle GPU no layers: no
+    op, so no activation peak there."""
+    p = Planner(spec_of("llama-3.1-8b"), load_hardware("h100-sxm"), Deployment(engine="vllm", gpus=2, pp=2))
+    first, last = p.plan(4096).stage_plans
+    assert first.activations.logits == 0.0 and last.activations.logits > 0
+    p = Planner(spec_of("llama-3.2-1b"), load_hardware("rtx-4090"),
+                Deployment(engine="llamacpp", gpus=3, tensor_split=(1.0, 0.0, 1.0)))
+    middle = p.plan(4096).stage_plans[1].activations
+    assert (middle.largest_op, middle.largest_op_bytes, middle.logits) == ("none", 0.0, 0.0)
+    assert p.plan(4096).stage_plans[0].activations.largest_op != "none"
+
+
+def _reserve_where(make, fits):
+    """The smallest reserve (bytes) at which `fits(planner)` stops holding, by bisection."""
+    lo, hi = 0.0, 2.0 ** 40
+    for _ in range(90):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if fits(make(mid)) else (lo, mid)
+    return hi
+
+
+@pytest.mark.parametrize("engine", ["plain", "llamacpp"])
+def test_solvers_at_the_edges_of_the_range(engine):
+    """With a reserve that leaves room for exactly one more step of memory, each solver's answer sits
+    at the edge of its range: the plain engine's closed forms (memory affine in context) answer 1 when
+    one token fits and two do not, and the model's max context − 1 when that fits and the max does not;
+    llama.cpp's searches (its cells padded to 256) answer batch 1 when one sequence of 256 fits and two
+    do not."""
+    hw = load_hardware("rtx-4090")
+    spec = spec_of("llama-3.2-1b")
+
+    def make(reserve):
+        return Planner(spec, hw, Deployment(engine=engine, reserve=reserve))
+
+    if engine == "plain":
+        p = make(_reserve_where(make, lambda q: q.plan(2).fits))
+        assert p.plan(1).fits and not p.plan(2).fits and p.max_context(1).value == 1
+        top = spec.max_context
+        p = make(_reserve_where(make, lambda q: q.plan(top).fits))
+        assert p.plan(top - 1).fits and not p.plan(top).fits and p.max_context(1).value == top - 1
+    else:
+        p = make(_reserve_where(make, lambda q: q.plan(256, 2).fits))
+        assert p.plan(256, 1).fits and not p.plan(256, 2).fits and p.max_batch(256).value == 1
+
+
+def test_min_gpus_skips_a_tp_that_cannot_split_the_kv_heads():
+    """48 query heads over 3 K/V heads: TP 2, 4 or 8 divides neither the K/V heads nor is divided by them
+    (vLLM's rule), so a model too large for one RTX 4090 (about 23 B parameters, 46 GB in bf16) has no
+    TP layout at all: no answer, and no error (a planner asked for TP 2 itself refuses it)."""
+    from archcalc.spec.model import ModelSpec
+
+    spec = ModelSpec(name="odd-kv", d_model=6144, n_layers=60, vocab_size=32000, max_context=4096,
+                     attention={"n_heads": 48, "n_kv_heads": 3}, ffn={"d_ff": 16384})
+    s = min_gpus(spec, load_hardware("rtx-4090"), Deployment(engine="vllm"), 4096)
+    assert s.value is None

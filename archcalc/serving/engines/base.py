@@ -141,7 +141,7 @@ class Engine:
                                                  f"valid: {', '.join(self.kv_types)}")
         return self.kv_types[kv_dtype]
 
-    def weight_share(self, op: Op, tp: int, tied: bool) -> float:
+    def weight_share(self, op: Op, tp: int) -> float:
         """Share of this op's weights one GPU holds."""
         return weight_share(op, tp)
 
