@@ -610,3 +610,16 @@ def test_min_gpus_skips_a_tp_that_cannot_split_the_kv_heads():
                      attention={"n_heads": 48, "n_kv_heads": 3}, ffn={"d_ff": 16384})
     s = min_gpus(spec, load_hardware("rtx-4090"), Deployment(engine="vllm"), 4096)
     assert s.value is None
+
+
+def test_each_pipeline_stage_peaks_on_its_own_layers():
+    """DeepSeek-V2-Lite's only dense layer is layer 0 (first_k_dense_replace 1), whose SwiGLU FFN is
+    10,944 wide, wider than anything in the MoE layers.  Split in two vLLM stages (layers 0-13 and
+    14-26), the first stage's activation peak is that FFN; the second holds no dense layer, so its peak
+    is an expert op: each stage is sized by the ops it runs, not by the whole model's."""
+    p = Planner(spec_of("deepseek-v2-lite"), load_hardware("h200"), Deployment(engine="vllm", gpus=2, pp=2))
+    first, second = p.plan(8192).stage_plans
+    assert (first.stage.first, second.stage.first) == (0, 14)
+    assert first.activations.largest_op == "layers.ffn.act"
+    assert second.activations.largest_op.startswith("layers.moe.")
+    assert second.activations.largest_op_bytes < first.activations.largest_op_bytes
