@@ -21,11 +21,11 @@ from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
 
 
-def mtp_ops(spec: ModelSpec, weight_dtype: str = "bf16") -> list[Op]:
+def mtp_ops(spec: ModelSpec) -> list[Op]:
     m = spec.mtp
     if m is None:
         return []
-    wl = Workload(weight_dtype=weight_dtype)  # one token: only parameters and weight bytes are read
+    wl = Workload()  # one token: only the parameters are read (weight bytes at any dtype: totals.weight_bytes)
     D, V = spec.d_model, spec.vocab_size
     last = spec.cut(spec.n_layers - 1, spec.n_layers)  # one layer of the kind of the model's last
     layer = [op for op in model_ops(last, wl) if op.name.startswith("layers.")]

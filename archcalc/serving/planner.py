@@ -279,7 +279,7 @@ class Planner:
         vision = weight_bytes(vision_ops(spec), dep.weight_dtype) / self.tp if stage.index == 0 else 0.0
         # --mtp: the MTP modules load too, split like the layers (vLLM's MTP drafter runs under the same TP),
         # beside the output layer (they take the last hidden state).
-        mtp = weight_bytes(mtp_ops(spec, dep.weight_dtype), dep.weight_dtype) / self.tp if dep.mtp and stage.output \
+        mtp = weight_bytes(mtp_ops(spec), dep.weight_dtype) / self.tp if dep.mtp and stage.output \
             else 0.0
         full = self.engine.window_disabled(spec) is not None  # the engine runs windowed layers as global
         kinds = [AttnKind("global" if full and op.dims.layer_kind == "local" else op.dims.layer_kind, op.count,
