@@ -235,9 +235,10 @@ def row_kind(op: Op) -> str:
     d: RowDims = op.dims
     if op.kind == "norm":
         return "layernorm" if d.norm == "layernorm" else "rmsnorm"
-    if d.fn in ("relu", "relu2", "silu", "gelu", "softcap"):  # softcap: tanh, costed like an activation
-        return "gated_activation" if d.inputs > 1 else "activation"
-    return "rope" if d.fn == "rope" else "add"
+    if d.fn in ("rope", "add"):
+        return d.fn
+    # an activation (ops.ROW_FNS), a sigmoid gate, or softcap's tanh: costed as an activation
+    return "gated_activation" if d.inputs > 1 else "activation"
 
 
 # ---- building the sets ----------------------------------------------------------------------

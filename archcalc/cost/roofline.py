@@ -151,7 +151,7 @@ def step(spec: ModelSpec, wl: Workload, rates: Rates, tp: int = 1) -> Step:
 _OPS_CACHE: dict[tuple, tuple[ModelSpec, tuple[Op, ...]]] = {}
 
 
-def step_ops(spec: ModelSpec, wl: Workload, convention: str = "causal", tp: int = 1) -> tuple[Op, ...]:
+def step_ops(spec: ModelSpec, wl: Workload, convention: str, tp: int = 1) -> tuple[Op, ...]:
     """The ops one rank runs in a step: the model's op list, as the rate set's
     kernels count attention, split over `tp` ranks with its collectives.
     Cached (rate sets and searches ask for the same lists again) by the spec

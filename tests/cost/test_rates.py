@@ -659,3 +659,73 @@ def test_decode_time_at_a_chunk_edge_and_under_tp(prompt, gen):
     for rates, tp in ((typical(H100), 1), (slowed, 2)):
         steps = [step(spec, Workload.decode(c, 2), rates, tp) for c in range(prompt + 1, prompt + gen + 1)]
         assert decode_time(spec, prompt, gen, 2, rates, tp) == pytest.approx(sum(s.time for s in steps), rel=1e-12)
+
+
+def test_row_kernels_are_calibrated_by_what_they_run():
+    """OPT's ReLU, Apertus' xIELU and a sigmoid output gate are activations (one and two inputs), RoPE
+    its own kernel, a residual add an add, a norm its kind: the calibrated row bandwidth they take."""
+    from archcalc.cost.rates import row_kind
+
+    wl = Workload(batch=4)
+    cases = {ops.elementwise("a", "ffn", wl, 8, 1, fn="relu"): "activation",
+             ops.elementwise("a", "ffn", wl, 8, 11, fn="xielu"): "activation",
+             ops.elementwise("a", "ffn", wl, 8, 5, inputs=2, fn="sigmoid"): "gated_activation",
+             ops.elementwise("a", "ffn", wl, 8, 4, inputs=2, fn="silu"): "gated_activation",
+             ops.elementwise("a", "lm_head", wl, 8, 1, fn="softcap"): "activation",
+             ops.elementwise("a", "attention", wl, 8, 3, fn="rope"): "rope",
+             ops.elementwise("a", "residual", wl, 8, 1, inputs=2): "add",
+             ops.norm("n", wl, 8, "layernorm", True): "layernorm", ops.norm("n", wl, 8, "rmsnorm", False): "rmsnorm"}
+    assert {op.dims.fn if op.kind != "norm" else op.dims.norm: row_kind(op) for op in cases} == \
+        {op.dims.fn if op.kind != "norm" else op.dims.norm: kind for op, kind in cases.items()}
+
+
+def test_typical_rates_for_work_outside_the_gemm_shapes():
+    """Typical rates (sourced fractions of the datasheet): a contraction (a depthwise conv's taps, a
+    hyper-connection mix) runs at the GEMM efficiency; attention with more than one query (a 2-token
+    speculative step too) at the prefill efficiency, one query reads at the decode bandwidth; a profile
+    without an interconnect has no link rate."""
+    from archcalc.cost.rates import typical_rates
+
+    r = typical(H100)
+    conv = ops.contraction("c", "linear", Workload(batch=8), 4096 * 4, 2 * 4096, tp="split")
+    assert r.compute_rate(conv) == r.matmul * r.gemm_efficiency < r.matmul
+    two = next(o for o in model_ops(spec_of("llama-3.1-8b"), Workload(batch=1, new_tokens=2, context=100))
+               if o.kind == "attention")
+    assert r.compute_rate(two) == r.matmul * r.attention_prefill_efficiency < r.matmul
+    alone = H100.model_copy(update={"interconnect": None})
+    assert typical_rates(alone, "bf16", alone.typical).link_bandwidth is None
+
+
+def test_split_k_slices_are_whole():
+    """cuBLAS splits k into whole slices of at least 256 and no more than fill the 108 SMs: m = 1,
+    n = 3 tiles of 128, k = 1,000 (3 slices of 333, not 3.9) → 3 tiles × 3 slices = 9 of 108; with
+    n = 5 tiles, 108 // 5 = 21 slices wanted, k = 8,192 allows 32: 5 × 21 = 105 in one wave."""
+    r = typical(A100)
+    base = r.matmul * r.gemm_efficiency
+    assert r.compute_rate(matmul(1, 1000, 3 * 128)) == pytest.approx(base / 16 * 9 / 108)
+    assert r.compute_rate(matmul(1, 8192, 5 * 128)) == pytest.approx(base / 16 * 105 / 108)
+
+
+def test_attention_kinds_follow_the_kernels():
+    """measure/kernels.py: a prefill under a window shorter than its keys takes an explicit mask; a
+    window as long as the keys is plain causal; a decode step reads the window's keys with no mask."""
+    from archcalc.cost.rates import attention_kind
+
+    assert attention_kind(_attention(1, 2, 1024, 2, window=256).dims) == ("prefill", True, True, 64)
+    assert attention_kind(_attention(1, 256, 256, 8, window=256).dims) == ("prefill", False, False, 64)
+    assert attention_kind(_attention(4, 1, 1024, 2, window=256).dims) == ("decode", True, False, 64)
+
+
+def test_an_unmeasured_kind_takes_the_same_grouping_before_another_head_dim():
+    """A masked GQA prefill where only unmasked ones were measured: the nearest is the unmasked GQA
+    curve (same phase and grouping) even at another head dim, not an MHA one at the same head dim."""
+    from archcalc.hardware.calibration import AttentionPoint
+
+    def point(rate, kv_heads, head_dim):
+        a = _attention(1, 256, 256, kv_heads, head_dim=head_dim)
+        return AttentionPoint(heads=8, head_dim=head_dim, batch=1, kv_heads=kv_heads, q_len=256, kv_len=256,
+                              seconds=LAUNCH + a.flops / rate)
+
+    r = calibrated_rates(A100, synthetic_calibration(launch=LAUNCH, attention=[point(50e9, 2, 128),
+                                                                               point(20e9, 8, 64)]))
+    assert r.compute_rate(_attention(1, 256, 1024, 2, head_dim=64, window=128)) == pytest.approx(50e9)

@@ -96,6 +96,14 @@ def test_affine_last_solves_an_affine_total_asking_twice():
     calls.clear()
     assert solve.affine_last(fits, 1, 30, 900, 23) == 30 and calls == [30]
     assert solve.affine_last(lambda n: True, 5, 9, 0.0, 0.0) == 9  # a flat total: everything fits
+    # less than a byte a step (0.5): 1 + ⌊900 / 0.5⌋ = 1,801 at once, asking 1,801 and 1,802 only
+    calls.clear()
+
+    def fits_slow(n):
+        calls.append(n)
+        return 100 + 0.5 * (n - 1) <= 1000
+
+    assert solve.affine_last(fits_slow, 1, 10**6, 900, 0.5) == 1801 and calls == [1801, 1802]
 
 
 @pytest.mark.parametrize("seed", range(3))
