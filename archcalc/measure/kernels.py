@@ -42,6 +42,10 @@ MAX_COPIES = 4096  # tiny weights need many copies to leave the cache
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "relu": F.relu, "relu2": lambda x: F.relu(x).square(), "silu": F.silu,
     "gelu": lambda x: F.gelu(x, approximate="tanh"), "sigmoid": torch.sigmoid,
+    # Apertus' xIELU (transformers' XIELUActivation, its torch path): a square on the positive side, expm1
+    # on the negative; its learned α and β do not change the kernel's cost
+    "xielu": lambda x: torch.where(x > 0, 0.8 * x * x + 0.5 * x,
+                                   0.8 * (torch.expm1(torch.clamp(x, max=-1e-6)) - x) + 0.5 * x),
 }
 SOFTCAP = 30.0  # any cap: the kernel's cost does not depend on it
 
