@@ -170,8 +170,7 @@ class Rates:
         if self.fused:
             return 1
         if isinstance(d, MatmulDims):
-            experts = round(ops.expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)) if d.experts else 1
-            return max(1, experts) * max(1, len(d.parts))
+            return touched_experts(d) * max(1, len(d.parts))
         if isinstance(d, RowDims) and op.kind == "elementwise" and d.fn == "add":
             return max(1, d.inputs - 1)
         return 1
@@ -183,12 +182,14 @@ class Rates:
         TILE wide in n; in m the library picks the smallest power of two that
         holds the rows, down to MIN_TILE_M (the m16n8k16 tensor-core MMA), as
         small-batch GEMM kernels do."""
-        tile_m = lesser(TILE, greater(MIN_TILE_M, pow2_at_least(d.m)))
-        tiles_m, tiles_n = ceil_div(d.m, tile_m), ceil_div(d.n, TILE)
-        useful = d.m * d.n / (tiles_m * tiles_n * tile_m * TILE)
+        groups = touched_experts(d)  # a grouped GEMM tiles each touched expert's rows apart
+        rows = ceil_div(d.m, groups)
+        tile_m = lesser(TILE, greater(MIN_TILE_M, pow2_at_least(rows)))
+        tiles_m, tiles_n = ceil_div(rows, tile_m), ceil_div(d.n, TILE)
+        useful = rows * d.n / (tiles_m * tiles_n * tile_m * TILE)
         if not self.compute_units:
             return useful
-        tiles = tiles_m * tiles_n * (d.experts if d.experts is not None else 1)
+        tiles = tiles_m * tiles_n * groups
         # Too few tiles to fill the device: split-K (cuBLAS) cuts k into slices of at least
         # SPLIT_K_MIN so that tiles × slices covers the compute units, as small-m kernels do.
         tiles = tiles * greater(1, lesser(self.compute_units // tiles, d.k // SPLIT_K_MIN))
@@ -204,6 +205,14 @@ class Rates:
                 "convention": self.convention,
                 "gemm_efficiency": self.gemm_efficiency, "link_bandwidth_bytes_per_s": self.link_bandwidth,
                 "link_latency_s": self.link_latency}
+
+
+def touched_experts(d: MatmulDims) -> int:
+    """Experts a step's routed rows reach under uniform routing (1 without experts): the matrices an
+    eager step runs one by one and a grouped GEMM tiles apart, each over its share of the rows."""
+    if not d.experts:
+        return 1
+    return max(1, round(ops.expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)))
 
 
 def attention_kind(d: AttentionDims) -> tuple[str, bool, bool, int]:
