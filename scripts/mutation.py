@@ -66,6 +66,10 @@ def recheck(single: dict[str, str], listed: dict[str, str]) -> None:
     status in mutmut's .meta files.  mutmut must not be running.  tests/ is copied into mutants/ first."""
     shutil.copytree(ROOT / "tests", MUTANTS / "tests", dirs_exist_ok=True)
     for meta in sorted(MUTANTS.rglob("*.meta")):
+        source = ROOT / meta.relative_to(MUTANTS).with_suffix("")
+        if source.stat().st_mtime > meta.with_suffix("").stat().st_mtime:  # its mutants are of older code
+            print(f"{source.relative_to(ROOT)} changed since mutmut copied it: run mutmut on it again")
+            continue
         data = json.loads(meta.read_text())
         codes = data["exit_code_by_key"]
         for name in [n for n, c in codes.items() if c in SURVIVED and n not in listed]:

@@ -109,7 +109,7 @@ def kv_cache(ops: list[Op], context: int, batch: int, kv_dtype: str) -> KVCache:
         state = opsmod.state_bytes(op, 1, kv_dtype) * op.count
         kinds.append(KVLayerKind(
             op.dims.layer_kind, op.count, op.dims.window,
-            bytes_per_token=opsmod.cache_bytes(op, 1, 1, kv_dtype, cap_window=False) * op.count,
+            bytes_per_token=opsmod.cache_bytes(op, 1, 1, kv_dtype) * op.count,  # one token: no window caps it
             bytes=opsmod.cache_bytes(op, context, batch, kv_dtype) * op.count + batch * state,
             state_bytes=state,
         ))

@@ -496,9 +496,9 @@ def cached_tokens(context: int, window: int | None) -> int:
     return lesser(context, window) if window is not None else context
 
 
-def cache_bytes(op: Op, context: int, batch: int, kv_dtype: str, *, cap_window: bool = True) -> float:
+def cache_bytes(op: Op, context: int, batch: int, kv_dtype: str) -> float:
     """KV cache one attention op keeps for `batch` sequences of `context` tokens."""
-    tokens = cached_tokens(context, op.dims.window if cap_window else None)
+    tokens = cached_tokens(context, op.dims.window)
     return nbytes(batch * tokens * op.dims.kv_width, kv_dtype)
 
 

@@ -30,6 +30,9 @@ def test_size_json_schema():
     assert sum(doc["params"]["by_component"].values()) == doc["params"]["total"]
     assert doc["kv_cache"]["bytes_per_token"] == 131_072
     assert doc["kv_cache"]["bytes"] == 2 * 2**30  # 8192 tokens × 2 sequences × 128 KiB
+    assert doc["kv_cache"]["dtype"] == "bf16"
+    fp8 = json.loads(run("size", "llama-3.1-8b", "--kv-dtype", "fp8", "--json").stdout)["kv_cache"]
+    assert (fp8["dtype"], fp8["bytes_per_token"]) == ("fp8", 65_536)
     f = doc["flops"]
     assert f["forward_per_token"] == f["forward"] / (8192 * 2)
     assert f["train_per_token"] == 3 * f["forward_per_token"]

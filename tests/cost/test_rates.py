@@ -588,6 +588,10 @@ def test_the_calibrated_attention_call_is_the_layer_s_own():
                              head_dim=128, window=4096)
         assert (call.dims, call.flops, call.vector_flops, call.act_bytes, call.kv_bytes, call.shapes) == \
             (layer.dims, layer.flops, layer.vector_flops, layer.act_bytes, layer.kv_bytes, layer.shapes)
+        # an fp32 calibration moves 4-byte activations and cache: twice the bytes, the same work
+        wide = ops.sdpa_call("x", batch=wl.batch, q_len=wl.new_tokens, kv_len=wl.context, heads=32, kv_heads=8,
+                             head_dim=128, window=4096, dtype="fp32")
+        assert (wide.act_bytes, wide.kv_bytes, wide.flops) == (2 * call.act_bytes, 2 * call.kv_bytes, call.flops)
 
 
 def test_a_device_slower_at_math_than_at_memory_is_compute_bound_from_batch_one():

@@ -100,18 +100,18 @@ def test_an_op_is_one_occurrence_unless_its_count_says_more():
     assert [op.count for op in built] == [1] * len(built)
 
 
-@pytest.mark.parametrize("build", [
-    lambda wl: ops.elementwise("x", "ffn", wl, 8, 1, tp="splti"),
-    lambda wl: ops.elementwise("x", "fnn", wl, 8, 1),
-    lambda wl: ops.elementwise("x", "ffn", wl, 8, 1, fn="sigmod"),
-    lambda wl: ops.norm("x", wl, 8, "rms_norm", False),
-    lambda wl: ops.norm("x", wl, 8, None, False),
-    lambda wl: ops.norm("x", wl, 8, "rmsnorm", False, tp=None),
+@pytest.mark.parametrize("build, field", [
+    (lambda wl: ops.elementwise("x", "ffn", wl, 8, 1, tp="splti"), "op x: tp 'splti'"),
+    (lambda wl: ops.elementwise("x", "fnn", wl, 8, 1), "op x: component 'fnn'"),
+    (lambda wl: ops.elementwise("x", "ffn", wl, 8, 1, fn="sigmod"), "row function 'sigmod'"),
+    (lambda wl: ops.norm("x", wl, 8, "rms_norm", False), "norm kind 'rms_norm'"),
+    (lambda wl: ops.norm("x", wl, 8, None, False), "op x: a norm needs its kind"),
+    (lambda wl: ops.norm("x", wl, 8, "rmsnorm", False, tp=None), "op x: tp None"),
 ])
-def test_a_misspelt_label_is_refused_not_read_as_another(build):
+def test_a_misspelt_label_is_refused_not_read_as_another(build, field):
     """The sharding policy reads every label but "replicated" and "row" alike, the norm FLOPs every
     kind but "rmsnorm" as a LayerNorm's, the kernels every unknown function as a sum: so an op refuses
-    a label outside its set instead of passing for a neighbour."""
-    with pytest.raises(ValueError, match="valid"):
+    a label outside its set, naming it, instead of passing for a neighbour."""
+    with pytest.raises(ValueError, match="valid") as e:
         build(Workload())
-
+    assert str(e.value).startswith(field)

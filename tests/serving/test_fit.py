@@ -623,3 +623,17 @@ def test_each_pipeline_stage_peaks_on_its_own_layers():
     assert first.activations.largest_op == "layers.ffn.act"
     assert second.activations.largest_op.startswith("layers.moe.")
     assert second.activations.largest_op_bytes < first.activations.largest_op_bytes
+
+
+def test_unknown_engine_and_cache_type_lines_list_what_is_valid():
+    from archcalc.serving.engines import engine_named
+
+    with pytest.raises(InputError) as e:
+        engine_named("tgi")
+    assert str(e.value) == "--engine: unknown engine 'tgi'; valid: " + ", ".join(ENGINES)
+    assert ", ".join(ENGINES) == "plain, llamacpp, vllm"
+    # vLLM's --kv-cache-dtype choices (CacheDType: auto, fp8, fp8_e4m3, fp8_e5m2, ...) as archcalc names them
+    with pytest.raises(InputError) as e:
+        engine_named("vllm").kv_bytes_per_value("nf4")
+    assert str(e.value) == ("--kv-dtype: 'nf4' is not a KV-cache type of engine vllm; "
+                            "valid: fp32, bf16, fp16, fp8, int8, fp8_e4m3, fp8_e5m2")
