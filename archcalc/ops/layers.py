@@ -394,30 +394,31 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     streams of width D, one module per sublayer (count U = 2L)."""
     r, D, U = spec.residual, spec.d_model, 2 * spec.n_layers
     n, m = r.streams, wl.tokens
-    out = []
     if r.kind == "mhc":
         # φ: the flattened n·D state -> n² + 2n coefficient logits, with a bias
         # b; kept in fp32 (paper §4.3).  Its RMS norm has no weight (absorbed in φ).
         coeffs = n * n + 2 * n
-        out += [ops.matmul("layers.mhc.coeffs", "residual", wl, n * D, coeffs, bias_width=coeffs, count=U,
-                           quantizable=False, weight_dtype="fp32", tp="replicated"),
+        # its stored_dtype (fp32) overrides any checkpoint dtype: not quantizable
+        mixing = [ops.matmul("layers.mhc.coeffs", "residual", wl, n * D, coeffs, bias_width=coeffs, count=U,
+                             weight_dtype="fp32", tp="replicated"),
                 ops.elementwise("layers.mhc.rms", "residual", wl, n * D, 2, count=U),  # square, sum
                 # exp, then t × (column + row normalisation: a sum and a divide each);
                 # α_pre, α_post, α_res: three learned scalars.
-                ops.elementwise("layers.mhc.sinkhorn", "residual", wl, n * n, 4 * r.sinkhorn_iters + 1, count=U, params=3)]
+                  ops.elementwise("layers.mhc.sinkhorn", "residual", wl, n * n, 4 * r.sinkhorn_iters + 1, count=U,
+                                  params=3)]
         static = ()
     elif r.dynamic:
         # A per-stream RMSNorm (part of the mechanism, whatever norm.kind says),
         # then each stream's D -> (n + 2): W_β (1), W_m (1), W_r (n).
         proj = ops.matmul("layers.hc.proj", "residual", wl, D, n + 2, count=U, tokens=m * n, quantizable=False,
                           tp="replicated")
-        out += [ops.norm("layers.hc.norm", wl, D, "rmsnorm", False, count=U, tokens=m * n, component="residual"),
-                replace(proj, shapes=((D, 1), (D, 1), (D, n)))]  # W_β, W_m, W_r: three tensors
+        mixing = [ops.norm("layers.hc.norm", wl, D, "rmsnorm", False, count=U, tokens=m * n, component="residual"),
+                  replace(proj, shapes=((D, 1), (D, 1), (D, n)))]  # W_β, W_m, W_r: three tensors
         static = ((n,), (n,), (n, n), (), ())  # static B, A_m, A_r, plus the scales s_α, s_β
     else:
-        static = ((n,), (n,), (n, n))  # B (n), A_m (n), A_r (n × n)
+        mixing, static = [], ((n,), (n,), (n, n))  # B (n), A_m (n), A_r (n × n)
     static_params = sum(_numel(shape) for shape in static)
-    out += [
+    return mixing + [
         ops.contraction("layers.hc.read", "residual", wl, n * D, (n + 1) * D, count=U, params=static_params,
                         shapes=static),  # h0 = A_mᵀH
         ops.contraction("layers.hc.mix", "residual", wl, n * n * D, 2 * n * D, count=U),  # A_rᵀH
@@ -426,7 +427,6 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         replace(ops.elementwise("hc.expand", "residual", wl, n * D, 0), act_bytes=nbytes((n + 1) * m * D, wl.act_dtype)),
         ops.elementwise("hc.merge", "residual", wl, D, n - 1, inputs=n),  # streams summed before the final norm
     ]
-    return out
 
 
 def _attnres_ops(spec: ModelSpec, wl: Workload) -> list[Op]:

@@ -205,8 +205,11 @@ def matmul(name: str, component: Component, wl: Workload, d_in: int, d_out: int,
 
     bias_width: how many of the d_out outputs have a bias (a fused QKV
     projection may bias only some of its parts).  fused_qkv: (q_width,
-    kv_width, n_kv_heads) of a fused QKV projection, which shards by heads."""
+    kv_width, n_kv_heads) of a fused QKV projection, which shards by heads.  weight_dtype: the one
+    dtype the architecture stores this weight in (mHC's fp32 coefficients), which no checkpoint
+    quantizes."""
     m = wl.tokens if tokens is None else tokens
+    quantizable = quantizable and weight_dtype is None
     bias_params = bias_width
     params = d_in * d_out + bias_params
     return Op(

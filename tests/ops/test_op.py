@@ -72,7 +72,8 @@ def test_cache_bytes_caps_the_window():
     op = ops.attention("a", wl, CONVENTIONS["causal"], n_heads=4, kv_heads=2, qk_dim=8, v_dim=8,
                        kv_width=2 * 16, window=100, layer_kind="local")
     assert ops.cache_bytes(op, 1000, 3, "bf16") == 3 * 100 * 32 * 2
-    assert ops.cache_bytes(op, 1000, 3, "fp8", cap_window=False) == 3 * 1000 * 32
+    assert ops.cache_bytes(op, 1000, 3, "fp8") == 3 * 100 * 32
+    assert ops.cache_bytes(op, 60, 3, "fp8") == 3 * 60 * 32  # a window longer than the context: all of it
 
 
 def test_an_op_is_one_occurrence_unless_its_count_says_more():
