@@ -834,3 +834,17 @@ def test_fused_projections_are_the_checkpoints(name):
         fused = op_name in widths and any(_out_features(m) == widths[op_name] and set(path.split(".")) & set(owners)
                                           for path, m in model.named_modules())
         assert fused == (op_name in widths and spec.architecture in table), op_name
+
+
+@pytest.mark.parametrize("use_bias, use_conv_bias", [(True, False), (True, True), (False, False)])
+def test_mamba_bias_switches_equal_hf_numel(tmp_path, use_bias, use_conv_bias):
+    """MambaConfig's use_bias (in_proj and out_proj biases) and use_conv_bias (the depthwise conv's),
+    which no released Mamba flips from (False, True): our count on a config with each switch flipped
+    equals transformers' MambaForCausalLM built from it."""
+    cfg = {**_raw("mamba-130m-hf"), "use_bias": use_bias, "use_conv_bias": use_conv_bias}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**cfg), dtype=DTYPE)
+    ours_total = size(load_model(str(path))[0], Workload.forward(1), CONVENTIONS["torch"]).params.total
+    assert ours_total == sum(p.numel() for p in model.parameters())
