@@ -106,6 +106,7 @@ def test_attention_residual_key_norms_move_every_source_they_norm():
     assert ops["attnres.softmax"].act_bytes == 2 * sources * 2
     # the logits: one query · key dot product of D per source (2·D FLOPs each), reading every source
     assert ops["attnres.logits"].flops == 2 * sources * D
+    assert ops["attnres.logits"].act_bytes == sources * D * 2  # it reads every source's D values
     # each unit's block sum b_n += f(h): one add per value, reading b_n and f(h) and writing b_n
     block = ops["layers.attnres.block_sum"]
     assert (block.count, block.vector_flops, block.act_bytes) == (32, D, 3 * D * 2)

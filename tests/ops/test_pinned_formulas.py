@@ -317,6 +317,10 @@ def test_linear_mixer_cores_move_their_kernels_tensors():
     nxt = spec_of("qwen3-next-80b-a3b")
     conv = next(op for op in model_ops(nxt, wl) if op.name == "layers.linear.conv")
     assert (conv.act_bytes, conv.flops) == (tokens * 2 * 8192 * value, 2 * tokens * 8192 * 4)
+    # Qwen3NextGatedDeltaNet: core_attn_out.reshape(-1, head_v_dim) before self.norm (RMSNormGated):
+    # one row of 128 per value head, 32 a token
+    norm = next(op for op in model_ops(nxt, wl) if op.name == "layers.linear.norm")
+    assert (norm.dims.m, norm.dims.width) == (tokens * 32, 128)
 
 
 def test_mamba_scan_elementwise_work_by_hand():

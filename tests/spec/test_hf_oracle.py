@@ -848,3 +848,16 @@ def test_mamba_bias_switches_equal_hf_numel(tmp_path, use_bias, use_conv_bias):
         model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**cfg), dtype=DTYPE)
     ours_total = size(load_model(str(path))[0], Workload.forward(1), CONVENTIONS["torch"]).params.total
     assert ours_total == sum(p.numel() for p in model.parameters())
+
+
+def test_lightning_activation_covers_the_whole_qkv_projection():
+    """MiniMaxLightningAttention: qkv_states = self.act_fn(self.qkv_proj(hidden_states)), so the SiLU
+    runs over all of qkv_proj's outputs (3 × heads × head_dim) and the output gate is as wide as the
+    inner width; read off transformers' module for MiniMax-M1."""
+    from archcalc.ops.layers import model_ops
+
+    model = hf_model("minimax-m1")
+    attn = next(m for m in model.modules() if type(m).__name__ == "MiniMaxLightningAttention")
+    ops_ = {op.name: op for op in model_ops(spec_of("minimax-m1"), Workload.forward(4))}
+    assert ops_["layers.linear.act"].dims.width == attn.qkv_proj.out_features
+    assert ops_["layers.linear.gate"].dims.width == attn.output_gate.out_features
