@@ -116,3 +116,27 @@ def test_a_misspelt_label_is_refused_not_read_as_another(build, field):
     with pytest.raises(ValueError, match="valid") as e:
         build(Workload())
     assert str(e.value).startswith(field)
+
+
+def test_a_dense_model_s_tokens_use_every_parameter():
+    """Without experts every token runs every weight: active parameters equal the total for each dense
+    bundled spec, hybrids with convolutions and hyper-connection mixes included."""
+    from tests.conftest import BUNDLED, spec_of
+    from archcalc.cost.totals import size
+
+    for name in BUNDLED:
+        spec = spec_of(name)
+        if spec.ffn.moe is None and spec.vision is None:
+            p = size(spec, Workload(), CONVENTIONS["causal"]).params
+            assert p.active == p.total, name
+
+
+def test_an_output_gate_reads_gate_and_output_and_writes_their_product():
+    """Qwen3-Next's gated attention (Qwen3NextAttention: attn_output * torch.sigmoid(gate)) over
+    16 heads × 256 a token: gate and output read, the product written, 3 × 4,096 values a token."""
+    from tests.conftest import spec_of
+    from archcalc.ops.layers import model_ops
+
+    wl = Workload.forward(5)
+    gate = next(op for op in model_ops(spec_of("qwen3-next-80b-a3b"), wl) if op.name == "layers.attn.gate")
+    assert (gate.dims.width, gate.act_bytes) == (16 * 256, 5 * 3 * 4096 * 2)
