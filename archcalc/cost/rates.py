@@ -31,7 +31,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from math import ceil, log
 
-from archcalc.ops.arrays import ceil_div, greater, lesser, pow2_at_least
+from archcalc.ops.arrays import ceil_div, greater, lesser, pow2_at_least, round_int
 
 from archcalc.hardware.calibration import Calibration
 from archcalc.hardware.profile import HardwareProfile, TypicalRates
@@ -212,7 +212,7 @@ def touched_experts(d: MatmulDims) -> int:
     eager step runs one by one and a grouped GEMM tiles apart, each over its share of the rows."""
     if not d.experts:
         return 1
-    return max(1, round(ops.expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)))
+    return greater(1, round_int(ops.expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)))
 
 
 def attention_kind(d: AttentionDims) -> tuple[str, bool, bool, int]:

@@ -47,6 +47,15 @@ def floor_int(x):
     return int(x)
 
 
+def round_int(x):
+    """x rounded to the nearest integer, halves to even (Python's round(); numpy's rint)."""
+    if is_array(x):
+        import numpy as np
+
+        return np.rint(x).astype(np.int64)
+    return round(x)
+
+
 def pow2_at_least(x):
     """The smallest power of two ≥ x, for integers x ≥ 1."""
     if is_array(x):

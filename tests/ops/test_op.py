@@ -140,3 +140,12 @@ def test_an_output_gate_reads_gate_and_output_and_writes_their_product():
     wl = Workload.forward(5)
     gate = next(op for op in model_ops(spec_of("qwen3-next-80b-a3b"), wl) if op.name == "layers.attn.gate")
     assert (gate.dims.width, gate.act_bytes) == (16 * 256, 5 * 3 * 4096 * 2)
+
+
+def test_round_int_rounds_halves_to_even_for_numbers_and_arrays():
+    """Python's round() and numpy's rint agree (halves to even), so the scalar and array paths of the
+    touched-expert count give the same integers."""
+    from archcalc.ops.arrays import round_int
+
+    xs = [0.5, 1.5, 2.5, 2.4999, 7.6]
+    assert [round_int(x) for x in xs] == [0, 2, 2, 2, 8] == list(round_int(np.array(xs)))
