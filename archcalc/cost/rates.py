@@ -207,9 +207,10 @@ class Rates:
                 "link_latency_s": self.link_latency}
 
 
-def touched_experts(d: MatmulDims) -> int:
+def touched_experts(d: MatmulDims):
     """Experts a step's routed rows reach under uniform routing (1 without experts): the matrices an
-    eager step runs one by one and a grouped GEMM tiles apart, each over its share of the rows."""
+    eager step runs one by one and a grouped GEMM tiles apart, each over its share of the rows (an int,
+    or an array of them on the sweep's array path)."""
     if not d.experts:
         return 1
     return greater(1, round_int(ops.expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)))

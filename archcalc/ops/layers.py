@@ -401,9 +401,9 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         # its stored_dtype (fp32) overrides any checkpoint dtype: not quantizable
         mixing = [ops.matmul("layers.mhc.coeffs", "residual", wl, n * D, coeffs, bias_width=coeffs, count=U,
                              weight_dtype="fp32", tp="replicated"),
-                ops.elementwise("layers.mhc.rms", "residual", wl, n * D, 2, count=U),  # square, sum
-                # exp, then t × (column + row normalisation: a sum and a divide each);
-                # α_pre, α_post, α_res: three learned scalars.
+                  ops.elementwise("layers.mhc.rms", "residual", wl, n * D, 2, count=U),  # square, sum
+                  # exp, then t × (column + row normalisation: a sum and a divide each);
+                  # α_pre, α_post, α_res: three learned scalars.
                   ops.elementwise("layers.mhc.sinkhorn", "residual", wl, n * n, 4 * r.sinkhorn_iters + 1, count=U,
                                   params=3)]
         static = ()

@@ -334,15 +334,6 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     )
 
 
-# The recurrent state of a linear layer is kept in fp32: transformers' torch_chunk_gated_delta_rule
-# computes and returns it in float32, and flash-linear-attention's kernels accumulate it in fp32.
-STATE_DTYPE = "fp32"
-# Gated DeltaNet's recurrent step, per value head and token, on the d_k × d_v state S (all elementwise,
-# as transformers' torch_recurrent_gated_delta_rule runs it): decay S (1), read Sᵀk (mul, sum: 2),
-# write k ⊗ δ (mul, add: 2), read Sᵀq (2).
-DELTA_STEP_FLOPS = 7
-
-
 def sdpa_call(name: str, *, batch: int, q_len: int, kv_len: int, heads: int, kv_heads: int, head_dim: int,
               window: int | None, dtype: str = "bf16") -> Op:
     """One torch scaled_dot_product_attention call as `calibrate` times it and the rate set reads it back:
@@ -352,6 +343,15 @@ def sdpa_call(name: str, *, batch: int, q_len: int, kv_len: int, heads: int, kv_
     return attention(name, wl, CONVENTIONS["sdpa"], n_heads=heads, kv_heads=kv_heads, qk_dim=head_dim,
                      v_dim=head_dim, kv_width=2 * kv_heads * head_dim, window=window,
                      layer_kind="local" if window else "global")
+
+
+# The recurrent state of a linear layer is kept in fp32: transformers' torch_chunk_gated_delta_rule
+# computes and returns it in float32, and flash-linear-attention's kernels accumulate it in fp32.
+STATE_DTYPE = "fp32"
+# Gated DeltaNet's recurrent step, per value head and token, on the d_k × d_v state S (all elementwise,
+# as transformers' torch_recurrent_gated_delta_rule runs it): decay S (1), read Sᵀk (mul, sum: 2),
+# write k ⊗ δ (mul, add: 2), read Sᵀq (2).
+DELTA_STEP_FLOPS = 7
 
 
 def _sequence_state_bytes(state_values: int, conv_values: int, kv_dtype: str) -> float:
