@@ -360,7 +360,7 @@ def _sequence_state_bytes(state_values: int, conv_values: int, kv_dtype: str) ->
 
 
 def _linear_op(name: str, wl: Workload, count: int, *, heads: int, kv_heads: int, qk_dim: int, v_dim: int,
-               state_values: int, conv_values: int, act_values: int, flops: int = 0, vector_flops: int = 0,
+               state_values: int, conv_values: int, act_values: int, vector_flops: int, flops: int = 0,
                params: int = 0, state_dtype: str | None = None) -> Op:
     """The core of a linear layer, an attention-kind op so that its fixed state is cached like a KV
     cache: "heads" are what tensor parallelism splits (and the state with them); each step reads
@@ -444,7 +444,7 @@ def selective_scan(name: str, wl: Workload, *, channels: int, d_state: int, conv
     return _linear_op(name, wl, count, heads=channels, kv_heads=channels, qk_dim=d_state, v_dim=1, state_values=state,
                       conv_values=conv_values, flops=2 * m * state,
                       vector_flops=m * (SCAN_STATE_FLOPS * state + SCAN_CHANNEL_FLOPS * channels),
-                      params=state + channels, act_values=m * (3 * channels + 2 * d_state))  # x, Δ, z, B, C; y
+                      params=state + channels, act_values=m * (4 * channels + 2 * d_state))  # x, Δ, z, B, C in; y out
 
 
 def state_space_duality(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, head_dim: int,
@@ -505,7 +505,7 @@ def cache_bytes(op: Op, context: int, batch: int, kv_dtype: str) -> float:
     return nbytes(batch * tokens * op.dims.kv_width, kv_dtype)
 
 
-def cache_token_bytes(op: Op, bytes_per_value: float, share: float = 1.0) -> float:
+def cache_token_bytes(op: Op, bytes_per_value: float, share: float) -> float:
     """KV-cache bytes one cached token costs in ONE layer of an attention op:
     kv_width values (K·(d_k + d_v), or MLA's latent + shared rope key) at
     `bytes_per_value`, times the `share` of them one GPU keeps (for example

@@ -26,6 +26,8 @@ class Workload:
     def __post_init__(self) -> None:
         if min(self.batch, self.new_tokens, self.context) < 1 or self.new_tokens > self.context:
             raise ValueError(f"invalid workload: batch {self.batch}, new tokens {self.new_tokens}, context {self.context}")
+        if self.logits not in ("all", "last"):  # any other word would silently count logits at every position
+            raise ValueError(f"invalid workload: logits {self.logits!r}; valid: 'all', 'last'")
 
     @property
     def tokens(self) -> int:

@@ -176,7 +176,7 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
         if getattr(dep, name) != getattr(DEFAULT_DEPLOYMENT, name) and name not in engine.takes:
             owners = [e.name for e in ENGINES.values() if name in e.takes]
             raise InputError(None, flag, f"engine {dep.engine} does not take it; {' and '.join(owners)} "
-                                         f"does (--engine {owners[0]})")
+                                         f"{'does' if len(owners) == 1 else 'do'} (--engine {owners[0]})")
 
     if dep.block_size not in VLLM_BLOCK_SIZES:
         raise InputError(None, "--block-size", f"{dep.block_size!r}; vLLM takes {', '.join(map(str, VLLM_BLOCK_SIZES))}")

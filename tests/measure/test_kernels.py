@@ -20,3 +20,17 @@ def test_every_row_function_runs_its_own_kernel():
                        torch.float32)
             out = k.run(0)
             assert tuple(out.shape) == (4, 64) and torch.isfinite(out).all()
+
+
+def test_a_weighted_sum_runs_as_a_matmul_of_its_macs():
+    """A contraction (a depthwise conv's taps, a hyper-connection mix) runs as [m, macs] @ [macs, 1]:
+    Mamba-130M's conv over 1,536 channels of 4 taps, 3 tokens, is a [3, 6,144] · [6,144] product, the
+    FLOPs the op counts as torch's FlopCounterMode counts the kernel."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    op = ops.contraction("conv", "linear", Workload(batch=3), 1536 * 4, 2 * 1536, tp="split")
+    k = kernel(op, torch.device("cpu"), torch.float32)
+    with FlopCounterMode(display=False) as counter:
+        out = k.run(0)
+    assert [tuple(o.shape) for o in out] == [(3, 1)]
+    assert counter.get_total_flops() == op.flops == 2 * 3 * 6144

@@ -598,6 +598,7 @@ def test_every_tensor_is_named_and_ruled_as_llama_cpp_and_gguf_do(source):
     assert "output_norm.weight" in names or not (spec.norm.final and spec.norm.weight)  # OLMo-1B: no weight
     assert all(n.endswith((".weight", ".bias")) for n in names)
     assert {n.removesuffix(".bias") for n in names if n.endswith(".bias")} <= {n.removesuffix(".weight") for n in names}
+    assert all(type(t.elements) is int for t in ts), [t for t in ts if type(t.elements) is not int][:3]  # a count
     assert sum(t.elements for t in ts) == size(spec, Workload(), CONVENTIONS["causal"]).params.total \
         == checkpoint_size(spec, model_ops(spec, Workload()), "gguf:Q8_0").elements
 

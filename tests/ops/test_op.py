@@ -118,6 +118,16 @@ def test_a_misspelt_label_is_refused_not_read_as_another(build, field):
     assert str(e.value).startswith(field)
 
 
+def test_a_workload_refuses_a_logits_mode_it_does_not_know():
+    """Logits "all" (a training forward: every position) or "last" (an engine's prefill and decode:
+    each sequence's last token); any other word would pass for "all" in logit_tokens."""
+    assert Workload.decode(64, batch=3).logit_tokens == 3
+    assert Workload(batch=3, new_tokens=4, context=4, logits="last").logit_tokens == 3
+    assert Workload(batch=3, new_tokens=4, context=4).logit_tokens == 12
+    with pytest.raises(ValueError, match="logits 'LAST'; valid: 'all', 'last'"):
+        Workload(logits="LAST")
+
+
 def test_a_dense_model_s_tokens_use_every_parameter():
     """Without experts every token runs every weight: active parameters equal the total for each dense
     bundled spec, hybrids with convolutions and hyper-connection mixes included."""
@@ -140,6 +150,7 @@ def test_an_output_gate_reads_gate_and_output_and_writes_their_product():
     wl = Workload.forward(5)
     gate = next(op for op in model_ops(spec_of("qwen3-next-80b-a3b"), wl) if op.name == "layers.attn.gate")
     assert (gate.dims.width, gate.act_bytes) == (16 * 256, 5 * 3 * 4096 * 2)
+    assert (gate.dims.fn, gate.dims.inputs) == ("sigmoid", 2)  # the kernel calibrate and --measure run for it
 
 
 def test_round_int_rounds_halves_to_even_for_numbers_and_arrays():
@@ -149,3 +160,56 @@ def test_round_int_rounds_halves_to_even_for_numbers_and_arrays():
 
     xs = [0.5, 1.5, 2.5, 2.4999, 7.6]
     assert [round_int(x) for x in xs] == [0, 2, 2, 2, 8] == list(round_int(np.array(xs)))
+    assert round_int(np.array(xs)).dtype.kind == "i"  # integers, as round() returns: counts, not floats
+
+
+def test_an_op_s_tensor_shapes_hold_exactly_its_parameters(tmp_path):
+    """Where an op names its parameter tensors (Op.shapes: convs, scan parameters, hyper-connection
+    coefficients; training/tensors.py builds them), their elements sum to its parameter count, for
+    every bundled spec and HF fixture and for the conv-bias switches no released config flips (Mamba
+    and Bamba convs without a bias, LFM2's convs with one)."""
+    import glob
+    import json
+    from math import prod
+
+    from archcalc.files import bundled_names
+    from archcalc.ops.layers import model_ops
+    from archcalc.spec.catalog import load_model
+
+    flipped = []
+    for config, key, value in (("mamba-130m-hf", "use_conv_bias", False), ("bamba-9b", "mamba_conv_bias", False),
+                               ("lfm2-1.2b", "conv_bias", True)):
+        raw = json.loads(open(f"tests/data/hf/{config}.json").read())
+        path = tmp_path / f"{config}.json"
+        path.write_text(json.dumps({**raw, key: value}))
+        flipped.append(str(path))
+    checked = 0
+    for name in [*bundled_names("specs"), *sorted(glob.glob("tests/data/hf/*.json")), *flipped]:
+        for op in model_ops(load_model(name)[0], Workload()):
+            if op.shapes:
+                checked += 1
+                assert sum(prod(s) for s in op.shapes) == op.params, (name, op.name, op.shapes, op.params)
+    assert checked > 100
+
+
+def test_a_linear_layer_s_state_is_one_matrix_per_head():
+    """The recurrent state a linear op keeps is one qk_dim × v_dim matrix per head, as transformers'
+    caches hold it (Gated DeltaNet [B, Hv, d_k, d_v], Mamba-2 [B, H, P, N], Mamba [B, E, N], MiniMax's
+    lightning [B, H, d, d]; its size is pinned to those caches in tests/spec/test_hf_oracle.py); a
+    layer whose only state is its conv's inputs (LFM2) keeps none, its channels as heads of 1 × 1."""
+    import glob
+
+    from archcalc.files import bundled_names
+    from archcalc.ops.layers import model_ops
+    from archcalc.spec.catalog import load_model
+
+    seen = set()
+    for name in [*bundled_names("specs"), *sorted(glob.glob("tests/data/hf/*.json"))]:
+        for op in model_ops(load_model(name)[0], Workload()):
+            d = op.dims
+            if op.kind == "attention" and d.layer_kind == "linear":
+                assert all(type(x) is int and x >= 1 for x in (d.n_heads, d.n_kv_heads, d.qk_dim, d.v_dim)), name
+                assert d.state_values == (d.n_heads * d.qk_dim * d.v_dim if d.state_values else 0), name
+                assert d.state_values or (d.qk_dim, d.v_dim) == (1, 1), name
+                seen.add(bool(d.state_values))
+    assert seen == {True, False}

@@ -38,6 +38,7 @@ from archcalc.ops import op as ops
 from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.layers import model_ops
 from archcalc.ops.workload import Workload
+from archcalc.spec.catalog import load_model
 from archcalc.spec.model import ModelSpec
 from tests.conftest import spec_of
 
@@ -183,6 +184,20 @@ def test_decode_touches_top_k_experts_per_token():
     assert one.params == 128 * 2048 * 1536
 
 
+def test_a_decode_step_reads_the_biases_of_the_experts_it_touches_only():
+    """gpt-oss-20b's experts (transformers' GptOssExperts): gate_up_proj [32, 2880, 5760] with
+    gate_up_proj_bias [32, 5760], top-4 (config.json: hidden_size 2880, intermediate_size 2880,
+    num_local_experts 32, num_experts_per_tok 4).  One token runs its 4 experts: 4 · 2880 · 5760
+    weights and 4 · 5760 biases.  In an int4 checkpoint the weights take 4.125 bits, the biases stay
+    bf16 (2 bytes): 4 · 16,588,800 · 4.125 / 8 + 4 · 5,760 · 2 = 34,214,400 + 46,080."""
+    bf16 = ops.expert_matmul("up", Workload.decode(4096), 2880, 5760, 32, 4, bias=True)
+    assert bf16.weight_bytes == 4 * 2880 * 5760 * 2 + 4 * 5760 * 2 == 132_756_480
+    assert (bf16.params, bf16.bias_params, bf16.active_params) == (32 * 2880 * 5760 + 32 * 5760, 32 * 5760,
+                                                                   4 * 2880 * 5760 + 4 * 5760)
+    int4 = ops.expert_matmul("up", Workload.decode(4096, weight_dtype="int4"), 2880, 5760, 32, 4, bias=True)
+    assert int4.weight_bytes == 34_214_400 + 46_080
+
+
 # ---- chunked local attention (Llama 4) -------------------------------------------------------
 
 
@@ -288,6 +303,9 @@ def test_linear_mixer_cores_move_their_kernels_tensors():
       v of 4 value heads × 6 read, the output o (4 × 6) written: 2·16 + 2·24 = 80 values;
     - Mamba-2's SSD (mamba_chunk_scan_combined(x, dt, A, B, C, ...)): x (4 heads × 6) and dt (4) read,
       y (4 × 6) written: 52 values (B and C are the conv's output, counted with it);
+    - Mamba's selective scan (mamba_ssm's selective_scan_fn(u, delta, A, B, C, D, z) -> out, shapes
+      u, delta, z, out [batch, E, L], B and C [batch, N, L]): 5 channels and 3 state values, u, Δ, z of
+      5 and B, C of 3 read, out (5) written: 4·5 + 2·3 = 26 values;
     - MiniMax's lightning attention: q, k, v read and the output written, 4 · H · d values;
     - LFM2's gates (transformers' Lfm2ShortConv: Bx = B * x, then y = C * conv_out), two products of 7
       channels, each reading two tensors and writing one: 42 values (the conv between, its own op,
@@ -299,6 +317,8 @@ def test_linear_mixer_cores_move_their_kernels_tensors():
     assert gdn.act_bytes == tokens * 80 * value
     ssd = ops.state_space_duality("core", wl, CAUSAL, n_heads=4, head_dim=6, d_state=3, chunk=4, conv_values=0)
     assert ssd.act_bytes == tokens * 52 * value
+    scan = ops.selective_scan("core", wl, channels=5, d_state=3, conv_values=0)
+    assert scan.act_bytes == tokens * 26 * value
     gates = ops.conv_state("gates", wl, 7, 2, conv_values=7 * 2)
     assert gates.act_bytes == tokens * 42 * value
     # MiniMax's lightning attention (MiniMaxLightningAttention): q, k, v of 4 heads × 6 read, the
@@ -321,6 +341,43 @@ def test_linear_mixer_cores_move_their_kernels_tensors():
     # one row of 128 per value head, 32 a token
     norm = next(op for op in model_ops(nxt, wl) if op.name == "layers.linear.norm")
     assert (norm.dims.m, norm.dims.width) == (tokens * 32, 128)
+    # RMSNormGated: the norm (square, sum, 1/rms, weight: 4) and the gate silu(z) (4) and product (1)
+    # on every value
+    assert norm.vector_flops == tokens * 32 * 128 * (4 + 4 + 1)
+    # Nemotron-H's MambaRMSNormGated runs over the whole inner width, 64 heads × 64 = 4,096, a row a token
+    nemo = load_model("tests/data/hf/nemotron-3-nano-30b-a3b.json")[0]
+    norm = next(op for op in model_ops(nemo, wl) if op.name == "layers.linear.norm")
+    assert (norm.dims.m, norm.dims.width, norm.vector_flops) == (tokens, 4096, tokens * 4096 * 9)
+
+
+@pytest.mark.parametrize(("config", "channels"), [
+    ("mamba-130m-hf", 2 * 768),  # MambaMixer: intermediate_size = expand 2 × hidden 768
+    ("falcon-h1-0.5b-instruct", 1536 + 2 * 1 * 128),  # mamba_d_ssm + 2 · mamba_n_groups · mamba_d_state
+    ("nemotron-3-nano-30b-a3b", 64 * 64 + 2 * 8 * 128),  # mamba_num_heads · mamba_head_dim + 2 · n_groups · ssm_state_size
+])
+def test_a_mixer_s_depthwise_conv_reads_and_writes_each_channel(config, channels):
+    """The causal conv1d of Mamba (over x) and Mamba-2 (over x, B and C: transformers' conv_dim) reads
+    each channel's input and writes its output once a token, bf16, 3 sequences × 5 tokens; a step
+    reads its weight [channels, 1, 4] and bias [channels] once (each config: a conv of 4 with a bias),
+    in bf16 at any checkpoint dtype (no quantizer touches a conv), 4 taps a channel and token."""
+    spec = load_model(f"tests/data/hf/{config}.json")[0]
+    conv = next(op for op in model_ops(spec, Workload.forward(5, 3)) if op.name == "layers.linear.conv")
+    assert conv.act_bytes == 15 * 2 * channels * 2
+    assert (conv.params, conv.flops) == (channels * (4 + 1), 2 * 15 * 4 * channels)
+    int4 = next(op for op in model_ops(spec, Workload.forward(5, 3, weight_dtype="int4"))
+                if op.name == "layers.linear.conv")
+    assert conv.weight_bytes == int4.weight_bytes == channels * 5 * 2
+
+
+def test_falcon_h1_without_its_gated_norm_gates_by_silu():
+    """Falcon-H1-0.5B's config.json sets mamba_rms_norm false: FalconH1Mixer.torch_forward then
+    multiplies the scan output by act(gate) (SiLU) over mamba_d_ssm = 1,536 channels: y and z read,
+    the product written (3 values), silu (4) and the product (1) a channel, split by rank as the
+    channels are."""
+    spec = load_model("tests/data/hf/falcon-h1-0.5b-instruct.json")[0]
+    gate = next(op for op in model_ops(spec, Workload.forward(5, 3)) if op.name == "layers.linear.gate")
+    assert (gate.act_bytes, gate.vector_flops, gate.dims.inputs, gate.tp) == (15 * 3 * 1536 * 2, 15 * 5 * 1536, 2,
+                                                                              "split")
 
 
 def test_mamba_scan_elementwise_work_by_hand():
@@ -332,6 +389,38 @@ def test_mamba_scan_elementwise_work_by_hand():
     assert op.flops == 5 * 2 * 6 * 4
     assert op.vector_flops == 5 * (6 * 6 * 4 + 7 * 6)
     assert op.params == 6 * 4 + 6  # A_log [E, N] and D [E]
+
+
+def test_mamba2_ssd_elementwise_work_by_hand():
+    """Mamba-2's SSD (transformers' Mamba2Mixer.torch_forward) over 2 sequences of 10 tokens, 3 heads
+    of 4 channels, 5 state values, chunks of 4 (c = 3 chunks, the last padded): per channel and token
+    the skip D·x (mul, add: 2); the chunk states passed along as one einsum over (c + 1)² pairs of
+    states, tensor work (2 · 16 · 4 · 5 per head and sequence) under the rectangle conventions and
+    nothing elementwise; a causal kernel passes them in sequence instead, c · 2 · P · N elementwise per
+    head and sequence."""
+    wl = Workload.forward(10, 2)
+    kw = dict(n_heads=3, head_dim=4, d_state=5, chunk=4, conv_values=0)
+    torch_ = ops.state_space_duality("core", wl, CONVENTIONS["torch"], **kw)
+    causal = ops.state_space_duality("core", wl, CAUSAL, **kw)
+    skip = 2 * 20 * 3 * 4
+    assert torch_.vector_flops == skip
+    assert causal.vector_flops == skip + 2 * 3 * 3 * 2 * 4 * 5
+    assert torch_.flops - causal.flops == 2 * 3 * 16 * 2 * 4 * 5
+    # its parameters, dt_bias, A_log and D of 3 heads, are read once a step in bf16 whatever the
+    # checkpoint's dtype (they are no matmul's)
+    int4 = ops.state_space_duality("core", Workload.forward(10, 2, weight_dtype="int4"), CAUSAL, **kw)
+    assert (causal.params, causal.active_params, causal.weight_bytes, int4.weight_bytes) == (9, 9, 18, 18)
+
+
+def test_gated_deltanet_chunked_form_counts_no_elementwise_work():
+    """The chunked gated delta rule (T > 1) counts its matmuls only: the decays, β scaling and the
+    two triangular solves of transformers' torch_chunk_gated_delta_rule have no published count, and
+    FlopCounterMode sees none of them (documented in ops/op.py: linear_attention).  One token (the
+    recurrent step) is all elementwise: 7 per state value."""
+    kw = dict(n_heads=4, key_heads=2, key_dim=8, value_dim=6, chunk=4, conv_values=0)
+    prefill = ops.linear_attention("core", Workload.forward(10, 2), **kw)
+    step = ops.linear_attention("core", Workload.decode(10, 2), **kw)
+    assert (prefill.vector_flops, step.flops, step.vector_flops) == (0, 0, 2 * 7 * 4 * 8 * 6)
 
 
 # ---- DeepSeek Sparse Attention (DeepSeek-V3.2) --------------------------------------------------
@@ -419,3 +508,34 @@ def test_an_mtp_module_keeps_a_parallel_mixer():
     assert any(op.name.startswith("layers.linear.") for op in model_ops(one, Workload()))
     spec = ModelSpec.model_validate({**data, "name": "h1", "mtp": {"layers": 1}})
     assert param_counts(mtp_ops(spec)).total == layer + 3 * 4096 + 2 * 4096 * 4096
+
+
+def test_mtp_modules_follow_the_model_s_norms_and_their_count():
+    """Two MTP modules (num_nextn_predict_layers 2) with their own embedding and head copies on
+    OLMo-1B, whose LayerNorms have no parameters: each module is one of transformers' OlmoDecoderLayer
+    (its numel, built on meta), eh_proj (2D × D), the embedding and head copies (V × D each), and
+    three norms that, as OLMo's own, hold nothing.  In an int4 checkpoint the copies stay bf16, as
+    the model's embedding and lm_head do (quantizers leave lm_head out: AutoAWQ's and GPTQ's defaults)."""
+    import json
+    from pathlib import Path
+
+    import torch
+    from transformers import AutoConfig
+    from transformers.models.olmo.modeling_olmo import OlmoDecoderLayer
+
+    from archcalc.cost.totals import param_counts
+    from archcalc.ops.mtp import mtp_ops
+    from archcalc.spec.hf import spec_dict_from_config
+    from archcalc.spec.model import MTPSpec
+
+    raw = json.loads((Path(__file__).parents[1] / "data" / "hf" / "olmo-1b-hf.json").read_text())
+    with torch.device("meta"):
+        hf_layer = sum(p.numel() for p in OlmoDecoderLayer(AutoConfig.for_model(**raw), 0).parameters())
+    D, V = 2048, 50304
+    data, _ = spec_dict_from_config(raw, "config.json")
+    olmo = ModelSpec.model_validate({**data, "name": "olmo-1b", "mtp": MTPSpec(layers=2, copies=True).model_dump()})
+    assert not olmo.norm.weight
+    ops_ = mtp_ops(olmo)
+    assert param_counts(ops_).total == 2 * (hf_layer + 2 * D * D + 2 * V * D)
+    copies = [op for op in ops_ if op.name in ("mtp.embedding", "mtp.head")]
+    assert weight_bytes(copies, "int4") == 2 * 2 * V * D * 2

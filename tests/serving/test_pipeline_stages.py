@@ -195,6 +195,23 @@ def test_bad_split_options_are_one_line(args, message):
     assert len(r.output.strip().splitlines()) == 1
 
 
+def test_an_option_two_engines_take_names_both(monkeypatch):
+    """Engines are a registry: a second engine that takes --pp (registered here) joins vLLM in the
+    line that refuses --pp to llama.cpp, both named, the first as the one to switch to."""
+    from archcalc.errors import InputError
+    from archcalc.serving.engines.base import ENGINES, Engine
+    from archcalc.serving.planner import check_deployment
+
+    class Other(Engine):
+        name = "other"
+        takes = frozenset({"pp"})
+
+    monkeypatch.setitem(ENGINES, "other", Other())
+    with pytest.raises(InputError) as e:
+        check_deployment(load_model("qwen3-8b")[0], Deployment(engine="llamacpp", pp=2))
+    assert str(e.value) == "--pp: engine llamacpp does not take it; vllm and other do (--engine vllm)"
+
+
 def test_fit_json_lists_every_stage():
     r = CliRunner().invoke(cli, ["fit", "qwen2.5-0.5b", "--gpu", "rtx-4090", "--engine", "llamacpp",
                                  "--tensor-split", "3,1", "--context", "8192", "--json"])

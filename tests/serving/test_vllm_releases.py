@@ -24,6 +24,16 @@ def kinds_of(model: str, dep: Deployment):
     return Planner(load_model(model)[0], load_hardware("h200"), dep).kinds
 
 
+def test_a_mamba2_state_takes_the_config_s_ssm_cache_dtype():
+    """Nemotron-3-Nano-30B-A3B's config.json names mamba_ssm_cache_dtype float32, which vLLM's
+    MambaStateDtypeCalculator gives the temporal (SSD) state; the conv state stays at the model's
+    bf16.  vLLM's MambaStateShapeCalculator.mamba2_state_shape at TP 1: conv (conv_kernel − 1,
+    mamba_num_heads · mamba_head_dim + 2 · n_groups · ssm_state_size) = (3, 4,096 + 2,048) and
+    temporal (64 heads, 64, 128): 3 · 6,144 · 2 + 64 · 64 · 128 · 4 = 2,134,016 B per sequence."""
+    (linear,) = [k for k in kinds_of("tests/data/hf/nemotron-3-nano-30b-a3b.json", Deployment()) if k.kind == "linear"]
+    assert linear.state_bytes == 3 * 6144 * 2 + 64 * 64 * 128 * 4 == 2_134_016
+
+
 def test_qwen3_5_27b_block_size_and_log_on_0_19_0():
     """vllm-project/vllm#40691 (vLLM 0.19.0, Qwen3.5-27B, --max-model-len 32768
     --max-num-batched-tokens 16384): "GPU KV cache size: 290,864 tokens", "Maximum concurrency for

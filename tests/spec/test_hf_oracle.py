@@ -860,4 +860,5 @@ def test_lightning_activation_covers_the_whole_qkv_projection():
     attn = next(m for m in model.modules() if type(m).__name__ == "MiniMaxLightningAttention")
     ops_ = {op.name: op for op in model_ops(spec_of("minimax-m1"), Workload.forward(4))}
     assert ops_["layers.linear.act"].dims.width == attn.qkv_proj.out_features
+    assert (ops_["layers.linear.act"].dims.fn, type(attn.act_fn).__name__) == ("silu", "SiLUActivation")
     assert ops_["layers.linear.gate"].dims.width == attn.output_gate.out_features
