@@ -4,10 +4,12 @@ peak is a strict lower bound on time."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from conftest import debug_spec, spec_of, synthetic_calibration
 
-from archcalc.cost.rates import Curve, Rates, calibrated_rates, rate_sets
+from archcalc.cost.rates import Curve, Rates, calibrated_rates, rate_sets, touched_experts
 from archcalc.cost.roofline import predict, ring_steps, step, time_op
 from archcalc.hardware.profile import all_hardware, load_hardware
 from archcalc.ops import op as ops
@@ -747,3 +749,24 @@ def test_expert_matmuls_are_tiled_expert_by_expert():
     decode = ops.expert_matmul("e", Workload(batch=1), 4096, 14336, 8, 2, bias=False)
     assert r.compute_rate(prefill) == pytest.approx(base * 896 / 972)
     assert r.compute_rate(decode) == pytest.approx(base / 16 * 224 / 324)
+    # Llama 4 Scout routes each token to 1 of 16 experts (num_experts_per_tok 1): one decode token
+    # touches exactly one expert, one matrix; two tokens 16 · (1 − (15/16)²) = 1.94, so 2
+    scout = [ops.expert_matmul("e", Workload(batch=b), 5120, 16384, 16, 1, bias=False) for b in (1, 2)]
+    assert [touched_experts(op.dims) for op in scout] == [1, 2]
+    assert [replace(r, fused=False).kernels(op) for op in scout] == [1, 2]
+
+
+def test_a_calibrated_step_counts_attention_as_sdpa_runs_it():
+    """Calibrated rates time the kernels torch runs, so a step predicted with them counts attention in
+    the sdpa convention: Mistral-7B's 4,096-token window over an 8,192-token prompt is an explicit
+    mask to SDPA, which computes the whole 8,192 × 8,192 rectangle (2 · 8,192² · 32 heads · (128 + 128)
+    FLOPs a layer); the peak rate set counts the causal pairs the window leaves."""
+    spec, wl = spec_of("mistral-7b-v0.1"), Workload(batch=1, new_tokens=8192, context=8192, logits="last")
+    cal = calibrated_rates(A100, synthetic_calibration())
+    peak = rate_sets(A100, wl)[0]
+    assert (cal.convention, peak.convention) == ("sdpa", "causal")
+    timed = next(t.op for t in step(spec, wl, cal).ops if t.op.kind == "attention")
+    assert timed.flops == 2 * 8192 * 8192 * 32 * 256
+    causal_pairs = 4096 * 4097 // 2 + (8192 - 4096) * 4096  # min(p + 1, 4096) keys for query p
+    assert next(t.op for t in step(spec, wl, peak).ops if t.op.kind == "attention").flops == \
+        2 * causal_pairs * 32 * 256
