@@ -5,6 +5,7 @@
     python scripts/mutation.py --run "archcalc.parallel*"   # one package (mutmut's name glob)
     python scripts/mutation.py --report --write   # and keep it in docs/mutation.md
     python scripts/mutation.py --recheck [--run GLOB]   # survivors again, against their packages' test folders
+    python scripts/mutation.py --recheck --undecided [--tests tests]   # and the mutants mutmut has not run
 
 mutmut (configured in pyproject.toml, [tool.mutmut]) copies the package to
 mutants/, changes one operator, constant or call at a time and runs the tests
@@ -56,31 +57,71 @@ def results() -> dict[str, int | None]:
 
 # The test folders a survivor is re-run against by --recheck: its package's mirror (a survivor still
 # standing there may yet fall to another folder's tests; it is then left a survivor, never a false kill).
+CPU_LIMIT = 900  # CPU seconds a mutant's run may take under --recheck: the whole suite takes about 300
 RECHECK_TESTS = {"archcalc.ops": ["tests/ops"], "archcalc.cost": ["tests/cost"], "archcalc.serving": ["tests/serving"],
                  "archcalc.parallel": ["tests/parallel"], "archcalc.training": ["tests/training"]}
 
 
-def recheck(single: dict[str, str], listed: dict[str, str], pattern: str | None) -> None:
-    """Re-run every survivor against its package's whole test folders (not mutmut's map of which tests
-    reach which function: a test written after the map was made is not on it), and record the exit
-    status in mutmut's .meta files.  mutmut must not be running.  tests/ is copied into mutants/ first."""
+def recheck(single: dict[str, str], listed: dict[str, str], pattern: str | None, undecided: bool = False,
+            tests: list[str] | None = None, workers: int = 2) -> None:
+    """Re-run every survivor (and with `undecided`, every mutant mutmut has not run) against its
+    package's whole test folders, or `tests`: not mutmut's map of which tests reach which function (a
+    test written after the map was made is not on it).  The exit status goes into mutmut's .meta files,
+    as mutmut records it.  Like mutmut, each mutant runs in a process forked from one that has imported
+    pytest, torch and transformers once (the tests' fastest first: tests/conftest.py), so a killed mutant
+    costs about a second; a run past CPU_LIMIT seconds is stopped and counted a timeout.  mutmut must not
+    be running.  tests/ is copied into mutants/ first."""
+    import resource
+    import signal
+
     shutil.copytree(ROOT / "tests", MUTANTS / "tests", dirs_exist_ok=True)
+    todo: list[tuple[str, Path, dict]] = []
     for meta in sorted(MUTANTS.rglob("*.meta")):
         source = ROOT / meta.relative_to(MUTANTS).with_suffix("")
         if source.stat().st_mtime > meta.with_suffix("").stat().st_mtime:  # its mutants are of older code
             print(f"{source.relative_to(ROOT)} changed since mutmut copied it: run mutmut on it again")
             continue
         data = json.loads(meta.read_text())
-        codes = data["exit_code_by_key"]
-        for name in [n for n, c in codes.items() if c in SURVIVED and n not in listed
-                     and (pattern is None or fnmatch(n, pattern))]:
-            folders = RECHECK_TESTS.get(package_of(name), ["tests"])
-            run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *folders,
-                                  "--ignore=tests/measure", "--rootdir=."], cwd=MUTANTS, capture_output=True,
-                                 env={**os.environ, **single, "MUTANT_UNDER_TEST": name})
-            codes[name] = run.returncode
-            print(f"{name}: {'killed' if run.returncode else 'survives'}", flush=True)
-            meta.write_text(json.dumps(data, indent=4))
+        todo += [(n, meta, data) for n, c in data["exit_code_by_key"].items()
+                 if ((c in SURVIVED and n not in listed) or (undecided and c is None))
+                 and package_of(n) != "other" and (pattern is None or fnmatch(n, pattern))]
+    print(f"{len(todo)} mutants to run", flush=True)
+    os.environ.update(single)
+    os.chdir(MUTANTS)
+    sys.path.insert(0, str(MUTANTS))  # the mutated copy, ahead of the installed package
+    import pytest  # noqa: F401  (imported once here, inherited by every fork)
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+
+    running: dict[int, tuple[str, Path, dict]] = {}
+
+    def reap() -> None:
+        pid, status = os.wait()
+        name, meta, data = running.pop(pid)
+        code = os.waitstatus_to_exitcode(status)
+        code = -24 if code == -signal.SIGXCPU else code
+        data["exit_code_by_key"][name] = code
+        meta.write_text(json.dumps(data, indent=4))
+        print(f"{name}: {'killed' if code in KILLED else 'timeout' if code in TIMEOUT else 'survives'}", flush=True)
+
+    for name, meta, data in todo:
+        while len(running) >= workers:
+            reap()
+        folders = tests or RECHECK_TESTS.get(package_of(name), ["tests"])
+        pid = os.fork()
+        if pid == 0:
+            os.environ["MUTANT_UNDER_TEST"] = name
+            quiet = os.open(os.devnull, os.O_WRONLY)  # the test output of thousands of runs says nothing
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT + 1))
+            code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "--rootdir=.", *folders,
+                                "--ignore=tests/measure/test_calibrate_measure.py",
+                                "--ignore=tests/measure/test_endtoend.py"])
+            os._exit(int(code))
+        running[pid] = (name, meta, data)
+    while running:
+        reap()
 
 
 def package_of(mutant: str) -> str:
@@ -109,6 +150,10 @@ def main() -> int:
     ap.add_argument("--run", metavar="GLOB", help="mutate only mutants whose name matches (mutmut's syntax)")
     ap.add_argument("--recheck", action="store_true",
                     help="re-run the last run's survivors against their packages' whole test folders")
+    ap.add_argument("--undecided", action="store_true",
+                    help="with --recheck: also run the mutants mutmut has not run yet")
+    ap.add_argument("--tests", nargs="+", metavar="PATH",
+                    help="with --recheck: run these test paths instead of the packages' folders")
     ap.add_argument("--write", action="store_true",
                     help="also write the report into docs/mutation.md (between its markers)")
     args = ap.parse_args()
@@ -116,7 +161,7 @@ def main() -> int:
     # holding thread pools can deadlock on a futex (a hung mutant, not a killed one).
     single = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     if args.recheck:
-        recheck(single, equivalent(), args.run)
+        recheck(single, equivalent(), args.run, args.undecided, args.tests)
     elif not args.report:
         cmd = [sys.executable, "-m", "mutmut", "run", *([args.run] if args.run else [])]
         subprocess.run(cmd, cwd=ROOT, check=False, env={**os.environ, **single})
