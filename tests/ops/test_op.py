@@ -163,16 +163,23 @@ def test_round_int_rounds_halves_to_even_for_numbers_and_arrays():
     assert round_int(np.array(xs)).dtype.kind == "i"  # integers, as round() returns: counts, not floats
 
 
+def _every_spec() -> list[str]:
+    """Every bundled spec and every real config.json fixture."""
+    import glob
+
+    from archcalc.files import bundled_names
+
+    return [*bundled_names("specs"), *sorted(glob.glob("tests/data/hf/*.json"))]
+
+
 def test_an_op_s_tensor_shapes_hold_exactly_its_parameters(tmp_path):
     """Where an op names its parameter tensors (Op.shapes: convs, scan parameters, hyper-connection
     coefficients; training/tensors.py builds them), their elements sum to its parameter count, for
     every bundled spec and HF fixture and for the conv-bias switches no released config flips (Mamba
     and Bamba convs without a bias, LFM2's convs with one)."""
-    import glob
     import json
     from math import prod
 
-    from archcalc.files import bundled_names
     from archcalc.ops.layers import model_ops
     from archcalc.spec.catalog import load_model
 
@@ -184,7 +191,7 @@ def test_an_op_s_tensor_shapes_hold_exactly_its_parameters(tmp_path):
         path.write_text(json.dumps({**raw, key: value}))
         flipped.append(str(path))
     checked = 0
-    for name in [*bundled_names("specs"), *sorted(glob.glob("tests/data/hf/*.json")), *flipped]:
+    for name in [*_every_spec(), *flipped]:
         for op in model_ops(load_model(name)[0], Workload()):
             if op.shapes:
                 checked += 1
@@ -197,19 +204,18 @@ def test_a_linear_layer_s_state_is_one_matrix_per_head():
     caches hold it (Gated DeltaNet [B, Hv, d_k, d_v], Mamba-2 [B, H, P, N], Mamba [B, E, N], MiniMax's
     lightning [B, H, d, d]; its size is pinned to those caches in tests/spec/test_hf_oracle.py); a
     layer whose only state is its conv's inputs (LFM2) keeps none, its channels as heads of 1 × 1."""
-    import glob
-
-    from archcalc.files import bundled_names
     from archcalc.ops.layers import model_ops
     from archcalc.spec.catalog import load_model
 
     seen = set()
-    for name in [*bundled_names("specs"), *sorted(glob.glob("tests/data/hf/*.json"))]:
+    for name in _every_spec():
         for op in model_ops(load_model(name)[0], Workload()):
             d = op.dims
             if op.kind == "attention" and d.layer_kind == "linear":
                 assert all(type(x) is int and x >= 1 for x in (d.n_heads, d.n_kv_heads, d.qk_dim, d.v_dim)), name
-                assert d.state_values == (d.n_heads * d.qk_dim * d.v_dim if d.state_values else 0), name
-                assert d.state_values or (d.qk_dim, d.v_dim) == (1, 1), name
+                if d.state_values:
+                    assert d.state_values == d.n_heads * d.qk_dim * d.v_dim, name
+                else:
+                    assert (d.qk_dim, d.v_dim) == (1, 1), name
                 seen.add(bool(d.state_values))
     assert seen == {True, False}
