@@ -6,6 +6,8 @@
     python scripts/mutation.py --report --write   # and keep it in docs/mutation.md
     python scripts/mutation.py --recheck [--run GLOB]   # survivors again, against their packages' test folders
     python scripts/mutation.py --recheck --undecided [--tests tests]   # and the mutants mutmut has not run
+    python scripts/mutation.py --save       # keep every mutant's result in docs/data/mutation-results.json
+    python scripts/mutation.py --restore    # put them back in mutants/ before `mutmut run` (a new checkout)
 
 mutmut (configured in pyproject.toml, [tool.mutmut]) copies the package to
 mutants/, changes one operator, constant or call at a time and runs the tests
@@ -16,6 +18,12 @@ listed in scripts/equivalent_mutants.toml, each with the reason no test can
 tell it from the original.  Exit status 1 when fewer than TARGET of the
 mutants are killed, when a survivor is not listed, or when a listed mutant no
 longer survives (the list must stay true).  Needs Python ≥ 3.11 (tomllib).
+
+mutants/ is not committed (it is a copy of the tree), so a new checkout would start the whole
+pass again (hours on two cores).  --save keeps what the pass decided, per function: mutmut's hash
+of the function's source and the exit code of each of its mutants.  --restore writes those back
+as mutmut's .meta files; mutmut then keeps the result of every mutant whose function's hash is
+unchanged and runs only the mutants of functions edited since (mutmut's own incremental rule).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import tomllib
 ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "mutants"
 EQUIVALENT = ROOT / "scripts" / "equivalent_mutants.toml"
+SAVED = ROOT / "docs" / "data" / "mutation-results.json"
 PAGE = ROOT / "docs" / "mutation.md"  # the latest report is kept there, between these two lines
 BEGIN, END = "<!-- report: scripts/mutation.py --write -->", "<!-- end of report -->"
 TARGET = 0.90  # the issue's bar: at least 90 % of mutants killed, the rest listed as equivalent
@@ -55,6 +64,50 @@ def results() -> dict[str, int | None]:
     return out
 
 
+def _mutant_number(name: str) -> tuple[str, int]:
+    function, _, number = name.rpartition("__mutmut_")
+    return function, int(number)
+
+
+def save() -> int:
+    """Every source file's function hashes and its mutants' exit codes, one list per function
+    (code of mutant k at index k - 1), into SAVED.  Returns the number of mutants kept."""
+    files, kept = {}, 0
+    for meta in sorted(MUTANTS.rglob("*.py.meta")):
+        data = json.loads(meta.read_text())
+        codes: dict[str, list] = defaultdict(list)
+        for name, code in sorted(data["exit_code_by_key"].items(), key=lambda kv: _mutant_number(kv[0])):
+            function, number = _mutant_number(name)
+            if number != len(codes[function]) + 1:
+                raise SystemExit(f"{meta}: mutant {name} out of sequence (mutmut numbers from 1)")
+            codes[function].append(code)
+            kept += 1
+        files[str(meta.relative_to(MUTANTS).with_suffix(""))] = {
+            "hash_by_function_name": data["hash_by_function_name"], "codes": dict(codes)}
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    SAVED.write_text(json.dumps({"commit": commit, "written": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
+                                 "files": files}, indent=1, sort_keys=True) + "\n")
+    return kept
+
+
+def restore() -> int:
+    """Write SAVED back as mutmut's .meta files where mutants/ has none (never over a newer run's).
+    Returns the number of mutants restored."""
+    restored = 0
+    for path, entry in json.loads(SAVED.read_text())["files"].items():
+        meta = MUTANTS / (path + ".meta")
+        if meta.exists():
+            continue
+        codes = {f"{function}__mutmut_{k}": code for function, listed in entry["codes"].items()
+                 for k, code in enumerate(listed, start=1)}
+        meta.parent.mkdir(parents=True, exist_ok=True)
+        meta.write_text(json.dumps({"exit_code_by_key": codes, "hash_by_function_name": entry["hash_by_function_name"],
+                                    "type_check_error_by_key": {}, "durations_by_key": {},
+                                    "estimated_durations_by_key": {}}, indent=4))
+        restored += len(codes)
+    return restored
+
+
 # The test folders a survivor is re-run against by --recheck: its package's mirror (a survivor still
 # standing there may yet fall to another folder's tests; it is then left a survivor, never a false kill).
 CPU_LIMIT = 900  # CPU seconds a mutant's run may take under --recheck: the whole suite takes about 300
@@ -62,7 +115,7 @@ RECHECK_TESTS = {"archcalc.ops": ["tests/ops"], "archcalc.cost": ["tests/cost"],
                  "archcalc.parallel": ["tests/parallel"], "archcalc.training": ["tests/training"]}
 
 
-def recheck(single: dict[str, str], listed: dict[str, str], pattern: str | None, undecided: bool = False,
+def recheck(single: dict[str, str], listed: dict[str, str], patterns: list[str] | None, undecided: bool = False,
             tests: list[str] | None = None, workers: int = 2) -> None:
     """Re-run every survivor (and with `undecided`, every mutant mutmut has not run) against its
     package's whole test folders, or `tests`: not mutmut's map of which tests reach which function (a
@@ -70,21 +123,35 @@ def recheck(single: dict[str, str], listed: dict[str, str], pattern: str | None,
     as mutmut records it.  Like mutmut, each mutant runs in a process forked from one that has imported
     pytest, torch and transformers once (the tests' fastest first: tests/conftest.py), so a killed mutant
     costs about a second; a run past CPU_LIMIT seconds is stopped and counted a timeout.  mutmut must not
-    be running.  tests/ is copied into mutants/ first."""
+    be running.  tests/ is copied into mutants/ first, and a source file edited since mutmut copied it
+    is mutated again first (its edited functions' mutants become undecided)."""
     import resource
     import signal
 
+    from mutmut.__main__ import create_mutants_for_file
+
     shutil.copytree(ROOT / "tests", MUTANTS / "tests", dirs_exist_ok=True)
+    for source in (ROOT / "archcalc").rglob("*.py"):  # the modules mutmut copies unmutated (cli/, measure/, ...)
+        copy = MUTANTS / source.relative_to(ROOT)
+        if not copy.with_name(copy.name + ".meta").exists() and (not copy.exists() or
+                                                                   copy.read_bytes() != source.read_bytes()):
+            shutil.copy2(source, copy)
     todo: list[tuple[str, Path, dict]] = []
     for meta in sorted(MUTANTS.rglob("*.meta")):
         source = ROOT / meta.relative_to(MUTANTS).with_suffix("")
-        if source.stat().st_mtime > meta.with_suffix("").stat().st_mtime:  # its mutants are of older code
-            print(f"{source.relative_to(ROOT)} changed since mutmut copied it: run mutmut on it again")
-            continue
+        if source.stat().st_mtime > meta.with_suffix("").stat().st_mtime:
+            # Its mutants are of older code, and the tests expect the new: a mutant of an unchanged
+            # function would die of an edited neighbour.  mutmut's own regeneration, run from the
+            # repo root: the new code mutated, every edited function's mutants back to undecided.
+            cwd = os.getcwd()
+            os.chdir(ROOT)
+            edited = create_mutants_for_file(source.relative_to(ROOT), meta.with_suffix("").relative_to(ROOT))
+            os.chdir(cwd)
+            print(f"{source.relative_to(ROOT)} regenerated; edited since: {sorted(edited.changed_functions)}")
         data = json.loads(meta.read_text())
         todo += [(n, meta, data) for n, c in data["exit_code_by_key"].items()
                  if ((c in SURVIVED and n not in listed) or (undecided and c is None))
-                 and package_of(n) != "other" and (pattern is None or fnmatch(n, pattern))]
+                 and package_of(n) != "other" and (patterns is None or any(fnmatch(n, p) for p in patterns))]
     print(f"{len(todo)} mutants to run", flush=True)
     os.environ.update(single)
     os.chdir(MUTANTS)
@@ -148,7 +215,8 @@ def write_page(lines: list[str]) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--report", action="store_true", help="only read the last run's results")
-    ap.add_argument("--run", metavar="GLOB", help="mutate only mutants whose name matches (mutmut's syntax)")
+    ap.add_argument("--run", metavar="GLOB", nargs="+",
+                    help="mutate only mutants whose name matches one of these (mutmut's syntax: names or globs)")
     ap.add_argument("--recheck", action="store_true",
                     help="re-run the last run's survivors against their packages' whole test folders")
     ap.add_argument("--undecided", action="store_true",
@@ -157,14 +225,20 @@ def main() -> int:
                     help="with --recheck: run these test paths instead of the packages' folders")
     ap.add_argument("--write", action="store_true",
                     help="also write the report into docs/mutation.md (between its markers)")
+    ap.add_argument("--save", action="store_true", help=f"keep every mutant's result in {SAVED.relative_to(ROOT)}")
+    ap.add_argument("--restore", action="store_true",
+                    help="write the saved results into mutants/ (where it has none), for mutmut to continue from")
     args = ap.parse_args()
+    if args.restore:
+        print(f"restored {restore()} mutants' results from {SAVED.relative_to(ROOT)}")
+        return 0
     # One thread per BLAS/OpenMP pool: mutmut forks a process per mutant, and a fork of a parent
     # holding thread pools can deadlock on a futex (a hung mutant, not a killed one).
     single = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
     if args.recheck:
         recheck(single, equivalent(), args.run, args.undecided, args.tests)
     elif not args.report:
-        cmd = [sys.executable, "-m", "mutmut", "run", *([args.run] if args.run else [])]
+        cmd = [sys.executable, "-m", "mutmut", "run", *(args.run or [])]
         subprocess.run(cmd, cwd=ROOT, check=False, env={**os.environ, **single})
     codes = results()
     if not codes:
@@ -215,6 +289,8 @@ def main() -> int:
     print("\n".join(lines))
     if args.write:
         write_page(lines)
+    if args.save:
+        print(f"saved {save()} mutants' results in {SAVED.relative_to(ROOT)}")
     return 0 if raw >= TARGET and not survivors and not stale else 1
 
 

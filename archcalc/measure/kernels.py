@@ -124,7 +124,8 @@ def _attention(d: AttentionDims, device, dtype) -> Kernel:
     mask, causal, keys = None, False, s
     if t == 1:
         keys = min(s, d.window) if d.window else s  # decode: the window's keys only, no mask
-    elif d.window and d.window < s:  # prefill under a sliding window: an explicit mask over T × S
+    elif d.window and d.window <= s:  # prefill under a sliding window: an explicit mask over T × S (as
+        # transformers passes one from S = window on, even where it cuts no key)
         q_pos = torch.arange(s - t, s, device=device)[:, None]
         k_pos = torch.arange(s, device=device)[None, :]
         mask = (k_pos <= q_pos) & (k_pos > q_pos - d.window)

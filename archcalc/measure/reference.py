@@ -819,9 +819,10 @@ class ReferenceModel(nn.Module):
         x = self.residual(x, self.units(positions, cache))
         if cache is not None:
             cache.length += T
+        x = self.project_out(self.final_norm(x))  # every position, as transformers' decoders end
         if logits == "last":
             x = x[:, -1:]
-        out = self.lm_head(self.project_out(self.final_norm(x)))
+        out = self.lm_head(x)
         cap = self.spec.final_softcap
         return out if cap is None else cap * torch.tanh(out / cap)
 

@@ -44,6 +44,8 @@ def _sublayer_norms(spec: ModelSpec, wl: Workload, prefix: str, where: str) -> l
     """Norms around one sublayer, `where` = "before" or "after" it: one per layer that has it."""
     placement = spec.norm.placement
     L = spec.n_layers - (spec.attention_layers["none"] if prefix == "layers.attn" else spec.ffn_layers["none"])
+    if not nonzero(L):  # no layer has the sublayer (a pure Mamba's FFN): no norm op, not one run 0 times
+        return []
     if spec.residual.kind == "parallel":
         if where == "after":
             return []
@@ -459,15 +461,17 @@ def _attnres_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
 def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     D, E, V = spec.d_model, spec.embedding_width, spec.vocab_size
     out = _norm(spec, wl, "final_norm", D) if spec.norm.final else []
-    if spec.embedding_dim is not None:  # OPT-350m's project_out: D -> E, no bias, at the logit positions
-        out.append(ops.matmul("lm_head.project_out", "projection", wl, D, E, tokens=wl.logit_tokens, tp="replicated"))
+    if spec.embedding_dim is not None:  # OPT-350m's project_out: D -> E, no bias, at every position (the
+        # decoder's last step in transformers' and vLLM's OPTDecoder, before the logit rows are picked)
+        out.append(ops.matmul("lm_head.project_out", "projection", wl, D, E, tp="replicated"))
     head = ops.matmul("lm_head", "lm_head", wl, E, V, bias_width=V if spec.lm_head_bias else 0,
                       tokens=wl.logit_tokens, quantizable=False)
     if spec.tie_embeddings:  # the embedding's weight, counted there; still read here (a bias is the head's own)
         head = replace(head, params=head.bias_params, active_params=head.bias_params,
                        shapes=((V,),) if spec.lm_head_bias else ())
     out.append(head)
-    if spec.final_softcap is not None:
+    if spec.final_softcap is not None:  # whole on the sampling rank: vLLM's LogitsProcessor soft-caps
+        # after gathering the vocab-parallel logits
         out.append(ops.elementwise("lm_head.softcap", "lm_head", wl, spec.vocab_size, ops.SOFTCAP_FLOPS,
-                                   tokens=wl.logit_tokens, tp="split", fn="softcap"))
+                                   tokens=wl.logit_tokens, fn="softcap"))
     return out

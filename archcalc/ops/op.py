@@ -277,10 +277,11 @@ def score_pairs(new_tokens: int, context: int, window: int | None, convention: F
     p = S−T … S−1 (T·S − T(T−1)/2 without a window); in a chunked layer it sees
     (p mod chunk) + 1.  Rectangle: T × S, or T × min(S, window) when windows (and
     chunks) are capped.  A window applied as a mask (masked_windows) costs the whole
-    T × S rectangle once it cuts anything.
+    T × S rectangle once the context reaches the window (transformers' sdpa path builds the mask
+    whenever kv_length >= sliding_window: masking_utils._ignore_causal_mask_sdpa).
     """
     t, s = new_tokens, context
-    if convention.masked_windows and window is not None and t > 1 and window < s:
+    if convention.masked_windows and window is not None and t > 1 and window <= s:
         return t * s  # a prefill chunk under a mask; one decode query reads just the window's keys
     w = window if convention.cap_windows else None
     if convention.pairs == "rectangle":

@@ -197,6 +197,18 @@ def test_qwen3_30b_a3b_fp8_keeps_the_router_in_bf16():
     assert weights(QWEN3_30B_A3B, "fp8") == 31_167_246_336
 
 
+def test_qwen_moe_shared_expert_gate_stays_16_bit():
+    """vLLM's Qwen2MoeSparseMoeBlock builds shared_expert_gate as a plain torch.nn.Linear(hidden, 1)
+    (qwen2_moe.py): no quant_config reaches it, so an int4 or fp8 checkpoint loads it in 16 bits, like
+    the router. Qwen1.5-MoE-A2.7B: D = 2,048, 24 layers: 2,048 · 24 · 2 B whatever the checkpoint."""
+    from archcalc.spec.catalog import load_model
+
+    spec = load_model("qwen1.5-moe-a2.7b")[0]
+    (gate,) = [o for o in model_ops(spec, Workload()) if o.name == "layers.moe.shared_gate"]
+    for dtype in ("int4", "fp8", "bf16"):
+        assert weight_bytes([gate], dtype) == 2048 * 24 * 2, dtype
+
+
 # ---- W8A8: fp8 / int8 weights compute on the 8-bit units ---------------------------------------------
 
 

@@ -468,7 +468,7 @@ def test_decode_time_closed_form_with_fixed_costs_and_dispatch(name):
     ("layers.ffn.act", "gpt2", "activation"), ("layers.ffn.act", "nemotron-4b", "activation"),
     ("layers.attn.rope", "llama-3.1-8b", "rope"),
     ("layers.residual.add", "llama-3.1-8b", "add"), ("lm_head.softcap", "gemma-2-9b", "activation"),
-    ("layers.ffn.act", "phi-2", "activation"),
+    ("layers.ffn.act", "phi-2", "activation"), ("layers.moe.experts.act", "mixtral-8x7b", "gated_activation"),
 ])
 def test_each_row_op_is_timed_as_the_kernel_it_resembles(name, model, kind):
     """measure/kernels.py times norms, activations (plain or gated), adds, gathers and RoPE apart; every

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from archcalc.measure.kernels import ACTIVATIONS, kernel
@@ -34,3 +35,25 @@ def test_a_weighted_sum_runs_as_a_matmul_of_its_macs():
         out = k.run(0)
     assert [tuple(o.shape) for o in out] == [(3, 1)]
     assert counter.get_total_flops() == op.flops == 2 * 3 * 6144
+
+
+@pytest.mark.parametrize("q_len, kv_len, window", [(1, 64, 16), (2, 64, 16), (8, 64, 16), (2, 2, 1), (16, 16, 16),
+                                                   (2, 16, 16)])
+def test_sdpa_flops_are_what_the_kernel_runs(q_len, kv_len, window):
+    """The sdpa convention counts what torch's scaled_dot_product_attention runs: a window is a mask
+    over the whole T × S rectangle once the step has two queries or more, and a decode query reads
+    only its window's keys. FlopCounterMode's count of the kernel --measure runs for the op (4 heads
+    over 2 K/V heads of 8) equals the op's FLOPs. The mask is there from S = window on (transformers'
+    masking_utils._ignore_causal_mask_sdpa: "kv_length >= local_attention_size" keeps it), so a prefill
+    of exactly the window runs the whole rectangle too. (Without a window the fused kernel skips
+    the blocks above the diagonal, which the math backend counted here computes: not compared.)"""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    op = ops.sdpa_call("sdpa", batch=1, q_len=q_len, kv_len=kv_len, heads=4, kv_heads=2, head_dim=8, window=window)
+    k = kernel(op, torch.device("cpu"), torch.float32)
+    # the math backend: the fused CPU kernel is not among FlopCounterMode's registered formulas, and
+    # the math one runs the same Q·Kᵀ and P·V products (masked, not skipped) as matmuls it counts
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        k.run(0)
+    assert counter.get_total_flops() == op.flops

@@ -40,6 +40,7 @@ def test_mhc_coefficients_are_fp32_and_whole():
     coeffs = ops["layers.mhc.coeffs"]
     assert (coeffs.count, coeffs.params) == (2 * L, N * D * (N * N + 2 * N) + N * N + 2 * N)
     assert weight_bytes([coeffs], "int4") == 2 * L * coeffs.params * 4  # fp32 at int4
+    assert coeffs.weight_bytes == coeffs.params * 4  # and what a step reads of one sublayer's φ
     assert weight_share(coeffs, 8) == 1.0 and act_bytes_per_rank(coeffs, 8) == coeffs.act_bytes
     tokens = 5
     ops = ops_of(spec, new_tokens=tokens, context=tokens)

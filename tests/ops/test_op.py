@@ -128,6 +128,17 @@ def test_a_workload_refuses_a_logits_mode_it_does_not_know():
         Workload(logits="LAST")
 
 
+@pytest.mark.parametrize("batch, new_tokens, context", [(0, 1, 1), (1, 0, 4), (2, 5, 4), (-1, 1, 1)])
+def test_a_workload_refuses_an_empty_or_impossible_step(batch, new_tokens, context):
+    """A step needs a sequence (B ≥ 1) adding a token (T ≥ 1) to a context that holds them (S ≥ T):
+    B = 0 would size every op at zero and T > S would attend to keys that do not exist. The line
+    names all three (the CLI prints it as the field error)."""
+    with pytest.raises(ValueError) as e:
+        Workload(batch=batch, new_tokens=new_tokens, context=context)
+    assert str(e.value) == f"invalid workload: batch {batch}, new tokens {new_tokens}, context {context}"
+    assert Workload(batch=1, new_tokens=4, context=4).tokens == 4  # the edge S = T is a prefill
+
+
 def test_a_dense_model_s_tokens_use_every_parameter():
     """Without experts every token runs every weight: active parameters equal the total for each dense
     bundled spec, hybrids with convolutions and hyper-connection mixes included."""
@@ -219,3 +230,38 @@ def test_a_linear_layer_s_state_is_one_matrix_per_head():
                     assert (d.qk_dim, d.v_dim) == (1, 1), name
                 seen.add(bool(d.state_values))
     assert seen == {True, False}
+
+
+def test_every_op_in_every_list_runs_at_least_once():
+    """An op of count 0 is a kernel no layer runs: --measure would time it and a calibrated step charge
+    its dispatch. Over every bundled spec and HF fixture (pure Mamba models have no FFN and no softmax
+    attention; Nemotron-H has FFN-only and mixer-only blocks), each op runs in at least one layer."""
+    from pathlib import Path
+
+    from tests.conftest import BUNDLED
+    from archcalc.ops.layers import model_ops
+    from archcalc.spec.catalog import load_model
+
+    fixtures = sorted(str(p) for p in (Path(__file__).parents[1] / "data" / "hf").glob("*.json"))
+    for name in [*BUNDLED, *fixtures]:
+        idle = [op.name for op in model_ops(load_model(name)[0], Workload.forward(4)) if op.count < 1]
+        assert not idle, (name, idle)
+
+
+def test_a_norm_without_a_kind_names_the_two_kinds():
+    with pytest.raises(ValueError) as e:
+        ops.norm("layers.x", Workload(), 8, None, False)
+    assert str(e.value) == "op layers.x: a norm needs its kind; valid: ('rmsnorm', 'layernorm')"
+
+
+def test_an_embedding_looks_up_one_row_per_token():
+    """transformers' embed_tokens(input_ids): B × T lookups of one D-wide row each, the rows the
+    --measure kernel gathers (GPT-2: 3 sequences of 2 tokens, D = 768)."""
+    import torch
+
+    from archcalc.measure.kernels import kernel
+    from archcalc.ops.layers import model_ops
+    from tests.conftest import spec_of
+
+    (emb,) = [o for o in model_ops(spec_of("gpt2"), Workload(batch=3, new_tokens=2, context=2)) if o.name == "embedding"]
+    assert tuple(kernel(emb, torch.device("cpu"), torch.float32).run(0).shape) == (6, 768)

@@ -539,3 +539,71 @@ def test_mtp_modules_follow_the_model_s_norms_and_their_count():
     assert param_counts(ops_).total == 2 * (hf_layer + 2 * D * D + 2 * V * D)
     copies = [op for op in ops_ if op.name in ("mtp.embedding", "mtp.head")]
     assert weight_bytes(copies, "int4") == 2 * 2 * V * D * 2
+
+
+# The tensors each elementwise line of transformers' modeling code reads (one [m, width] tensor
+# each) and writes (one): act_bytes = (read + written) × m × width × 2 B in bf16.
+ELEMENTWISE_TRAFFIC = [
+    # GPT2Model.forward: hidden_states = inputs_embeds + position_embeds
+    ("gpt2", "position.add", 2 + 1),
+    # LlamaDecoderLayer.forward: hidden_states = residual + hidden_states
+    ("llama-3.1-8b", "layers.residual.add", 2 + 1),
+    # GPTJBlock.forward: hidden_states = attn_output + feed_forward_hidden_states + residual
+    ("gpt-j-6b", "layers.residual.add", 3 + 1),
+    # MixtralExperts: act_fn(gate) * up over each routed token's gate and up halves
+    ("mixtral-8x7b", "layers.moe.experts.act", 2 + 1),
+    # LlamaMLP: act_fn(gate_proj(x)) * up_proj(x)
+    ("llama-3.1-8b", "layers.ffn.act", 2 + 1),
+]
+
+
+@pytest.mark.parametrize("name, op_name, tensors", ELEMENTWISE_TRAFFIC)
+def test_an_elementwise_op_moves_the_tensors_its_hf_line_reads_and_writes(name, op_name, tensors):
+    wl = Workload(batch=2, new_tokens=3, context=3)
+    (op,) = [o for o in model_ops(spec_of(name), wl) if o.name == op_name]
+    assert op.act_bytes == tensors * op.dims.m * op.dims.width * 2
+
+
+def test_a_norm_without_a_weight_skips_the_final_scale():
+    """RMSNorm is pow, sum, div, mul by g (4 per element) and LayerNorm with neither weight nor bias
+    LLM-Viewer's 7 less the bias add and the weight mul (5): OLMo-1B's non-parametric LayerNorm
+    (transformers' OlmoLayerNorm: F.layer_norm with no weight, no bias) and Llama 4's weightless L2
+    q/k norm (Llama4TextL2Norm: x · rsqrt(mean(x²) + eps)), per element, in the detailed convention."""
+    wl = Workload(batch=1, new_tokens=3, context=3)
+    olmo = {o.name: o for o in model_ops(load_model("tests/data/hf/olmo-1b-hf.json")[0], wl, DETAILED)}
+    norm = olmo["layers.attn.norm"]
+    assert (norm.params, norm.vector_flops) == (0, 5 * 3 * 2048)
+    scout = {o.name: o for o in model_ops(spec_of("llama-4-scout"), wl, DETAILED)}
+    q = scout["layers.attn.q_norm"]
+    assert (q.params, q.vector_flops) == (0, 3 * 3 * 40 * 128)  # 40 query heads of 128, rows (token, head)
+
+
+def test_a_masked_window_reads_every_key_and_a_decode_query_its_window():
+    """K/V bytes an attention step moves: the keys it reads plus the T tokens it appends. Under SDPA a
+    sliding window in prefill is a mask over every key (transformers hands SDPA the whole K/V with a
+    window mask), where a kernel that skips (the causal convention: FlashAttention's window_size) reads
+    the window before the first query and the chunk itself; a decode query reads only its window's
+    keys. 4 heads over 2 K/V heads of 8 (kv_width 2·2·8 = 32 values), bf16."""
+    sdpa, causal = CONVENTIONS["sdpa"], CONVENTIONS["causal"]
+
+    def kv_bytes(convention, t, s):
+        wl = Workload(batch=1, new_tokens=t, context=s)
+        return ops.attention("a", wl, convention, n_heads=4, kv_heads=2, qk_dim=8, v_dim=8, kv_width=32,
+                             window=16, layer_kind="local").kv_bytes
+
+    assert kv_bytes(sdpa, 8, 64) == (64 + 8) * 32 * 2
+    assert kv_bytes(sdpa, 2, 64) == (64 + 2) * 32 * 2
+    assert kv_bytes(causal, 8, 64) == (16 + 8 - 1 + 8) * 32 * 2
+    assert kv_bytes(sdpa, 1, 64) == kv_bytes(causal, 1, 64) == (16 + 1) * 32 * 2
+
+
+def test_sparse_attention_prefill_reads_every_key_and_decode_its_top_k():
+    """DeepSeek-V3.2's queries each pick their top 2,048 keys (the indexer's topk): a decode query reads
+    2,048 cached latents, a prefill's queries pick among all S, so the step reads every key. The
+    latent is 512 + 64 values (kv_lora_rank + qk_rope_head_dim), bf16, plus the T appended."""
+    core = {}
+    for t, s in ((1, 8192), (4096, 8192)):
+        wl = Workload(batch=1, new_tokens=t, context=s)
+        core[t] = next(o for o in model_ops(spec_of("deepseek-v3.2"), wl) if o.name == "layers.attn.core")
+    assert core[1].kv_bytes == (2048 + 1) * 576 * 2
+    assert core[4096].kv_bytes == (8192 + 4096) * 576 * 2

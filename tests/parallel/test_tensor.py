@@ -299,3 +299,33 @@ def test_rank_dims_are_whole_numbers_and_leave_whole_ops_alone():
             assert rank_dims(op, 1) is op.dims
             if op.tp == "replicated":
                 assert d is op.dims
+
+
+# Each op's vLLM layer class (vllm/model_executor/models/*.py) and the share of its weight (and work)
+# one of 8 ranks holds: ReplicatedLinear (and a plain torch Linear) whole, Column/RowParallelLinear 1/8.
+VLLM_LINEAR_CLASSES = {
+    # deepseek_v2.py, DeepseekV2Attention: q_a_proj and kv_a_proj_with_mqa ReplicatedLinear (the
+    # latent is whole on every rank), q_b_proj / kv_b_proj ColumnParallelLinear, o_proj RowParallelLinear
+    "deepseek-v3": {"layers.attn.q_a": 1.0, "layers.attn.kv_a": 1.0, "layers.attn.q_b": 1 / 8,
+                    "layers.attn.kv_b": 1 / 8, "layers.attn.o": 1 / 8},
+    # without q_lora_rank: q_proj ColumnParallelLinear beside the replicated kv_a_proj_with_mqa
+    "deepseek-v2-lite": {"layers.attn.q": 1 / 8, "layers.attn.kv_a": 1.0, "layers.attn.kv_b": 1 / 8},
+    # opt.py, OPTDecoder: project_in / project_out ReplicatedLinear (word_embed_proj_dim != hidden_size),
+    # "Positional embeddings are replicated (not sharded)"
+    "opt-350m": {"embedding.project_in": 1.0, "lm_head.project_out": 1.0, "position.embedding": 1.0,
+                 "layers.ffn.up": 1 / 8},
+    # qwen2_moe.py, Qwen2MoeSparseMoeBlock: shared_expert_gate a plain torch.nn.Linear(hidden, 1)
+    "qwen1.5-moe-a2.7b": {"layers.moe.shared_gate": 1.0, "layers.moe.shared.up": 1 / 8},
+    # ParallelLMHead splits the vocabulary; layers/logits_processor.py, LogitsProcessor.forward soft-caps
+    # the logits after _get_logits gathers them to one rank: the whole [m, V] there
+    "gemma-2-9b": {"lm_head": 1 / 8, "lm_head.softcap": 1.0},
+}
+
+
+@pytest.mark.parametrize("name", sorted(VLLM_LINEAR_CLASSES))
+def test_each_projection_shards_as_vllm_s_layer_class(name):
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "data" / "hf" / f"{name}.json"
+    ops = {op.name: op for op in model_ops(load_model(str(path))[0], Workload())}
+    assert {n: weight_share(ops[n], 8) for n in VLLM_LINEAR_CLASSES[name]} == VLLM_LINEAR_CLASSES[name]

@@ -836,12 +836,13 @@ def test_fused_projections_are_the_checkpoints(name):
         assert fused == (op_name in widths and spec.architecture in table), op_name
 
 
+@pytest.mark.parametrize("name", ["mamba-130m-hf", "mamba-codestral-7b"])
 @pytest.mark.parametrize("use_bias, use_conv_bias", [(True, False), (True, True), (False, False)])
-def test_mamba_bias_switches_equal_hf_numel(tmp_path, use_bias, use_conv_bias):
-    """MambaConfig's use_bias (in_proj and out_proj biases) and use_conv_bias (the depthwise conv's),
-    which no released Mamba flips from (False, True): our count on a config with each switch flipped
-    equals transformers' MambaForCausalLM built from it."""
-    cfg = {**_raw("mamba-130m-hf"), "use_bias": use_bias, "use_conv_bias": use_conv_bias}
+def test_mamba_bias_switches_equal_hf_numel(tmp_path, name, use_bias, use_conv_bias):
+    """MambaConfig's and Mamba2Config's use_bias (in_proj and out_proj biases) and use_conv_bias (the
+    depthwise conv's), which no released Mamba flips from (False, True): our count on a config with
+    each switch flipped equals transformers' MambaForCausalLM / Mamba2ForCausalLM built from it."""
+    cfg = {**_raw(name), "use_bias": use_bias, "use_conv_bias": use_conv_bias}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
     with torch.device("meta"):
@@ -862,3 +863,118 @@ def test_lightning_activation_covers_the_whole_qkv_projection():
     assert ops_["layers.linear.act"].dims.width == attn.qkv_proj.out_features
     assert (ops_["layers.linear.act"].dims.fn, type(attn.act_fn).__name__) == ("silu", "SiLUActivation")
     assert ops_["layers.linear.gate"].dims.width == attn.output_gate.out_features
+
+
+MLA = [n for n in CONFIGS if "kv_lora_rank" in _raw(n)]
+
+
+@pytest.mark.parametrize("name", MLA)
+def test_mla_rope_rotates_what_hf_rotates(name, monkeypatch):
+    """MLA rotates each query head's rope part and the one rope key every head shares (and
+    DeepSeek-V3.2's indexer its own queries' and key's rope parts): the values per token that the
+    model's apply_rotary_pos_emb* receive, summed over one meta forward, equal our rope op's width
+    times its layers (DeepSeek-V2's apply_rotary_emb takes complex frequencies, the others cos and sin)."""
+    import sys
+
+    model = hf_model(name)
+    modeling = sys.modules[type(model).__module__]
+    seen = []
+    for attr in [a for a in vars(modeling) if a.startswith("apply_rotary")]:
+        def recording(q, k, *args, _f=getattr(modeling, attr), **kwargs):
+            seen.append(q.numel() + k.numel())
+            return _f(q, k, *args, **kwargs)
+        monkeypatch.setattr(modeling, attr, recording)
+    tokens = 5
+    with torch.no_grad():
+        model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True)
+    from archcalc.ops.layers import model_ops
+    rope = [op for op in model_ops(spec_of(name), Workload.forward(tokens)) if op.name == "layers.attn.rope"]
+    assert len(rope) == 1 and seen
+    assert rope[0].dims.width * rope[0].count == sum(seen) // tokens
+
+
+@pytest.mark.parametrize("name", ["nemotron-3-nano-30b-a3b", "granite-4.0-h-tiny", "jamba-1.5-mini"])
+def test_one_residual_add_per_hf_sublayer(name):
+    """NemotronHBlock holds one mixer (Mamba-2, attention, MoE or MLP) and adds one residual;
+    Granite-4.0-H's and Jamba's decoder layers hold a mixer and an FFN and add two. Our residual
+    adds equal the mixers and FFNs transformers' model holds."""
+    from archcalc.ops.layers import model_ops
+
+    model = hf_model(name)
+    kinds = [type(m).__name__ for m in model.modules()]
+    sublayers = (kinds.count("NemotronHBlock") if "NemotronHBlock" in kinds
+                 else 2 * sum(k.endswith("DecoderLayer") for k in kinds))
+    (add,) = [op for op in model_ops(spec_of(name), Workload.forward(2)) if op.name == "layers.residual.add"]
+    assert add.count == sublayers
+
+
+@pytest.mark.parametrize("name", ["opt-350m", "gemma-2-9b", "llama-3.2-1b"])
+def test_prefill_logits_at_the_last_token_equal_hf_logits_to_keep(name):
+    """An engine's prefill computes logits at each sequence's last token only: transformers'
+    logits_to_keep=1 (lm_head over hidden_states[:, -1:], and Gemma 2's soft-cap on those rows).
+    OPT-350m's project_out is the decoder's last layer, so it runs on every position (as in vLLM's
+    OPTDecoder). FlopCounterMode's count of that forward equals ours for Workload(logits="last")."""
+    from archcalc.ops.layers import model_ops
+
+    batch, tokens = 2, 6
+    model = hf_model(name)
+    ids = torch.zeros(batch, tokens, dtype=torch.long, device="meta")
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+    assert out.logits.shape[:2] == (batch, 1)
+    wl = Workload(batch=batch, new_tokens=tokens, context=tokens, logits="last")
+    assert size(spec_of(name), wl, CONVENTIONS["torch"]).flops.forward == counter.get_total_flops()
+    rows = {"lm_head": batch, "lm_head.softcap": batch, "lm_head.project_out": batch * tokens}
+    for op in model_ops(spec_of(name), wl):
+        if op.name in rows:
+            assert op.dims.m == rows[op.name], op.name
+
+
+def test_attention_sinks_and_learned_activation_scalars_are_read_every_step():
+    """gpt-oss's GptOssAttention.sinks (one learned logit per head) and Apertus' XIELUActivation
+    alpha_p / alpha_n are parameters every token runs: active like the weights around them, and bytes
+    a decode step reads (bf16), as many as transformers' modules hold."""
+    from archcalc.ops.layers import model_ops
+
+    for name, module, op_name in (("gpt-oss-20b", "GptOssAttention", "layers.attn.core"),
+                                  ("apertus-8b", "XIELUActivation", "layers.ffn.act")):
+        held = next(m for m in hf_model(name).modules() if type(m).__name__ == module)
+        own = sum(p.numel() for n, p in held.named_parameters(recurse=False))
+        ops_ = [o for o in model_ops(spec_of(name), Workload.decode(16)) if o.name.startswith(op_name)]
+        assert ops_ and all((o.params, o.active_params, o.weight_bytes) == (own, own, 2 * own) for o in ops_), name
+
+
+def test_a_dense_fixture_s_tokens_use_every_parameter():
+    """Without experts every token runs every weight, learned activation scalars, sinks and
+    hyper-connection scalars included: active = total, for every dense fixture."""
+    dense = [n for n in CONFIGS if spec_of(n).ffn.moe is None and spec_of(n).vision is None]
+    assert len(dense) > 40
+    for name in dense:
+        p = size(spec_of(name), Workload(), CONVENTIONS["causal"]).params
+        assert p.active == p.total, name
+
+
+@pytest.mark.parametrize("pattern, mixers, ffns", [("EEM*M", 3, 2), ("EMEEM", 2, 3)])
+def test_a_nemotron_h_pattern_with_lone_ffn_and_lone_mixer_blocks(tmp_path, pattern, mixers, ffns):
+    """No released Nemotron-H starts with an FFN block or runs two FFN blocks in a row, but the
+    pattern allows it: "EEM*M" is two MoE blocks without a mixer, then a Mamba-2, an attention and a
+    Mamba-2 block without an FFN; "EMEEM" has no attention at all. Our parameters equal transformers'
+    numel for each, and we add one residual and one norm per NemotronHBlock (5), plus the final norm,
+    and list no op that no layer runs."""
+    from archcalc.ops.layers import model_ops
+
+    cfg = {**_raw("nemotron-3-nano-30b-a3b"), "hybrid_override_pattern": pattern, "num_hidden_layers": 5}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**cfg), dtype=DTYPE)
+    spec = load_model(str(path))[0]
+    assert spec.attention_layers["none"] > 0 and spec.ffn_layers["none"] > 0
+    assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == sum(p.numel() for p in model.parameters())
+    ops_ = model_ops(spec, Workload.forward(2))
+    blocks = sum(type(m).__name__ == "NemotronHBlock" for m in model.modules())
+    assert blocks == 5
+    assert sum(o.count for o in ops_ if o.name == "layers.residual.add") == blocks
+    norms = {o.name: o.count for o in ops_ if o.name in ("layers.attn.norm", "layers.ffn.norm")}
+    assert norms == {"layers.attn.norm": mixers, "layers.ffn.norm": ffns}  # NemotronHBlock.norm of each block
+    assert all(o.count >= 1 for o in ops_)
