@@ -17,7 +17,7 @@ package and every survivor, and treats as equivalent exactly the mutants
 listed in scripts/equivalent_mutants.toml, each with the reason no test can
 tell it from the original.  Exit status 1 when fewer than TARGET of the
 mutants are killed, when a survivor is not listed, or when a listed mutant no
-longer survives (the list must stay true).  Needs Python ≥ 3.11 (tomllib).
+longer survives or no longer exists (the list must stay true).  Needs Python ≥ 3.11 (tomllib).
 
 mutants/ is not committed (it is a copy of the tree), so a new checkout would start the whole
 pass again (hours on two cores).  --save keeps what the pass decided, per function: mutmut's hash
@@ -260,6 +260,7 @@ def main() -> int:
             by_package[pkg]["survived" if code in SURVIVED else f"exit {code}"] += 1
             survivors.append((name, code))
     stale = [n for n in listed if codes.get(n) is not None and codes[n] not in SURVIVED]
+    gone = [n for n in listed if n not in codes]  # renumbered or removed since it was listed
     lines = [f"{'package':<20} {'killed':>7} {'equiv':>6} {'other':>6} {'checked':>8} {'score':>7}"]
     total_killed = total_checked = total_equivalent = 0
     for pkg in (*PACKAGES, "other"):
@@ -286,12 +287,15 @@ def main() -> int:
     if stale:
         lines += ["", "listed as equivalent but no longer surviving (remove from scripts/equivalent_mutants.toml):"]
         lines += [f"  {name}" for name in stale]
+    if gone:
+        lines += ["", "listed as equivalent but not a mutant of the current code (renumbered or removed):"]
+        lines += [f"  {name}" for name in gone]
     print("\n".join(lines))
     if args.write:
         write_page(lines)
     if args.save:
         print(f"saved {save()} mutants' results in {SAVED.relative_to(ROOT)}")
-    return 0 if raw >= TARGET and not survivors and not stale else 1
+    return 0 if raw >= TARGET and not survivors and not stale and not gone else 1
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ def test_the_report_counts_what_mutmut_wrote_and_keeps_it_in_the_page(tmp_path, 
     codes |= {"archcalc.ops.layers.x_f__mutmut_18": 0, "archcalc.ops.layers.x_f__mutmut_19": 0,
               "archcalc.ops.layers.x_f__mutmut_20": None, "archcalc.cost.rates.x_g__mutmut_1": 36}
     (tmp_path / "mutants" / "archcalc" / "x.py.meta").write_text(json.dumps({"exit_code_by_key": codes}))
-    (tmp_path / "eq.toml").write_text('["archcalc.ops.layers.x_f__mutmut_19"]\nreason = "r"\n')
+    (tmp_path / "eq.toml").write_text('["archcalc.ops.layers.x_f__mutmut_19"]\nreason = "r"\n'
+                                      '["archcalc.ops.layers.x_f__mutmut_99"]\nreason = "renumbered"\n')
     page = tmp_path / "mutation.md"
     page.write_text(f"head\n{m.BEGIN}\nold\n{m.END}\ntail\n")
     monkeypatch.setattr(m, "MUTANTS", tmp_path / "mutants")
@@ -43,6 +44,7 @@ def test_the_report_counts_what_mutmut_wrote_and_keeps_it_in_the_page(tmp_path, 
     text = page.read_text()
     assert text.startswith("head\n") and text.endswith(f"{m.END}\ntail\n") and "old" not in text
     assert "x_f__mutmut_18  exit 0" in text
+    assert "not a mutant of the current code (renumbered or removed):\n  archcalc.ops.layers.x_f__mutmut_99" in text
 
 
 def test_saved_results_come_back_as_the_meta_files_mutmut_continues_from(tmp_path, monkeypatch):
