@@ -29,7 +29,7 @@ NO_COST_KEYS = {
     "_commit_hash", "auto_map", "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
     "use_cache", "initializer_range", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps",
     "norm_epsilon", "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop",
-    "residual_dropout", "embedding_dropout", "classifier_dropout", "summary_activation", "summary_first_dropout",
+    "residual_dropout", "embedding_dropout", "embed_dropout", "classifier_dropout", "summary_activation", "summary_first_dropout",
     "summary_proj_to_labels", "summary_type", "summary_use_proj", "task_specific_params", "pretraining_tp",
     "router_aux_loss_coef", "output_router_logits", "aux_loss_alpha", "seq_aux", "norm_topk_prob",
     "routed_scaling_factor", "scoring_func", "topk_method", "n_group", "topk_group", "ep_size",
@@ -1374,7 +1374,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
         "olmo2", "phi3", "cohere", "granite", "smollm3", "stablelm", "exaone4", "olmoe",
         "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
-        "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "apertus", "helium", "arcee", "minimax_m2",
+        "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "exaone", "apertus", "helium", "arcee", "minimax_m2",
         "ministral", "ministral3", "vaultgemma", "glm", "internlm3", "solar_open", "nanochat", "jais2", "flex_olmo",
         "hunyuan_v1_moe")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
