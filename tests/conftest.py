@@ -37,9 +37,10 @@ def _own_calibration_dir(tmp_path_factory, monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
-    """Each test computes its own numbers: the op-list and training caches start empty (a cached
-    value computed by another test, or by mutmut's parent process, would hide a mutant)."""
-    for module, name in (("archcalc.cost.roofline", "_OPS_CACHE"), ("archcalc.training.memo", "_CACHE")):
+    """Each test computes its own numbers: the op-list, critical-batch and training caches start empty
+    (a cached value computed by another test, or by mutmut's parent process, would hide a mutant)."""
+    for module, name in (("archcalc.cost.roofline", "_OPS_CACHE"), ("archcalc.cost.roofline", "_CRITICAL_CACHE"),
+                         ("archcalc.training.memo", "_CACHE")):
         loaded = sys.modules.get(module)
         if loaded is not None:
             getattr(loaded, name).clear()

@@ -770,3 +770,39 @@ def test_a_calibrated_step_counts_attention_as_sdpa_runs_it():
     causal_pairs = 4096 * 4097 // 2 + (8192 - 4096) * 4096  # min(p + 1, 4096) keys for query p
     assert next(t.op for t in step(spec, wl, peak).ops if t.op.kind == "attention").flops == \
         2 * causal_pairs * 32 * 256
+
+
+def test_the_step_critical_batch_is_searched_up_to_65536_sequences():
+    """roofline's step critical batch (the whole decode step, attention included) is searched up to
+    2^16 sequences; past it the answer is None, where critical_batch's own default reaches 2^20. On an
+    H100 with 2.5588× less bandwidth Llama-3.1-8B's step at context 64 first turns compute-bound at
+    90,886 sequences (the activations' bytes, which grow with the batch like the FLOPs, keep it
+    memory-bound almost to the ridge): None in the prediction."""
+    from archcalc.cost.roofline import critical_batch
+
+    spec = spec_of("llama-3.1-8b")
+    slow = H100.model_copy(update={"memory_bandwidth": H100.memory_bandwidth / 2.5587711334228516})
+    p = predict(spec, slow, prompt=32, context=64, gen=32, batch=1)[0]
+    assert critical_batch(spec, 64, p.rates, weights_only=False) == 90_886
+    assert p.step_critical_batch is None
+
+
+@pytest.mark.parametrize("margin, answer", [
+    (lambda b: b - 1, 1),  # batch 1 exactly at the ridge: math time = memory time counts as compute-bound
+    (lambda b: b - 2, 2),  # batch 2 exactly at it, batch 1 below
+    (lambda b: 0 if b >= 64 else -1, 64),  # flat below the ridge, reached exactly at the limit
+    (lambda b: -1, None),  # never
+])
+def test_the_critical_batch_at_an_exact_ridge(monkeypatch, margin, answer):
+    """The critical batch is the smallest B whose decode math time is at least its memory time (≥, as
+    the scan above counts it), up to the limit: on margins (math − memory, seconds) that hit 0.0 exactly,
+    where the search's comparisons decide. The step's ops are replaced by one whose math time is the
+    margin."""
+    from types import SimpleNamespace
+
+    from archcalc.cost import roofline
+
+    monkeypatch.setattr(roofline, "_decode_ops", lambda spec, context, batch, rates, tp, dtypes: [batch])
+    monkeypatch.setattr(roofline, "time_op", lambda b, rates: SimpleNamespace(t_math=float(margin(b)), t_memory=0.0))
+    peak = rate_sets(H100, Workload())[0]
+    assert roofline._critical_batch(spec_of("debug"), 64, peak, False, 64, 1, {}) == answer

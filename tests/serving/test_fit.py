@@ -637,3 +637,17 @@ def test_unknown_engine_and_cache_type_lines_list_what_is_valid():
         engine_named("vllm").kv_bytes_per_value("nf4")
     assert str(e.value) == ("--kv-dtype: 'nf4' is not a KV-cache type of engine vllm; "
                             "valid: fp32, bf16, fp16, fp8, int8, fp8_e4m3, fp8_e5m2")
+
+
+def test_a_fresh_interpreter_registers_each_engine_as_an_instance():
+    """@register runs when the engines' modules are imported: in a new interpreter (the working
+    directory's archcalc first, as `python -c` puts it on sys.path) every name `fit --engine` takes
+    maps to an Engine of that name. (A test process that has imported the package already holds the
+    registry its import built, so this one asks a new interpreter.)"""
+    import subprocess
+    import sys
+
+    code = ("from archcalc.serving.engines import ENGINES; from archcalc.serving.engines.base import Engine; "
+            "print(sorted(n for n, e in ENGINES.items() if isinstance(e, Engine) and e.name == n))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str(sorted(ENGINES))
