@@ -64,6 +64,10 @@ def results() -> dict[str, int | None]:
     return out
 
 
+def _head() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+
 def _mutant_number(name: str) -> tuple[str, int]:
     function, _, number = name.rpartition("__mutmut_")
     return function, int(number)
@@ -84,7 +88,7 @@ def save() -> int:
             kept += 1
         files[str(meta.relative_to(MUTANTS).with_suffix(""))] = {
             "hash_by_function_name": data["hash_by_function_name"], "codes": dict(codes)}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = _head()
     SAVED.write_text(json.dumps({"commit": commit, "written": f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
                                  "files": files}, indent=1, sort_keys=True) + "\n")
     return kept
@@ -207,7 +211,7 @@ def write_page(lines: list[str]) -> None:
     page = PAGE.read_text()
     head, rest = page.split(BEGIN, 1)
     tail = rest.split(END, 1)[1]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    commit = _head()
     stamp = f"Read {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC at commit {commit}:"
     PAGE.write_text(head + BEGIN + "\n" + stamp + "\n\n```\n" + "\n".join(lines) + "\n```\n" + END + tail)
 
@@ -235,6 +239,9 @@ def main() -> int:
     # One thread per BLAS/OpenMP pool: mutmut forks a process per mutant, and a fork of a parent
     # holding thread pools can deadlock on a futex (a hung mutant, not a killed one).
     single = {k: "1" for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
+    # CI's hypothesis profile (tests/conftest.py): the same examples for every mutant and every run, so a
+    # verdict does not hang on which random examples a run drew.
+    single["CI"] = "true"
     if args.recheck:
         recheck(single, equivalent(), args.run, args.undecided, args.tests)
     elif not args.report:
