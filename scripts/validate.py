@@ -32,6 +32,7 @@ import platform
 import statistics
 import sys
 import time
+import traceback
 from collections import defaultdict
 from pathlib import Path
 
@@ -42,12 +43,14 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import published  # noqa: E402
 
+from archcalc.cost.totals import size  # noqa: E402
 from archcalc.cost.roofline import predict, prefill_workload, step  # noqa: E402
 from archcalc.hardware.calibration import load_calibration, save_calibration  # noqa: E402
 from archcalc.hardware.profile import calibrated_profile  # noqa: E402
 from archcalc.measure.calibrate import TORCH_DTYPES, calibrate  # noqa: E402
 from archcalc.measure.endtoend import REUSING_MALLOC, time_hf, time_reference  # noqa: E402
 from archcalc.measure.steps import measure_step, session  # noqa: E402
+from archcalc.ops.conventions import CONVENTIONS  # noqa: E402
 from archcalc.ops.workload import Workload  # noqa: E402
 from archcalc.spec.catalog import spec_from_dict  # noqa: E402
 from archcalc.spec.hf import spec_dict_from_config  # noqa: E402
@@ -68,19 +71,30 @@ SHRUNK = {
         "moe_intermediate_size": 512, "shared_expert_intermediate_size": 2048, "num_experts": 16,
         "num_experts_per_tok": 4, "vocab_size": 32000, "intermediate_size": 2048}),
 }
+# Full size, for a GPU that holds them (random weights, bf16): every key as published.
+REAL = {
+    "llama-3.1-8b (GQA 32/8, SwiGLU)": ("llama-3.1-8b.json", {}),
+    "gemma-2-9b (sliding 1:1, window 4096, softcaps)": ("gemma-2-9b.json", {}),
+    "qwen1.5-moe-a2.7b (60 experts top-4, shared expert)": ("qwen1.5-moe-a2.7b.json", {}),
+}
 # (phase, batch, prompt or context)
 SHAPES = [("prefill", 1, 128), ("prefill", 1, 512), ("prefill", 4, 256), ("decode", 1, 512), ("decode", 4, 512),
           ("decode", 1, 2048)]
+REAL_SHAPES = [("prefill", 1, 512), ("prefill", 1, 4096), ("prefill", 8, 1024), ("decode", 1, 2048),
+               ("decode", 1, 8192), ("decode", 32, 2048)]
 GEN = 8  # decode steps timed end to end (the median step is kept)
 OP_CLASSES = ("matmul", "attention", "norm", "elementwise", "gather")
+MEASURED = ("kernels", "reference", "hf")
 
 
-def shrunk(name: str) -> tuple[dict, object]:
-    file, over = SHRUNK[name]
+def model_config(name: str, models: dict) -> tuple[dict, object]:
+    """The config.json dict of a validation model (with its overrides) and archcalc's spec of it."""
+    file, over = models[name]
     cfg = {**json.loads((HF / file).read_text()), **over}
-    cfg.pop("layer_types", None)  # recomputed by transformers for the new depth
+    if over:
+        cfg.pop("layer_types", None)  # recomputed by transformers for the new depth
     data, _ = spec_dict_from_config(copy.deepcopy(cfg), file)
-    data["name"] = name.split(" ")[0] + "-shrunk"
+    data["name"] = name.split(" ")[0] + ("-shrunk" if over else "")
     return cfg, spec_from_dict(data, file)
 
 
@@ -91,9 +105,13 @@ def stats(errors: list[float]) -> str:
     return f"{statistics.median(a):.0%} / {max(a):.0%}"
 
 
-def run(args) -> str:
+def measure(args) -> dict:
+    """Calibrate (or reuse a calibration), then measure every case; the results as one JSON-able dict,
+    written to args.json after every case so that a run stopped part-way keeps what it measured."""
     s = session(args.device, "bf16")
     tdtype = TORCH_DTYPES[s.dtype]
+    real = args.size == "real" or (args.size == "auto" and s.device.type == "cuda")
+    models, shapes = (REAL, REAL_SHAPES) if real else (SHRUNK, SHAPES)
     torch.manual_seed(0)
     t0 = time.perf_counter()
     if args.calibration:
@@ -104,84 +122,147 @@ def run(args) -> str:
         save_calibration(cal, ROOT / "docs" / f"calibration-{s.device.type}.yaml")
     t_cal = time.perf_counter() - t0
     hw = calibrated_profile(cal)
-    labels = None
+    try:
+        import transformers
+        hf_version = transformers.__version__
+    except ImportError:
+        hf_version = None
+    results = {
+        "schema": "archcalc.validation/1",
+        "date": f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M}",
+        "device": {"name": cal.device.name, "kind": cal.device.kind, "threads": cal.device.threads,
+                   "host": platform.platform(), "profile": hw.name},
+        "versions": {"torch": torch.__version__, "transformers": hf_version, "python": platform.python_version()},
+        "dtype": s.dtype, "notes": list(s.notes), "allocator": allocator(),
+        "calibration": {"quick": args.quick, "reused": args.calibration, "seconds": t_cal,
+                        "best_matmul_flops": max(2 * p.m * p.k * p.n / p.seconds for p in cal.matmul),
+                        "read_bytes_per_s": cal.bandwidth.read_bytes_per_s,
+                        "copy_bytes_per_s": cal.bandwidth.copy_bytes_per_s, "launch_s": cal.launch_s,
+                        "dispatch_s": cal.dispatch_s, "step_slowdown": cal.step_slowdown},
+        "size": "real" if real else "shrunk", "runs": args.runs, "gen": GEN, "measure_seconds": 0.0,
+        "cases": [],
+    }
+    for name in models:
+        if args.models and not any(m in name for m in args.models):
+            continue
+        cfg, spec = model_config(name, models)
+        dtypes = {"weight_dtype": s.dtype, "act_dtype": s.dtype, "kv_dtype": s.dtype}
+        rate_sets = [p.rates for p in predict(spec, hw, prompt=128, context=256, gen=2, batch=1, **dtypes)]
+        for phase, batch, length in shapes[: args.limit]:
+            print(f"{name}: {phase} batch {batch} × {length}", flush=True)
+            case = {"model": name, "phase": phase, "batch": batch, "tokens": length}
+            try:
+                case.update(measure_case(spec, cfg, name, phase, batch, length, rate_sets, s, tdtype, args, results))
+            except Exception as e:  # a case that fails is recorded and the run goes on (one GPU lease)
+                traceback.print_exc()
+                case["error"] = f"{type(e).__name__}: {e}"
+            results["cases"].append(case)
+            if args.json:
+                Path(args.json).write_text(json.dumps(results, indent=1))
+            if s.device.type == "cuda":
+                torch.cuda.empty_cache()
+    return results
+
+
+def measure_case(spec, cfg, name, phase, batch, length, rate_sets, s, tdtype, args, results) -> dict:
+    dtypes = {"weight_dtype": s.dtype, "act_dtype": s.dtype, "kv_dtype": s.dtype}
+    wl = (prefill_workload(length, batch, **dtypes) if phase == "prefill"
+          else Workload.decode(length + 1, batch, **dtypes))
+    steps = [step(spec, wl, r) for r in rate_sets]
+    samples = defaultdict(list)
+    peak = None
+    for _ in range(args.runs):  # the three measurements interleaved, the median of each kept
+        t1 = time.perf_counter()
+        m = measure_step(spec, wl, phase, s)
+        results["measure_seconds"] += (time.perf_counter() - t1) / args.runs
+        hf = time_hf(cfg, prompt=length, batch=batch, decode_steps=GEN, device=str(s.device), dtype=tdtype,
+                     attn_implementation="eager" if "gemma" in name else "sdpa")
+        ref = time_reference(spec, prompt=length, batch=batch, decode_steps=GEN, device=str(s.device),
+                             dtype=tdtype)
+        samples["kernels"].append(m.time)
+        samples["reference"].append(ref.prefill_s if phase == "prefill" else ref.decode_step_s)
+        samples["hf"].append(hf.prefill_s if phase == "prefill" else hf.decode_step_s)
+        peak = hf.peak_bytes
+    measured = m.by_name()
+    ops_out = []
+    for i, o in enumerate(steps[0].ops):
+        mo = measured[o.op.name]
+        ops_out.append({"name": o.op.name, "kind": o.op.kind, "count": o.op.count, "flops": o.flops,
+                        "measured_s": mo.seconds, "predicted_s": {st.rates.label: st.ops[i].time for st in steps}})
+    # What the HF run holds at its peak, as archcalc sizes it: the weights and the KV cache at the last
+    # decode step's context (its activations are the rest of the measured peak).
+    sized = size(spec, Workload(batch=batch, new_tokens=1, context=length + GEN, **dtypes), CONVENTIONS["causal"])
+    return {
+        "predicted_s": {st.rates.label: st.time for st in steps},
+        "predicted_kernels_s": {st.rates.label: st.kernel_time for st in steps},
+        "measured_s": {k: statistics.median(v) for k, v in samples.items()},
+        "flops": steps[0].flops, "ops": ops_out, "hf_peak_bytes": peak,
+        "weight_bytes": sized.weight_bytes[s.dtype], "kv_bytes": sized.kv.bytes,
+    }
+
+
+def page(r: dict, args) -> str:
+    cases = [c for c in r["cases"] if "error" not in c]
+    labels = list(cases[0]["predicted_s"]) if cases else []
+    cpu = r["device"]["kind"] == "cpu"
     step_err: dict[tuple[str, str, str], list[float]] = defaultdict(list)  # (label, phase, what) -> errors
     class_err: dict[tuple[str, str], list[float]] = defaultdict(list)  # (label, class) -> errors
     share: dict[str, list[float]] = defaultdict(list)  # class -> measured time share (prefill)
     flop_share: dict[str, list[float]] = defaultdict(list)
-    rows = []
-    t_measure = 0.0
-    for name in SHRUNK:
-        cfg, spec = shrunk(name)
-        dtypes = {"weight_dtype": s.dtype, "act_dtype": s.dtype, "kv_dtype": s.dtype}
-        preds = predict(spec, hw, prompt=128, context=256, gen=2, batch=1, **dtypes)
-        rate_sets = [p.rates for p in preds]
-        labels = [r.label for r in rate_sets]
-        for phase, batch, length in SHAPES:
-            print(f"{name}: {phase} batch {batch} × {length}", flush=True)
-            wl = (prefill_workload(length, batch, **dtypes) if phase == "prefill"
-                  else Workload.decode(length + 1, batch, **dtypes))
-            steps = [step(spec, wl, r) for r in rate_sets]
-            samples = defaultdict(list)
-            for _ in range(args.runs):  # the three measurements interleaved, the median of each kept
-                t1 = time.perf_counter()
-                m = measure_step(spec, wl, phase, s)
-                t_measure += time.perf_counter() - t1
-                hf = time_hf(cfg, prompt=length, batch=batch, decode_steps=GEN, device=str(s.device), dtype=tdtype,
-                             attn_implementation="eager" if "gemma" in name else "sdpa")
-                ref = time_reference(spec, prompt=length, batch=batch, decode_steps=GEN, device=str(s.device),
-                                     dtype=tdtype)
-                samples["kernels"].append(m.time)
-                samples["reference"].append(ref.prefill_s if phase == "prefill" else ref.decode_step_s)
-                samples["hf"].append(hf.prefill_s if phase == "prefill" else hf.decode_step_s)
-            whole = {k: statistics.median(v) for k, v in samples.items()}
-            for st in steps:
-                for what, t in whole.items():  # lone kernels pay no framework overhead between them
-                    predicted = st.kernel_time if what == "kernels" else st.time
-                    step_err[(st.rates.label, phase, what)].append((predicted - t) / t)
-            measured = m.by_name()
-            total_f = steps[0].flops or 1
-            case_time, case_flops = defaultdict(float), defaultdict(float)
-            for i, o in enumerate(steps[0].ops):
-                mo = measured[o.op.name]
-                if mo.seconds is None:
-                    continue
-                for st in steps:
-                    class_err[(st.rates.label, o.op.kind)].append((st.ops[i].time - mo.seconds) / mo.seconds)
-                case_time[o.op.kind] += mo.seconds / m.time
-                case_flops[o.op.kind] += o.flops / total_f
-            if phase == "prefill":
-                for c in OP_CLASSES:
-                    share[c].append(case_time[c])
-                    flop_share[c].append(case_flops[c])
-            rows.append((name, phase, batch, length, [st.time for st in steps], whole))
-    return page(s, cal, labels, rows, step_err, class_err, share, flop_share, t_cal, t_measure, args)
-
-
-def page(s, cal, labels, rows, step_err, class_err, share, flop_share, t_cal, t_measure, args) -> str:
+    for c in cases:
+        for label in labels:
+            for what, t in c["measured_s"].items():  # lone kernels pay no framework overhead between them
+                predicted = c["predicted_kernels_s"][label] if what == "kernels" else c["predicted_s"][label]
+                step_err[(label, c["phase"], what)].append((predicted - t) / t)
+        case_time, case_flops = defaultdict(float), defaultdict(float)
+        for o in c["ops"]:
+            if o["measured_s"] is None:
+                continue
+            for label in labels:
+                class_err[(label, o["kind"])].append((o["predicted_s"][label] - o["measured_s"]) / o["measured_s"])
+            case_time[o["kind"]] += o["measured_s"] / c["measured_s"]["kernels"]
+            case_flops[o["kind"]] += o["flops"] / (c["flops"] or 1)
+        if c["phase"] == "prefill":
+            for k in OP_CLASSES:
+                share[k].append(case_time[k])
+                flop_share[k].append(case_flops[k])
+    cal, dev = r["calibration"], r["device"]
     out = [
-        "# Validation: predicted against measured time",
+        "# Validation: predicted against measured time" + ("" if cpu else f" ({dev['name']})"),
         "",
-        f"Generated by `python scripts/validate.py{' --quick' if args.quick else ''}` on "
-        f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC.",
+        f"Generated by `python scripts/validate.py{' --quick' if cal['quick'] else ''}"
+        f"{'' if cpu else ' --device cuda'}` on {r['date']} UTC"
+        + (f" (this page re-rendered from `{args.from_json}`)" if args.from_json else "") + ".",
         "",
-        f"- device: {cal.device.name} ({cal.device.kind}), {cal.device.threads} threads, {platform.platform()}",
-        f"- torch {torch.__version__}, Python {platform.python_version()}, dtype {s.dtype}"
-        + (f" ({'; '.join(s.notes)})" if s.notes else ""),
-        f"- allocator: {allocator()} (freed activations reused, not faulted in again: "
-        "archcalc.measure.endtoend)",
-        f"- calibration: {'quick grid' if args.quick else 'full grid'}, {t_cal:.0f} s"
-        f"{' (reused ' + args.calibration + ')' if args.calibration else ''}; "
-        f"best matmul {max(2 * p.m * p.k * p.n / p.seconds for p in cal.matmul) / 1e9:.0f} GFLOP/s, "
-        f"read {cal.bandwidth.read_bytes_per_s / 1e9:.1f} GB/s, copy {cal.bandwidth.copy_bytes_per_s / 1e9:.1f} GB/s, "
-        f"launch {cal.launch_s * 1e6:.2f} µs",
-        f"- `--measure` of all {len(rows)} steps: {t_measure / args.runs:.0f} s per pass; every case measured "
-        f"{args.runs} times (interleaved), the median kept",
+        f"- device: {dev['name']} ({dev['kind']}, profile `{dev['profile']}`), {dev['threads']} CPU threads, "
+        f"{dev['host']}",
+        f"- torch {r['versions']['torch']}, transformers {r['versions']['transformers']}, "
+        f"Python {r['versions']['python']}, dtype {r['dtype']}" + (f" ({'; '.join(r['notes'])})" if r["notes"] else ""),
+        f"- models: {'full size, random weights' if r['size'] == 'real' else 'real configs shrunk to fit'}",
+        f"- allocator: {r['allocator']}" + (" (freed activations reused, not faulted in again: "
+                                            "archcalc.measure.endtoend)" if cpu else ""),
+        f"- calibration: {'quick grid' if cal['quick'] else 'full grid'}, {cal['seconds']:.0f} s"
+        f"{' (reused ' + cal['reused'] + ')' if cal['reused'] else ''}; "
+        f"best matmul {cal['best_matmul_flops'] / 1e9:.0f} GFLOP/s, read {cal['read_bytes_per_s'] / 1e9:.1f} GB/s, "
+        f"copy {cal['copy_bytes_per_s'] / 1e9:.1f} GB/s, launch {cal['launch_s'] * 1e6:.2f} µs, "
+        f"dispatch {(cal['dispatch_s'] or 0) * 1e6:.1f} µs a kernel, in-step slowdown "
+        f"{(cal['step_slowdown'] or 0):+.1%}",
+        f"- `--measure` of all {len(r['cases'])} steps: {r['measure_seconds']:.0f} s per pass; every case measured "
+        f"{r['runs']} times (interleaved), the median kept",
+    ]
+    failed = [c for c in r["cases"] if "error" in c]
+    if failed:
+        out.append(f"- {len(failed)} case(s) failed and are left out: "
+                   + "; ".join(f"{c['model'].split(' ')[0]} {c['phase']} {c['batch']} × {c['tokens']}: {c['error']}"
+                               for c in failed))
+    out += [
         "",
         "Errors are (predicted − measured) / measured; a table cell is median |error| / worst |error|. "
-        "`peak` on a device without a datasheet (this CPU) is the best rate the calibration measured, "
-        "so it is not a guaranteed bound here. This CPU has no `typical` column: no bundled profile describes it "
-        "and no sourced efficiency exists for it.",
+        + ("`peak` on a device without a datasheet (this CPU) is the best rate the calibration measured, "
+           "so it is not a guaranteed bound here. This CPU has no `typical` column: no bundled profile describes "
+           "it and no sourced efficiency exists for it." if cpu else
+           "`peak` is the datasheet (a lower bound on time); `typical` the profile's sourced efficiencies "
+           "(hardware/SOURCES.md); `calibrated` this run's calibration."),
         "",
         "## Whole steps",
         "",
@@ -189,36 +270,50 @@ def page(s, cal, labels, rows, step_err, class_err, share, flop_share, t_cal, t_
         "`reference` = archcalc's plain-torch reference model with its KV cache (attention through SDPA, "
         "explicit for Gemma-2's soft-caps); `hf` = the Hugging Face "
         "transformers model of the same config.json (random weights, SDPA except Gemma-2, which HF runs eagerly; "
-        "its own DynamicCache).",
+        f"its own DynamicCache). A decode step is the median of {r['gen']} steps after the prompt.",
         "",
         "| rates | phase | vs kernels | vs reference | vs hf |",
         "|---|---|---|---|---|",
     ]
     for label in labels:
         for phase in ("prefill", "decode"):
-            out.append(f"| {label} | {phase} | " + " | ".join(stats(step_err[(label, phase, w)])
-                                                            for w in ("kernels", "reference", "hf")) + " |")
+            out.append(f"| {label} | {phase} | " + " | ".join(stats(step_err[(label, phase, w)]) for w in MEASURED)
+                       + " |")
     out += ["", "## Per op class (each op against its own kernel)", "",
             "| rates | " + " | ".join(OP_CLASSES) + " |", "|---|" + "---|" * len(OP_CLASSES)]
     for label in labels:
-        out.append(f"| {label} | " + " | ".join(stats(class_err[(label, c)]) for c in OP_CLASSES) + " |")
+        out.append(f"| {label} | " + " | ".join(stats(class_err[(label, k)]) for k in OP_CLASSES) + " |")
     out += ["", "Prefill: measured share of the step's time beside the share of its FLOPs, by op class "
                 "(mean over the cases):", "", "| class | time share | FLOP share |", "|---|---|---|"]
-    for c in OP_CLASSES:
-        if share[c]:
-            out.append(f"| {c} | {statistics.mean(share[c]):.1%} | {statistics.mean(flop_share[c]):.2%} |")
+    for k in OP_CLASSES:
+        if share[k]:
+            out.append(f"| {k} | {statistics.mean(share[k]):.1%} | {statistics.mean(flop_share[k]):.2%} |")
     out += ["", "## Every case (seconds)", "",
             "| model | phase | batch × tokens | " + " | ".join(labels) + " | kernels | reference | hf |",
             "|---|---|---|" + "---|" * (len(labels) + 3)]
-    for name, phase, batch, length, predicted, whole in rows:
-        out.append(f"| {name} | {phase} | {batch} × {length} | " + " | ".join(f"{t:.4g}" for t in predicted)
-                   + " | " + " | ".join(f"{whole[w]:.4g}" for w in ("kernels", "reference", "hf")) + " |")
-    out += WHY
+    for c in cases:
+        out.append(f"| {c['model']} | {c['phase']} | {c['batch']} × {c['tokens']} | "
+                   + " | ".join(f"{c['predicted_s'][label]:.4g}" for label in labels)
+                   + " | " + " | ".join(f"{c['measured_s'][w]:.4g}" for w in MEASURED) + " |")
+    peaks = [c for c in cases if c.get("hf_peak_bytes")]
+    if peaks:
+        out += ["", "## Memory (CUDA)", "",
+                "The Hugging Face run's peak allocated memory (`torch.cuda.max_memory_allocated`, weights included) "
+                f"beside archcalc's weights and KV cache at the last step's context (prompt + {r['gen']}); the "
+                "rest is activations, logits and workspace. GiB = 2^30 bytes.", "",
+                "| model | phase | batch × tokens | measured peak (GiB) | weights (GiB) | KV cache (GiB) | rest (GiB) |",
+                "|---|---|---|---|---|---|---|"]
+        for c in peaks:
+            g = 2**30
+            out.append(f"| {c['model']} | {c['phase']} | {c['batch']} × {c['tokens']} | {c['hf_peak_bytes'] / g:.2f} | "
+                       f"{c['weight_bytes'] / g:.2f} | {c['kv_bytes'] / g:.3f} | "
+                       f"{(c['hf_peak_bytes'] - c['weight_bytes'] - c['kv_bytes']) / g:.2f} |")
+    out += WHY_CPU if cpu else WHY_CUDA
     out += published_section()
     return "\n".join(out) + "\n"
 
 
-WHY = """
+WHY_CPU = """
 ## Why the misses
 
 - **Since the last page.** Whole steps are timed under a reusing allocator (glibc's default
@@ -248,6 +343,13 @@ WHY = """
   average is half its cores or more when they start; this page was run on an idle machine.
 - **Peak on this CPU** is the best rate the calibration measured, not a datasheet, so it is far
   from a bound here; on bundled GPUs peak is the datasheet and a strict lower bound (below).
+""".splitlines()
+
+
+WHY_CUDA = """
+## Why the misses
+
+- (written after the first GPU run)
 """.splitlines()
 
 
@@ -289,15 +391,25 @@ def reexec_with_reusing_malloc() -> None:
 
 
 def main() -> None:
-    reexec_with_reusing_malloc()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     ap.add_argument("--quick", action="store_true", help="calibrate on the quick grid")
     ap.add_argument("--calibration", help="reuse this calibration instead of measuring one")
     ap.add_argument("--runs", type=int, default=3, help="measure every case this many times (median)")
+    ap.add_argument("--size", default="auto", choices=["auto", "shrunk", "real"],
+                    help="shrunk configs, or full-size ones (auto: full size on cuda)")
+    ap.add_argument("--models", nargs="*", help="only the models whose label contains one of these")
+    ap.add_argument("--limit", type=int, help="only the first N shapes of each model")
+    ap.add_argument("--json", help="keep every measured and predicted figure in this file (rewritten per case)")
+    ap.add_argument("--from-json", help="render the page from a --json file instead of measuring")
     ap.add_argument("--out", default=str(ROOT / "docs" / "validation.md"))
     args = ap.parse_args()
-    text = run(args)
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())
+    else:
+        reexec_with_reusing_malloc()
+        results = measure(args)
+    text = page(results, args)
     Path(args.out).write_text(text)
     print(text)
 

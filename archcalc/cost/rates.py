@@ -114,6 +114,10 @@ class Rates:
     # Engines run an op as one kernel (grouped-GEMM experts, fused sums); torch eager (fused=False) runs
     # experts as one matmul per touched expert and a sum of n tensors as n − 1 adds.
     fused: bool = True
+    grouped_experts: bool = False  # unfused, yet experts run as one grouped GEMM per weight (transformers 5)
+    # The host issues kernels ahead of an asynchronous device (CUDA, MPS): a step's dispatch overlaps its
+    # kernels instead of adding to them (Step.time).
+    overlap: bool = False
     row_bandwidth: dict[str, Curve] = field(default_factory=dict)  # row kernel kind -> bytes/s over bytes
 
     @property
@@ -158,7 +162,7 @@ class Rates:
         each over its share of the routed rows."""
         d: MatmulDims = op.dims
         widths = d.parts if d.parts and not self.fused else (d.n,)
-        m = ceil(d.m / (self.kernels(op) // len(widths)))
+        m = ceil(d.m / touched_experts(d))  # a grouped GEMM, like one matmul per expert, tiles each apart
         seconds = sum(w / self.matmul_surface(m, d.k * w) for w in widths)  # per unit of 2·m·k
         return d.n / seconds
 
@@ -170,7 +174,7 @@ class Rates:
         if self.fused:
             return 1
         if isinstance(d, MatmulDims):
-            return touched_experts(d) * max(1, len(d.parts))
+            return (1 if self.grouped_experts else touched_experts(d)) * max(1, len(d.parts))
         if isinstance(d, RowDims) and op.kind == "elementwise" and d.fn == "add":
             return max(1, d.inputs - 1)
         return 1
@@ -309,6 +313,7 @@ def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
         matmul_surface=surface,
         attention={key: Curve.of(pts) for key, pts in attention.items()},
         fused=False,  # torch eager, as measure/kernels.py runs the ops
+        grouped_experts=cal.grouped_experts, overlap=cal.device.kind != "cpu",
         row_bandwidth={kind: Curve.of(pts) for kind, pts in rows.items()},
     )
 

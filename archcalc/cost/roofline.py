@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from math import floor
 
 from archcalc.cost.rates import Rates, rate_sets  # noqa: F401  (Rates re-exported for callers)
-from archcalc.cost.solve import false_position
+from archcalc.cost.solve import false_position, last_true
 from archcalc.hardware.profile import HardwareProfile
 from archcalc.ops.arrays import greater
 from archcalc.ops.conventions import CONVENTIONS
@@ -93,11 +93,16 @@ def slowdown_scale(op: Op, rates: Rates) -> float:
     return 1.0 + (rates.step_slowdown if op.kind != "collective" else 0.0)
 
 
-def step_overhead(times: list[OpTime], rates: Rates) -> float:
-    """Eager framework time a step adds to its kernels run alone: dispatch per kernel, and the in-step
-    slowdown of the compute kernels' time."""
-    slow = rates.step_slowdown * sum(o.time for o in times if o.op.kind != "collective") if rates.step_slowdown else 0.0
-    return dispatch_time(times, rates) + slow
+def step_time(times: list[OpTime], rates: Rates) -> float:
+    """A step's time from its kernels' (each run alone): the compute kernels run slower inside a step by the
+    calibrated slowdown, and the framework's dispatch per kernel adds to them on a synchronous device (a
+    CPU) or, on an asynchronous one (a GPU: the host issues kernels ahead of it), overlaps them, so the
+    step takes whichever is longer: the device's kernels or the host's issuing."""
+    kernels = sum(o.time for o in times)
+    if rates.step_slowdown:
+        kernels += rates.step_slowdown * sum(o.time for o in times if o.op.kind != "collective")
+    host = dispatch_time(times, rates)
+    return greater(kernels, host) if rates.overlap else kernels + host
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,7 @@ class Step:
 
     @property
     def time(self) -> float:
-        return self.kernel_time + self.overhead
+        return step_time(self.ops, self.rates)
 
     @property
     def kernel_time(self) -> float:
@@ -122,7 +127,7 @@ class Step:
         """Framework time beyond the kernels run alone (eager dispatch per kernel launched, and
         kernels running slower inside a step): 0 for engines that replay CUDA graphs;
         calibrated from eager torch models."""
-        return step_overhead(self.ops, self.rates)
+        return self.time - self.kernel_time
 
     @property
     def flops(self) -> float:
@@ -202,12 +207,34 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     cuts = sorted({lo, hi + 1} | {w for w in windows if w and lo < w <= hi} | chunks)
     total = 0.0
     for a, b in zip(cuts, cuts[1:]):  # [a, b): every op affine in c here
-        at_a = [time_op(op, rates) for op in _decode_ops(spec, a, batch, rates, tp, dtypes)]
-        at_next = [time_op(op, rates) for op in _decode_ops(spec, a + 1, batch, rates, tp, dtypes)]
-        total += (b - a) * dispatch_time(at_a, rates)  # the same kernels every step
-        for x, y in zip(at_a, at_next):
-            total += slowdown_scale(x.op, rates) * ((b - a) * x.t_fixed + _sum_max_affine(
-                x.t_math, y.t_math - x.t_math, x.t_memory, y.t_memory - x.t_memory, b - a))
+        host = dispatch_time([time_op(op, rates) for op in _decode_ops(spec, a, batch, rates, tp, dtypes)], rates)
+        if not rates.overlap:
+            total += (b - a) * host + _kernel_sum(spec, a, b, batch, rates, tp, dtypes)
+            continue
+        # Overlapped: each step takes max(its kernels, the host's constant issuing).  The kernels' time
+        # never falls as c grows inside [a, b), so the host wins on a prefix [a, c*): find c* by bisection.
+        def host_bound(c: int) -> bool:
+            return step(spec, Workload.decode(c, batch, **dtypes), rates, tp).time <= host
+
+        if not host_bound(a):
+            c_star = a
+        elif host_bound(b - 1):
+            c_star = b
+        else:
+            c_star = last_true(host_bound, a, b - 1) + 1
+        total += (c_star - a) * host + (_kernel_sum(spec, c_star, b, batch, rates, tp, dtypes) if c_star < b else 0.0)
+    return total
+
+
+def _kernel_sum(spec: ModelSpec, a: int, b: int, batch: int, rates: Rates, tp: int, dtypes: dict) -> float:
+    """Σ over contexts c in [a, b) of a decode step's kernel time (with the in-step slowdown), every op
+    affine in c on the range, in closed form."""
+    at_a = [time_op(op, rates) for op in _decode_ops(spec, a, batch, rates, tp, dtypes)]
+    at_next = [time_op(op, rates) for op in _decode_ops(spec, a + 1, batch, rates, tp, dtypes)]
+    total = 0.0
+    for x, y in zip(at_a, at_next):
+        total += slowdown_scale(x.op, rates) * ((b - a) * x.t_fixed + _sum_max_affine(
+            x.t_math, y.t_math - x.t_math, x.t_memory, y.t_memory - x.t_memory, b - a))
     return total
 
 

@@ -107,6 +107,12 @@ class Calibration(_Frozen):
     # cache, less dispatch, over its calibrated kernel time, minus 1 (never below 0).
     step_slowdown: Slowdown | None = None
     step_slowdown_source: str | None = None  # which model step_slowdown was timed on
+    # Kernels timed by replaying a CUDA graph of them (their time on the device, without the host's cost of
+    # issuing them; dispatch_s then holds that whole host cost per kernel, which overlaps the device's work).
+    graphs: bool = False
+    # MoE experts ran as one grouped GEMM per weight (torch's grouped_mm, as transformers 5 runs them),
+    # not one matmul per touched expert.
+    grouped_experts: bool = False
     bandwidth: Bandwidth
     matmul: list[MatmulPoint] = Field(min_length=1)
     attention: list[AttentionPoint] = Field(default_factory=list)

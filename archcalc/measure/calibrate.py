@@ -36,8 +36,8 @@ from archcalc.hardware.calibration import (
     MatmulPoint,
     RowPoint,
 )
-from archcalc.measure.kernels import cache_bytes, kernel
-from archcalc.measure.timing import busy_note, resolve_device, time_call
+from archcalc.measure.kernels import cache_bytes, grouped_mm_works, kernel
+from archcalc.measure.timing import busy_note, graphs_work, resolve_device, time_call
 from archcalc.ops import op as ops
 from archcalc.ops.workload import Workload
 
@@ -66,6 +66,13 @@ FULL = Grid((1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),
              (4096, 14336)),
             (128, 512, 1024, 2048, 4096), (64, 128), (512, 2048, 8192, 32768),
             ((1, 1024), (1, 4096), (64, 4096), (512, 4096), (2048, 4096), (8192, 4096)), repeats=5)
+# A GPU runs the CPU grid's largest matmul (2048 x 4096 x 14336) in a fraction of a millisecond, and
+# Curve is flat beyond its last point, so an accelerator's full grid reaches the shapes of real prefills
+# (8 x 2048 tokens; an 8B model's FFN and a 128k-vocabulary head), head_dim 256 (Gemma) and 32k rows.
+FULL_ACCELERATOR = Grid(FULL.matmul_m + (4096, 8192, 16384),
+                        FULL.matmul_kn + ((2048, 1408), (2048, 8192), (14336, 4096), (4096, 128256)),
+                        FULL.prefill_lengths + (8192,), (64, 128, 256), FULL.decode_contexts + (131072,),
+                        FULL.row_shapes + ((32768, 4096),), repeats=5)
 ATTENTION_HEADS = 8  # query heads
 ATTENTION_KV_HEADS = (8, 2)  # MHA, and GQA 4:1 (Llama-3, Qwen): SDPA takes different paths for the two
 WINDOW = 256  # the sliding window measured (Mistral/Gemma-style masks in prefill)
@@ -138,7 +145,7 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
     busy = busy_note(dev)  # before our own work raises the load
     chosen, notes = choose_dtype(dtype, dev)
     notes = notes + [busy] * bool(busy)
-    tdtype, grid = TORCH_DTYPES[chosen], QUICK if quick else FULL
+    tdtype, grid = TORCH_DTYPES[chosen], QUICK if quick else FULL if dev.type == "cpu" else FULL_ACCELERATOR
 
     say("launch overhead and bandwidth")
     tiny = ops.elementwise("calibrate.tiny", "residual", Workload(), 64, 1, inputs=2)
@@ -183,18 +190,32 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
     info = DeviceInfo(name=name, kind=dev.type, torch=torch.__version__, threads=torch.get_num_threads(),
                       date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), host=platform.platform())
     cal = Calibration(device=info, profile=match_profile(name) if dev.type != "cpu" else None, dtype=chosen,
-                      notes=notes, launch_s=launch, bandwidth=bandwidth, matmul=matmul, attention=attention, rows=rows)
-    # Dispatch: the debug-sized step's time beyond its kernels, per kernel launched.
+                      notes=notes, launch_s=launch, bandwidth=bandwidth, matmul=matmul, attention=attention, rows=rows,
+                      graphs=graphs_work(dev), grouped_experts=grouped_mm_works(dev.type, tdtype))
+    overlap = dev.type != "cpu"  # the host issues kernels ahead of the device (cost/roofline.step_time)
+    # Dispatch: the debug-sized step's host time per kernel launched: beyond its kernels on a CPU; the whole
+    # step on an asynchronous device, whose tiny kernels finish long before the host has issued the next.
     measured, predicted, rates, source = _eager_step(cal, DEBUG_LLAMA, dev, tdtype, "debug size", 5)
     kernels = sum(o.op.count * rates.kernels(o.op) for o in predicted.ops)
-    cal = cal.model_copy(update={"dispatch_s": max(0.0, (measured - predicted.kernel_time) / kernels),
-                                 "dispatch_source": source})
-    # The slowdown: the real-width step less that dispatch, over its kernels' time, minus 1.
+    host = measured if overlap else measured - predicted.kernel_time
+    cal = cal.model_copy(update={"dispatch_s": max(0.0, host / kernels), "dispatch_source": source})
+    # The slowdown: the real-width step less that dispatch, over its kernels' time, minus 1.  Overlapped, the
+    # step is max(kernels, host): where the host's issuing takes (nearly) the whole step, the kernels'
+    # slowdown is hidden behind it and cannot be measured: 0.
     measured, predicted, rates, source = _eager_step(cal, STEP_LLAMA, dev, tdtype, "width 1536, 2 layers",
                                                      grid.repeats)
-    slowdown = (measured - dispatch_time(predicted.ops, rates)) / predicted.kernel_time - 1
+    host = dispatch_time(predicted.ops, rates)
+    if not overlap:
+        slowdown = (measured - host) / predicted.kernel_time - 1
+    elif measured > HOST_BOUND_MARGIN * host:
+        slowdown = measured / predicted.kernel_time - 1
+    else:
+        slowdown, source = 0.0, f"{source}: host-bound, the kernels' slowdown hidden (0)"
     return cal.model_copy(update={"step_slowdown": min(MAX_SLOWDOWN, max(0.0, slowdown)),
                                   "step_slowdown_source": source})
+
+
+HOST_BOUND_MARGIN = 1.1  # an overlapped step within 10 % of its host time is host-bound
 
 
 # A debug-sized Llama (specs/debug.yaml's shape) as a Hugging Face config: its kernels are all tiny, so a

@@ -26,6 +26,7 @@ repeats.
 from __future__ import annotations
 
 import functools
+import inspect
 import statistics
 import time
 from collections.abc import Callable
@@ -125,16 +126,25 @@ def time_hf(
     model = _hf_model(config, device, dtype, attn_implementation)
     tokens = _tokens(model.config.get_text_config().vocab_size, batch, prompt + decode_steps, device)
 
-    # `cache` is transformers 5's name for past_key_values (the old name still works, with a warning)
+    # `cache` is the name later transformers 5 releases give past_key_values (the old one still works there,
+    # with a warning); earlier releases know only past_key_values.
+    key = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
     def prefill():
-        return model(input_ids=tokens[:, :prompt], use_cache=True, logits_to_keep=1).cache
+        return _cache_of(model(input_ids=tokens[:, :prompt], use_cache=True, logits_to_keep=1))
 
     def decode(cache, i):
-        return model(input_ids=tokens[:, prompt + i : prompt + i + 1], cache=cache, use_cache=True,
-                     logits_to_keep=1).cache
+        return _cache_of(model(input_ids=tokens[:, prompt + i : prompt + i + 1], use_cache=True,
+                               logits_to_keep=1, **{key: cache}))
 
     return _measure(prefill, decode, prompt=prompt, batch=batch, decode_steps=decode_steps, device=device,
                     repeats=repeats)
+
+
+def _cache_of(output) -> Any:
+    """The cache a Hugging Face forward returns, under either of transformers 5's names for it."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else output.past_key_values
 
 
 def _hf_model(config: dict, device: torch.device, dtype: torch.dtype, attn_implementation: str) -> torch.nn.Module:

@@ -18,6 +18,7 @@ the op's inputs; the embedding gather.  Collectives have no kernel here.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from math import ceil
 from typing import Callable
@@ -104,14 +105,42 @@ def _linear(m: int, k: int, widths: tuple[int, ...], bias: bool, device, dtype) 
                   f"{len(widths)} matmuls" if len(widths) > 1 else "")
 
 
+@functools.cache
+def grouped_mm_works(device_type: str, dtype: torch.dtype) -> bool:
+    """Whether torch runs a grouped GEMM here (F.grouped_mm, torch >= 2.9: what transformers 5 runs MoE
+    experts with); where it does not, experts run one matmul each, as older eager code does."""
+    if not hasattr(F, "grouped_mm"):
+        return False
+    try:
+        x = torch.ones(32, 16, device=device_type, dtype=dtype)
+        w = torch.ones(2, 16, 16, device=device_type, dtype=dtype)
+        F.grouped_mm(x, w, offs=torch.tensor([16, 32], device=device_type, dtype=torch.int32))
+        return True
+    except (RuntimeError, NotImplementedError):
+        return False
+
+
 def _experts(d: MatmulDims, op: Op, device, dtype) -> Kernel:
-    """The routed rows split evenly over the experts a step touches (uniform routing, op.py's count)."""
+    """The routed rows split evenly over the experts a step touches (uniform routing, op.py's count):
+    one grouped GEMM per weight (gate, up; down) where torch has one, else one matmul per expert."""
     touched = max(1, round(expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)))
     rows = ceil(d.m / touched)
-    x = _rand(rows, d.k, device=device, dtype=dtype)
     widths = d.parts or (d.n,)
-    per_copy = touched * d.k * d.n * x.element_size()
+    per_copy = touched * d.k * d.n * torch.empty((), dtype=dtype).element_size()
     n_copies = copies(per_copy, device)
+    if grouped_mm_works(device.type, dtype):
+        x = _rand(rows * touched, d.k, device=device, dtype=dtype)
+        offs = torch.arange(1, touched + 1, device=device, dtype=torch.int32) * rows
+        stacked = [[_rand(touched, d.k, n, device=device, dtype=dtype) for n in widths] for _ in range(n_copies)]
+        grouped = Kernel(lambda i: [F.grouped_mm(x, w, offs=offs) for w in stacked[i]], n_copies,
+                         f"{len(widths)} grouped GEMM(s) over {touched} touched experts × [{rows}, {d.k}] @ "
+                         f"[{d.k}, {d.n // len(widths)}]")
+        try:
+            grouped.run(0)
+            return grouped
+        except RuntimeError:  # a shape the grouped kernel refuses (alignment): one matmul per expert
+            del stacked, grouped
+    x = _rand(rows, d.k, device=device, dtype=dtype)
     weights = [[_rand(n, d.k, device=device, dtype=dtype) for _ in range(touched) for n in widths]
                for _ in range(n_copies)]
     return Kernel(lambda i: [F.linear(x, w) for w in weights[i]], n_copies,
