@@ -175,11 +175,13 @@ def measure_case(spec, cfg, name, phase, batch, length, rate_sets, s, tdtype, ar
         t1 = time.perf_counter()
         m = measure_step(spec, wl, phase, s)
         results["measure_seconds"] += (time.perf_counter() - t1) / args.runs
+        samples["kernels"].append(m.time)
+        if args.kernels_only:
+            continue
         hf = time_hf(cfg, prompt=length, batch=batch, decode_steps=GEN, device=str(s.device), dtype=tdtype,
                      attn_implementation="eager" if "gemma" in name else "sdpa")
         ref = time_reference(spec, prompt=length, batch=batch, decode_steps=GEN, device=str(s.device),
                              dtype=tdtype)
-        samples["kernels"].append(m.time)
         samples["reference"].append(ref.prefill_s if phase == "prefill" else ref.decode_step_s)
         samples["hf"].append(hf.prefill_s if phase == "prefill" else hf.decode_step_s)
         peak = hf.peak_bytes
@@ -250,6 +252,11 @@ def page(r: dict, args) -> str:
         f"- `--measure` of all {len(r['cases'])} steps: {r['measure_seconds']:.0f} s per pass; every case measured "
         f"{r['runs']} times (interleaved), the median kept",
     ]
+    if r.get("whole_from"):
+        w = r["whole_from"]
+        out.append(f"- the whole steps (`reference`, `hf`, memory) come from an earlier run of the same script on "
+                   f"the same machine ({w['date']} UTC, `{w['file']}`, {w['calibration']}); the kernels and "
+                   "the calibration from this one")
     failed = [c for c in r["cases"] if "error" in c]
     if failed:
         out.append(f"- {len(failed)} case(s) failed and are left out: "
@@ -294,7 +301,8 @@ def page(r: dict, args) -> str:
     for c in cases:
         out.append(f"| {c['model']} | {c['phase']} | {c['batch']} × {c['tokens']} | "
                    + " | ".join(f"{c['predicted_s'][label]:.4g}" for label in labels)
-                   + " | " + " | ".join(f"{c['measured_s'][w]:.4g}" for w in MEASURED) + " |")
+                   + " | " + " | ".join(f"{c['measured_s'][w]:.4g}" if w in c["measured_s"] else "—"
+                                        for w in MEASURED) + " |")
     peaks = [c for c in cases if c.get("hf_peak_bytes")]
     if peaks:
         out += ["", "## Memory (CUDA)", "",
@@ -372,6 +380,25 @@ def published_section() -> list[str]:
     return out
 
 
+def with_whole_steps(results: dict, path: Path) -> dict:
+    """`results` with each case's whole-step measurements (reference, hf, the HF peak memory) taken from the
+    same case of an earlier --json file: kernels and calibration re-measured, eager steps kept."""
+    earlier = json.loads(path.read_text())
+    key = ("model", "phase", "batch", "tokens")
+    old = {tuple(c[k] for k in key): c for c in earlier["cases"] if "error" not in c}
+    for c in results["cases"]:
+        e = old.get(tuple(c[k] for k in key))
+        if e is None or "error" in c:
+            continue
+        c["measured_s"].update({w: e["measured_s"][w] for w in ("reference", "hf") if w in e["measured_s"]})
+        c["hf_peak_bytes"] = e.get("hf_peak_bytes")
+    cal = earlier["calibration"]
+    results["whole_from"] = {"file": path.name, "date": earlier["date"],
+                             "calibration": f"launch {cal['launch_s'] * 1e6:.1f} µs, dispatch "
+                                            f"{(cal['dispatch_s'] or 0) * 1e6:.1f} µs"}
+    return results
+
+
 def allocator() -> str:
     """The allocator this process runs under, as the page states it."""
     preload = os.environ.get("LD_PRELOAD", "")
@@ -402,6 +429,10 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="only the first N shapes of each model")
     ap.add_argument("--json", help="keep every measured and predicted figure in this file (rewritten per case)")
     ap.add_argument("--from-json", help="render the page from a --json file instead of measuring")
+    ap.add_argument("--kernels-only", action="store_true",
+                    help="measure the ops as kernels only (no whole-step timing of the reference or HF model)")
+    ap.add_argument("--whole-from", help="take the whole-step measurements (reference, hf, memory) of each case "
+                                         "from this earlier --json file")
     ap.add_argument("--out", default=str(ROOT / "docs" / "validation.md"))
     args = ap.parse_args()
     if args.from_json:
@@ -409,6 +440,10 @@ def main() -> None:
     else:
         reexec_with_reusing_malloc()
         results = measure(args)
+    if args.whole_from:
+        results = with_whole_steps(results, Path(args.whole_from))
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=1))
     text = page(results, args)
     Path(args.out).write_text(text)
     print(text)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from math import ceil
 from typing import Callable
 
 import torch
@@ -30,6 +31,7 @@ from archcalc.errors import InputError
 DEVICES = ("auto", "cpu", "cuda", "mps")
 MIN_SAMPLE_S = 2e-4  # one sample spans at least this long (perf_counter is ~0.1 µs; a launch ~5 µs)
 MAX_INNER = 256
+MAX_GRAPH_CALLS = 1024  # calls captured in one CUDA graph at most (a 1 µs kernel: a 1 ms sample)
 MIN_SPAN_S = 0.05  # samples of one measurement span at least this long
 MAX_SAMPLES = 400
 
@@ -94,9 +96,10 @@ def time_call(run: Callable[[int], object], device: torch.device, *, repeats: in
         synchronize(device)
         first = time.perf_counter() - t0
         inner = max(1, min(MAX_INNER, int(MIN_SAMPLE_S / max(first, 1e-9))))
-        graph = _capture(run, device, max(inner, rotate), rotate) if graphs_work(device) else None
-        if graph is not None:
-            return _median_replay(graph, max(inner, rotate), repeats)
+        if graphs_work(device):
+            seconds = _graph_time(run, device, rotate, repeats)
+            if seconds is not None:
+                return seconds
         samples, spent = [], 0.0
         # At least `repeats` samples spread over at least MIN_SPAN_S: a stall of the
         # machine (a descheduled thread costs a whole time slice, ~4-16 ms) then hits a
@@ -128,6 +131,24 @@ def _capture(run: Callable[[int], object], device: torch.device, calls: int, rot
     except Exception:  # noqa: BLE001 - any capture failure (RuntimeError, torch.AcceleratorError, ...)
         torch.cuda.synchronize(device)
         return None
+
+
+def _graph_time(run: Callable[[int], object], device: torch.device, rotate: int, repeats: int) -> float | None:
+    """Median seconds of one call, replayed from a CUDA graph of enough calls that a sample spans at least
+    MIN_SAMPLE_S: replaying a graph costs ~10 µs of its own (an H200 timed one add at 17 µs in a graph of
+    one call, against ~2 µs in a graph of hundreds), so the calls are sized from a first graph's replay.
+    None where the kernel cannot be captured."""
+    graph = _capture(run, device, rotate, rotate)
+    if graph is None:
+        return None
+    per_call = _median_replay(graph, rotate, 3)
+    calls = rotate * max(1, min(MAX_GRAPH_CALLS // rotate, ceil(MIN_SAMPLE_S / (per_call * rotate))))
+    if calls > rotate:
+        del graph
+        graph = _capture(run, device, calls, rotate)
+        if graph is None:
+            return None
+    return _median_replay(graph, calls, repeats)
 
 
 def _median_replay(graph, calls: int, repeats: int) -> float:
