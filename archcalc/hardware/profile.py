@@ -175,20 +175,27 @@ def local_profile(cal: Calibration) -> HardwareProfile:
 
 
 def _with_local_calibration(stem: str, hw: HardwareProfile) -> HardwareProfile:
-    """The newest user calibration made for this bundled profile, if any."""
+    """The newest user calibration made for this bundled profile, else the one shipped with it
+    (hardware/calibrations/<stem>.yaml, measured on such a device), if any."""
     from archcalc.hardware.calibration import calibration_dir, load_calibration
 
     folder = calibration_dir()
-    if not folder.is_dir():
-        return hw
-    for path in sorted(folder.glob("*.yaml"), key=lambda p: p.stat().st_mtime, reverse=True):
+    user = sorted(folder.glob("*.yaml"), key=lambda p: p.stat().st_mtime, reverse=True) if folder.is_dir() else []
+    for path in user:
         try:
             cal = load_calibration(path)
         except InputError:
             continue  # a foreign or corrupt file in the folder calibrates nothing; `--gpu FILE` reports it
         if cal.profile == stem:
             return hw.model_copy(update={"calibration": cal})
-    return hw
+    shipped = shipped_calibrations().get(stem)
+    return hw.model_copy(update={"calibration": load_calibration(shipped)}) if shipped else hw
+
+
+@lru_cache(maxsize=1)
+def shipped_calibrations() -> dict[str, Path]:
+    """profile stem -> the calibration shipped for it (hardware/calibrations/<stem>.yaml)."""
+    return {p.stem: p for p in sorted((bundled_dir("hardware") / "calibrations").glob("*.yaml"))}
 
 
 def all_hardware() -> list[HardwareProfile]:
