@@ -114,7 +114,7 @@ class Rates:
     # Engines run an op as one kernel (grouped-GEMM experts, fused sums); torch eager (fused=False) runs
     # experts as one matmul per touched expert and a sum of n tensors as n − 1 adds.
     fused: bool = True
-    grouped_experts: bool = False  # unfused, yet experts run as one grouped GEMM per weight (transformers 5)
+    grouped_experts: bool = False  # unfused, yet an expert op runs as one grouped GEMM (transformers 5)
     # The host issues kernels ahead of an asynchronous device (CUDA, MPS): a step's dispatch overlaps its
     # kernels instead of adding to them (Step.time).
     overlap: bool = False
@@ -161,7 +161,7 @@ class Rates:
         fused part (q, k, v; gate, up) as its own matmul, and experts one at a time,
         each over its share of the routed rows."""
         d: MatmulDims = op.dims
-        widths = d.parts if d.parts and not self.fused else (d.n,)
+        widths = d.parts if d.parts and not self.fused and not (d.experts and self.grouped_experts) else (d.n,)
         m = ceil(d.m / touched_experts(d))  # a grouped GEMM, like one matmul per expert, tiles each apart
         seconds = sum(w / self.matmul_surface(m, d.k * w) for w in widths)  # per unit of 2·m·k
         return d.n / seconds
@@ -174,7 +174,9 @@ class Rates:
         if self.fused:
             return 1
         if isinstance(d, MatmulDims):
-            return (1 if self.grouped_experts else touched_experts(d)) * max(1, len(d.parts))
+            if d.experts and self.grouped_experts:
+                return 1  # one grouped GEMM over every touched expert, fused parts and all
+            return touched_experts(d) * max(1, len(d.parts))
         if isinstance(d, RowDims) and op.kind == "elementwise" and d.fn == "add":
             return max(1, d.inputs - 1)
         return 1

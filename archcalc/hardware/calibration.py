@@ -110,8 +110,8 @@ class Calibration(_Frozen):
     # Kernels timed by replaying a CUDA graph of them (their time on the device, without the host's cost of
     # issuing them; dispatch_s then holds that whole host cost per kernel, which overlaps the device's work).
     graphs: bool = False
-    # MoE experts ran as one grouped GEMM per weight (torch's grouped_mm, as transformers 5 runs them),
-    # not one matmul per touched expert.
+    # MoE experts ran as one grouped GEMM per expert op (torch's grouped_mm over the fused gate/up weight, then
+    # down, as transformers 5 runs them), not one matmul per touched expert and part.
     grouped_experts: bool = False
     bandwidth: Bandwidth
     matmul: list[MatmulPoint] = Field(min_length=1)

@@ -6,8 +6,9 @@ Inputs that a real step reads from memory (weights, the KV cache) are
 rotated through enough copies to exceed twice the last-level cache, so a
 layer's weights are not found in cache as they would not be in a real model.
 
-Kernels: matmuls via F.linear (experts: one linear per touched expert, as
-eager MoE code runs them); attention via scaled_dot_product_attention
+Kernels: matmuls via F.linear (experts: one grouped_mm over the touched
+experts as transformers 5 runs them, else one linear per touched expert as
+older eager MoE code does); attention via scaled_dot_product_attention
 (is_causal for a whole prefill, a bottom-right causal mask for a chunk,
 an explicit mask for a sliding window in prefill, the window's keys only in
 decode — the "sdpa" convention the calibrated rates count; logit soft-caps
@@ -128,13 +129,12 @@ def _experts(d: MatmulDims, op: Op, device, dtype) -> Kernel:
     widths = d.parts or (d.n,)
     per_copy = touched * d.k * d.n * torch.empty((), dtype=dtype).element_size()
     n_copies = copies(per_copy, device)
-    if grouped_mm_works(device.type, dtype):
+    if grouped_mm_works(device.type, dtype):  # the parts (gate, up) fused in one weight, as transformers 5 keeps them
         x = _rand(rows * touched, d.k, device=device, dtype=dtype)
         offs = torch.arange(1, touched + 1, device=device, dtype=torch.int32) * rows
-        stacked = [[_rand(touched, d.k, n, device=device, dtype=dtype) for n in widths] for _ in range(n_copies)]
-        grouped = Kernel(lambda i: [F.grouped_mm(x, w, offs=offs) for w in stacked[i]], n_copies,
-                         f"{len(widths)} grouped GEMM(s) over {touched} touched experts × [{rows}, {d.k}] @ "
-                         f"[{d.k}, {d.n // len(widths)}]")
+        stacked = [_rand(touched, d.k, d.n, device=device, dtype=dtype) for _ in range(n_copies)]
+        grouped = Kernel(lambda i: F.grouped_mm(x, stacked[i], offs=offs), n_copies,
+                         f"one grouped GEMM over {touched} touched experts × [{rows}, {d.k}] @ [{d.k}, {d.n}]")
         try:
             grouped.run(0)
             return grouped

@@ -21,6 +21,8 @@ from archcalc.cli import cli
 from archcalc.cost.rates import calibrated_rates
 from archcalc.hardware.calibration import SCHEMA, load_calibration
 from archcalc.hardware.profile import load_hardware
+from archcalc.measure.calibrate import TORCH_DTYPES
+from archcalc.measure.kernels import grouped_mm_works
 
 NOISE = 1.5  # a kernel may beat the median of the calibration grid by this much before it is suspicious
 
@@ -51,6 +53,8 @@ def test_calibration_round_trips_and_holds_every_kind_of_point(calibration_file)
     # the eager step's terms: dispatch on the debug-sized Llama, the slowdown on the real-width one
     assert cal.dispatch_s is not None and cal.step_slowdown is not None and 0 <= cal.step_slowdown <= 9
     assert "debug size" in cal.dispatch_source and "width 1536" in cal.step_slowdown_source
+    # a CPU runs kernels as issued (no CUDA graphs); experts grouped where torch has grouped_mm here
+    assert not cal.graphs and cal.grouped_experts == grouped_mm_works("cpu", TORCH_DTYPES[cal.dtype])
     assert load_calibration(calibration_file) == cal  # YAML → model → YAML is lossless
     assert calibration_file.read_text() == cal.to_yaml()
 
@@ -146,4 +150,6 @@ def test_cuda_calibration_matches_a_bundled_profile(tmp_path):
     r = run("calibrate", "--quick", "--device", "cuda", "--out", str(path))
     assert r.exit_code == 0, r.output
     cal = load_calibration(path)
-    assert cal.device.kind == "cuda" and cal.profile is not None
+    assert cal.device.kind == "cuda" and cal.profile is not None and cal.graphs
+    # replayed from a CUDA graph, a tiny kernel costs the device a few µs, not the host's ~15 µs to issue it
+    assert cal.launch_s < 8e-6

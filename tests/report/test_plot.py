@@ -24,7 +24,7 @@ BOTH = ("prefill", "decode")
 
 @pytest.fixture(scope="module")
 def qwen():
-    return archcalc.roofline("qwen3-30b-a3b", "h200", prompt=512, gen=16, batch=4)
+    return archcalc.roofline("qwen3-30b-a3b", "h100-sxm", prompt=512, gen=16, batch=4)
 
 
 @pytest.fixture(scope="module")
@@ -249,7 +249,7 @@ def test_every_rate_set_has_a_roof_and_points_are_the_last_set(qwen):
 
 def test_title_names_model_hardware_and_workload(qwen):
     title = drawn(qwen, BOTH).axes[0].get_title()
-    for part in ("qwen3-30b-a3b", "H200 SXM", "batch 4", "prompt 512", "decode context 528"):
+    for part in ("qwen3-30b-a3b", "H100 SXM", "batch 4", "prompt 512", "decode context 528"):
         assert part in title
     assert "TP" not in title
     tp = archcalc.roofline("llama-3.1-8b", "h100", prompt=256, gen=8, tp=2)
