@@ -207,8 +207,8 @@ class Rates:
         return {"label": self.label, "source": self.source, "matmul_flops_per_s": self.matmul,
                 "vector_flops_per_s": self.vector, "bandwidth_bytes_per_s": self.bandwidth,
                 "ridge_flops_per_byte": self.ridge, "launch_s": self.launch, "dispatch_s": self.dispatch,
-                "step_slowdown": self.step_slowdown,
-                "convention": self.convention,
+                "step_slowdown": self.step_slowdown, "overlap": self.overlap,
+                "grouped_experts": self.grouped_experts, "convention": self.convention,
                 "gemm_efficiency": self.gemm_efficiency, "link_bandwidth_bytes_per_s": self.link_bandwidth,
                 "link_latency_s": self.link_latency}
 

@@ -217,6 +217,7 @@ def test_typical_rates_describe_the_profile():
     d = typical(H100).describe()
     assert d == {**d, "label": "typical", "matmul_flops_per_s": 989.4e12, "gemm_efficiency": 0.8,
                  "bandwidth_bytes_per_s": pytest.approx(3.35e12 * 0.9), "launch_s": 2e-6, "dispatch_s": 0.0, "step_slowdown": 0.0,
+                 "overlap": False, "grouped_experts": False,
                  "link_bandwidth_bytes_per_s": pytest.approx(450e9 * 0.82), "link_latency_s": 4e-5,
                  "convention": "causal", "ridge_flops_per_byte": pytest.approx(989.4e12 * 0.8 / 3.015e12)}
     assert rate_sets(H100, Workload())[0].describe()["link_bandwidth_bytes_per_s"] == 450e9
@@ -360,7 +361,7 @@ def test_peak_rates_describe_the_datasheet():
     assert peak_rates(H100, "bf16").describe() == {
         "label": "peak", "source": "H100 SXM datasheet", "matmul_flops_per_s": 989.4e12, "vector_flops_per_s": 66.9e12,
         "bandwidth_bytes_per_s": 3.35e12, "ridge_flops_per_byte": 989.4e12 / 3.35e12, "launch_s": 0.0,
-        "dispatch_s": 0.0, "step_slowdown": 0.0, "convention": "causal", "gemm_efficiency": 1.0,
+        "dispatch_s": 0.0, "step_slowdown": 0.0, "overlap": False, "grouped_experts": False, "convention": "causal", "gemm_efficiency": 1.0,
         "link_bandwidth_bytes_per_s": 450e9,
         "link_latency_s": 0.0}
 
