@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import published  # noqa: E402
 
 from archcalc.cost.totals import size  # noqa: E402
-from archcalc.cost.roofline import predict, prefill_workload, step  # noqa: E402
+from archcalc.cost.roofline import prefill_workload, rate_sets, step  # noqa: E402
 from archcalc.hardware.calibration import load_calibration, save_calibration  # noqa: E402
 from archcalc.hardware.profile import calibrated_profile  # noqa: E402
 from archcalc.measure.calibrate import TORCH_DTYPES, calibrate  # noqa: E402
@@ -146,13 +146,12 @@ def measure(args) -> dict:
         if args.models and not any(m in name for m in args.models):
             continue
         cfg, spec = model_config(name, models)
-        dtypes = {"weight_dtype": s.dtype, "act_dtype": s.dtype, "kv_dtype": s.dtype}
-        rate_sets = [p.rates for p in predict(spec, hw, prompt=128, context=256, gen=2, batch=1, **dtypes)]
+        rates = rate_sets(hw, Workload(weight_dtype=s.dtype, act_dtype=s.dtype, kv_dtype=s.dtype))
         for phase, batch, length in shapes[: args.limit]:
             print(f"{name}: {phase} batch {batch} × {length}", flush=True)
             case = {"model": name, "phase": phase, "batch": batch, "tokens": length}
             try:
-                case.update(measure_case(spec, cfg, name, phase, batch, length, rate_sets, s, tdtype, args, results))
+                case.update(measure_case(spec, cfg, name, phase, batch, length, rates, s, tdtype, args, results))
             except Exception as e:  # a case that fails is recorded and the run goes on (one GPU lease)
                 traceback.print_exc()
                 case["error"] = f"{type(e).__name__}: {e}"
@@ -164,12 +163,17 @@ def measure(args) -> dict:
     return results
 
 
-def predict_case(spec, phase: str, batch: int, length: int, rate_sets, dtype: str) -> dict:
+def case_workload(phase: str, batch: int, length: int, dtype: str) -> Workload:
+    """A prefill of `length` tokens, or the decode step after them, everything in `dtype`."""
+    dtypes = {"weight_dtype": dtype, "act_dtype": dtype, "kv_dtype": dtype}
+    return prefill_workload(length, batch, **dtypes) if phase == "prefill" else Workload.decode(length + 1, batch,
+                                                                                                **dtypes)
+
+
+def predict_case(spec, phase: str, batch: int, length: int, rates, dtype: str) -> dict:
     """Every rate set's prediction of one case, whole step and op by op (no measurement yet)."""
     dtypes = {"weight_dtype": dtype, "act_dtype": dtype, "kv_dtype": dtype}
-    wl = (prefill_workload(length, batch, **dtypes) if phase == "prefill"
-          else Workload.decode(length + 1, batch, **dtypes))
-    steps = [step(spec, wl, r) for r in rate_sets]
+    steps = [step(spec, case_workload(phase, batch, length, dtype), r) for r in rates]
     ops_out = [{"name": o.op.name, "kind": o.op.kind, "count": o.op.count, "flops": o.flops, "measured_s": None,
                 "predicted_s": {st.rates.label: st.ops[i].time for st in steps}} for i, o in enumerate(steps[0].ops)]
     # What the HF run holds at its peak, as archcalc sizes it: the weights and the KV cache at the last
@@ -183,11 +187,9 @@ def predict_case(spec, phase: str, batch: int, length: int, rate_sets, dtype: st
     }
 
 
-def measure_case(spec, cfg, name, phase, batch, length, rate_sets, s, tdtype, args, results) -> dict:
-    case = predict_case(spec, phase, batch, length, rate_sets, s.dtype)
-    wl = (prefill_workload(length, batch, weight_dtype=s.dtype, act_dtype=s.dtype, kv_dtype=s.dtype)
-          if phase == "prefill" else Workload.decode(length + 1, batch, weight_dtype=s.dtype, act_dtype=s.dtype,
-                                                     kv_dtype=s.dtype))
+def measure_case(spec, cfg, name, phase, batch, length, rates, s, tdtype, args, results) -> dict:
+    case = predict_case(spec, phase, batch, length, rates, s.dtype)
+    wl = case_workload(phase, batch, length, s.dtype)
     samples = defaultdict(list)
     for _ in range(args.runs):  # the three measurements interleaved, the median of each kept
         t1 = time.perf_counter()
@@ -264,6 +266,8 @@ def page(r: dict, args) -> str:
         out.append(f"- the whole steps (`reference`, `hf`, memory) come from an earlier run of the same script on "
                    f"the same machine ({w['date']} UTC, `{w['file']}`, {w['calibration']}); the kernels and "
                    "the calibration from this one")
+    if r.get("predicted_with"):
+        out.append(f"- every prediction recomputed by archcalc as of this page under `{r['predicted_with']}`")
     failed = [c for c in r["cases"] if "error" in c]
     if failed:
         out.append(f"- {len(failed)} case(s) failed and are left out: "
@@ -418,25 +422,16 @@ def published_section() -> list[str]:
     return out
 
 
-def with_whole_steps(results: dict, path: Path, calibration=None) -> dict:
+def with_whole_steps(results: dict, path: Path) -> dict:
     """`results` with each case's whole-step measurements (reference, hf, the HF peak memory) taken from the
-    same case of an earlier --json file: kernels and calibration re-measured, eager steps kept."""
+    same case of an earlier --json file: kernels and calibration re-measured, eager steps kept.  A case this
+    run did not reach joins with its kernels unmeasured and no prediction yet (repredict gives it one)."""
     earlier = json.loads(path.read_text())
     key = ("model", "phase", "batch", "tokens")
-    old = {tuple(c[k] for k in key): c for c in earlier["cases"] if "error" not in c}
     have = {tuple(c[k] for k in key) for c in results["cases"]}
-    models = REAL if results["size"] == "real" else SHRUNK
-    for e in earlier["cases"]:  # a case this run did not reach: predicted here, its kernels left unmeasured
-        if tuple(e[k] for k in key) in have or "error" in e:
-            continue
-        if calibration is None:
-            raise SystemExit(f"{path} has cases this run lacks: give --calibration to predict them")
-        _, spec = model_config(e["model"], models)
-        hw = calibrated_profile(calibration)
-        dtypes = {d: results["dtype"] for d in ("weight_dtype", "act_dtype", "kv_dtype")}
-        rates = [p.rates for p in predict(spec, hw, prompt=128, context=256, gen=2, batch=1, **dtypes)]
-        results["cases"].append({k: e[k] for k in key} | predict_case(spec, e["phase"], e["batch"], e["tokens"],
-                                                                     rates, results["dtype"]))
+    results["cases"] += [{k: e[k] for k in key} | {"measured_s": {}, "ops": []} for e in earlier["cases"]
+                         if "error" not in e and tuple(e[k] for k in key) not in have]
+    old = {tuple(c[k] for k in key): c for c in earlier["cases"] if "error" not in c}
     for c in results["cases"]:
         e = old.get(tuple(c[k] for k in key))
         if e is None or "error" in c:
@@ -447,6 +442,25 @@ def with_whole_steps(results: dict, path: Path, calibration=None) -> dict:
     results["whole_from"] = {"file": path.name, "date": earlier["date"],
                              "calibration": f"launch {cal['launch_s'] * 1e6:.1f} µs, dispatch "
                                             f"{(cal['dispatch_s'] or 0) * 1e6:.1f} µs"}
+    return results
+
+
+def repredict(results: dict, calibration, path: str) -> dict:
+    """Every case's predictions recomputed by this code under `calibration` (the measurements kept), so a
+    page rendered from an older run shows the time model as it is now."""
+    models = REAL if results["size"] == "real" else SHRUNK
+    dtype = results["dtype"]
+    rates = rate_sets(calibrated_profile(calibration), Workload(weight_dtype=dtype, act_dtype=dtype, kv_dtype=dtype))
+    for c in results["cases"]:
+        if "error" in c:
+            continue
+        _, spec = model_config(c["model"], models)
+        fresh = predict_case(spec, c["phase"], c["batch"], c["tokens"], rates, dtype)
+        measured = {o["name"]: o["measured_s"] for o in c["ops"]}
+        for o in fresh["ops"]:
+            o["measured_s"] = measured.get(o["name"])
+        c.update({k: v for k, v in fresh.items() if k not in ("measured_s", "hf_peak_bytes")})
+    results["predicted_with"] = path
     return results
 
 
@@ -472,7 +486,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"])
     ap.add_argument("--quick", action="store_true", help="calibrate on the quick grid")
-    ap.add_argument("--calibration", help="reuse this calibration instead of measuring one")
+    ap.add_argument("--calibration", help="reuse this calibration instead of measuring one (with --from-json: "
+                                          "recompute every prediction under it)")
     ap.add_argument("--runs", type=int, default=3, help="measure every case this many times (median)")
     ap.add_argument("--size", default="auto", choices=["auto", "shrunk", "real"],
                     help="shrunk configs, or full-size ones (auto: full size on cuda)")
@@ -492,10 +507,13 @@ def main() -> None:
         reexec_with_reusing_malloc()
         results = measure(args)
     if args.whole_from:
-        cal = load_calibration(Path(args.calibration)) if args.calibration else None
-        results = with_whole_steps(results, Path(args.whole_from), cal)
-        if args.json:
-            Path(args.json).write_text(json.dumps(results, indent=1))
+        results = with_whole_steps(results, Path(args.whole_from))
+    if args.from_json and args.calibration:
+        results = repredict(results, load_calibration(Path(args.calibration)), args.calibration)
+    if any("predicted_s" not in c for c in results["cases"] if "error" not in c):
+        raise SystemExit("some cases have no prediction: give --calibration to predict them")
+    if args.json and (args.whole_from or args.from_json):
+        Path(args.json).write_text(json.dumps(results, indent=1))
     text = page(results, args)
     Path(args.out).write_text(text)
     print(text)

@@ -112,7 +112,8 @@ class Rates:
     # bytes, in decode too: torch's CPU kernel takes as long for 2 KV heads as for 8 (it works per query head).
     attention: dict[tuple[str, bool, bool, int], Curve] = field(default_factory=dict)
     # Engines run an op as one kernel (grouped-GEMM experts, fused sums); torch eager (fused=False) runs
-    # experts as one matmul per touched expert and a sum of n tensors as n − 1 adds.
+    # fused projections part by part, a sum of n tensors as n − 1 adds, and experts as one matmul per
+    # touched expert and part, or as one grouped GEMM where the calibration ran torch's grouped_mm.
     fused: bool = True
     grouped_experts: bool = False  # unfused, yet an expert op runs as one grouped GEMM (transformers 5)
     # The host issues kernels ahead of an asynchronous device (CUDA, MPS): a step's dispatch overlaps its
@@ -158,8 +159,8 @@ class Rates:
 
     def _surface_rate(self, op: Op) -> float:
         """Measured FLOP/s of the matmul as the kernels run it: eager code runs each
-        fused part (q, k, v; gate, up) as its own matmul, and experts one at a time,
-        each over its share of the routed rows."""
+        fused part (q, k, v; gate, up) as its own matmul, and experts one at a time or in one grouped
+        GEMM (its parts fused), either way each over its share of the routed rows."""
         d: MatmulDims = op.dims
         widths = d.parts if d.parts and not self.fused and not (d.experts and self.grouped_experts) else (d.n,)
         m = ceil(d.m / touched_experts(d))  # a grouped GEMM, like one matmul per expert, tiles each apart

@@ -2,7 +2,8 @@
 
 This is the one place that turns an Op into time.  A step's time is the sum
 over its ops (no overlap between kernels, as eager and CUDA-graph serving run
-them).  The op list is the same one `size` sums; the rates come from a rate
+them); an eager framework's dispatch per kernel adds to that on a CPU and
+overlaps it on a GPU, whose host issues kernels ahead of it (step_time).  The op list is the same one `size` sums; the rates come from a rate
 set (cost/rates.py: peak, typical, calibrated), which says how fast an op of
 a given shape runs, the launch cost per kernel and, for tensor parallelism,
 the link.  With tp > 1 every op is one rank's share and the collectives
@@ -98,9 +99,7 @@ def step_time(times: list[OpTime], rates: Rates) -> float:
     calibrated slowdown, and the framework's dispatch per kernel adds to them on a synchronous device (a
     CPU) or, on an asynchronous one (a GPU: the host issues kernels ahead of it), overlaps them, so the
     step takes whichever is longer: the device's kernels or the host's issuing."""
-    kernels = sum(o.time for o in times)
-    if rates.step_slowdown:
-        kernels += rates.step_slowdown * sum(o.time for o in times if o.op.kind != "collective")
+    kernels = sum(slowdown_scale(o.op, rates) * o.time for o in times)
     host = dispatch_time(times, rates)
     return greater(kernels, host) if rates.overlap else kernels + host
 
@@ -194,7 +193,9 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     chunked layer restarts at every chunk) and its rates do not depend on c (a
     decode step's matmuls keep m = B; decode attention runs at one bandwidth),
     so its time fixed + max(f(c)/P, m(c)/W) is a constant plus a max of two
-    affine functions: split where they cross and sum arithmetic series.
+    affine functions: split where they cross and sum arithmetic series.  Where
+    the host's dispatch overlaps the kernels (a GPU), a step is max(kernels,
+    host): the host's constant wins on a prefix of each piece, found by bisection.
     """
     lo, hi = prompt + 1, prompt + gen
     attention = [op for op in _decode_ops(spec, lo, batch, rates, tp, dtypes) if op.kind == "attention"]

@@ -123,7 +123,8 @@ def grouped_mm_works(device_type: str, dtype: torch.dtype) -> bool:
 
 def _experts(d: MatmulDims, op: Op, device, dtype) -> Kernel:
     """The routed rows split evenly over the experts a step touches (uniform routing, op.py's count):
-    one grouped GEMM per weight (gate, up; down) where torch has one, else one matmul per expert."""
+    one grouped GEMM over the fused parts (gate and up together) where torch has one, else one matmul per
+    expert and part."""
     touched = max(1, round(expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)))
     rows = ceil(d.m / touched)
     widths = d.parts or (d.n,)
