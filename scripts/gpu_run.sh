@@ -45,7 +45,7 @@ timeout "${VALIDATE_S:-270}" python3 scripts/validate.py --device "$DEVICE" --ca
   --json "$OUT/validation.json" --out "$OUT/validation.md" ${VALIDATE_ARGS:-} > "$OUT/validate.log" 2>&1
 echo "validate exit $?"; grep -E "^(Traceback|[A-Za-z]*Error:)" "$OUT/validate.log" | sort | uniq -c | head
 echo "== roofline --measure $(date +%T)"
-timeout "${ROOFLINE_S:-40}" python3 -m archcalc roofline "${ROOFLINE_MODEL:-llama-3.1-8b}" --gpu "$cal" --measure \
+[ "${ROOFLINE_S:-40}" = 0 ] || timeout "${ROOFLINE_S:-40}" python3 -m archcalc roofline "${ROOFLINE_MODEL:-llama-3.1-8b}" --gpu "$cal" --measure \
   --device "$DEVICE" --prompt 2048 --batch 1 --json > "$OUT/roofline.json" 2>> "$OUT/run.log"
 echo "roofline exit $?"; tail -3 "$OUT/run.log"
 echo "== done $(date +%T)"; ls -la "$OUT"

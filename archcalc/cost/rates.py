@@ -97,6 +97,7 @@ class Rates:
     convention: str = "causal"  # the attention work the kernels run (ops/conventions.py)
     launch: float = 0.0  # seconds of fixed cost per kernel
     dispatch: float = 0.0  # seconds of framework overhead per kernel between kernels (Step.overhead)
+    step_host: float = 0.0  # seconds of framework overhead per step, whatever its kernels (Step.overhead)
     step_slowdown: float = 0.0  # share by which compute kernels run slower inside an eager step (Step.overhead)
     link_bandwidth: float | None = None  # bytes/s one rank sends over the interconnect
     link_latency: float = 0.0  # seconds per collective
@@ -208,6 +209,7 @@ class Rates:
         return {"label": self.label, "source": self.source, "matmul_flops_per_s": self.matmul,
                 "vector_flops_per_s": self.vector, "bandwidth_bytes_per_s": self.bandwidth,
                 "ridge_flops_per_byte": self.ridge, "launch_s": self.launch, "dispatch_s": self.dispatch,
+                "step_host_s": self.step_host,
                 "step_slowdown": self.step_slowdown, "overlap": self.overlap,
                 "grouped_experts": self.grouped_experts, "convention": self.convention,
                 "gemm_efficiency": self.gemm_efficiency, "link_bandwidth_bytes_per_s": self.link_bandwidth,
@@ -311,7 +313,8 @@ def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
     return Rates(
         "calibrated", best, hw.peak("fp32"), cal.bandwidth.read_bytes_per_s,
         source=f"calibrated on {cal.device.name} ({cal.dtype}, {cal.device.threads} threads, {cal.device.date[:10]})",
-        convention="sdpa", launch=launch, dispatch=cal.dispatch_s or 0.0, step_slowdown=cal.step_slowdown or 0.0,
+        convention="sdpa", launch=launch, dispatch=cal.dispatch_s or 0.0,
+        step_host=cal.step_host_s or 0.0, step_slowdown=cal.step_slowdown or 0.0,
         link_bandwidth=_link(hw),
         matmul_surface=surface,
         attention={key: Curve.of(pts) for key, pts in attention.items()},

@@ -82,11 +82,13 @@ def ring_steps_measured(op: Op) -> int:
     return LATENCY_RANKS - 1 if op.dims.pattern == "send_recv" else ring_steps(op, LATENCY_RANKS)
 
 
-def dispatch_time(times: list[OpTime], rates: Rates) -> float:
-    """The framework's dispatch per compute kernel (a collective is NCCL's, timed on the link)."""
+def host_time(times: list[OpTime], rates: Rates) -> float:
+    """The framework's host time for a step: a fixed cost per step plus its dispatch per compute kernel (a
+    collective is NCCL's, timed on the link)."""
     if not rates.dispatch:
-        return 0.0
-    return rates.dispatch * sum(o.op.count * rates.kernels(o.op) for o in times if o.op.kind != "collective")
+        return rates.step_host
+    kernels = sum(o.op.count * rates.kernels(o.op) for o in times if o.op.kind != "collective")
+    return rates.step_host + rates.dispatch * kernels
 
 
 def slowdown_scale(op: Op, rates: Rates) -> float:
@@ -96,11 +98,11 @@ def slowdown_scale(op: Op, rates: Rates) -> float:
 
 def step_time(times: list[OpTime], rates: Rates) -> float:
     """A step's time from its kernels' (each run alone): the compute kernels run slower inside a step by the
-    calibrated slowdown, and the framework's dispatch per kernel adds to them on a synchronous device (a
+    calibrated slowdown, and the framework's host time (host_time) adds to them on a synchronous device (a
     CPU) or, on an asynchronous one (a GPU: the host issues kernels ahead of it), overlaps them, so the
     step takes whichever is longer: the device's kernels or the host's issuing."""
     kernels = sum(slowdown_scale(o.op, rates) * o.time for o in times)
-    host = dispatch_time(times, rates)
+    host = host_time(times, rates)
     return greater(kernels, host) if rates.overlap else kernels + host
 
 
@@ -208,7 +210,7 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     cuts = sorted({lo, hi + 1} | {w for w in windows if w and lo < w <= hi} | chunks)
     total = 0.0
     for a, b in zip(cuts, cuts[1:]):  # [a, b): every op affine in c here
-        host = dispatch_time([time_op(op, rates) for op in _decode_ops(spec, a, batch, rates, tp, dtypes)], rates)
+        host = host_time([time_op(op, rates) for op in _decode_ops(spec, a, batch, rates, tp, dtypes)], rates)
         if not rates.overlap:
             total += (b - a) * host + _kernel_sum(spec, a, b, batch, rates, tp, dtypes)
             continue

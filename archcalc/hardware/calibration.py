@@ -98,10 +98,14 @@ class Calibration(_Frozen):
     dtype: Literal["fp32", "bf16", "fp16"]  # the math and storage dtype every kernel ran in
     notes: list[str] = Field(default_factory=list)  # e.g. why bf16 was replaced by fp32
     launch_s: LatencyS  # median seconds of a tiny elementwise kernel
-    # Framework overhead per kernel of an eager torch model beyond the kernels themselves: a decode step of
-    # a debug-sized Llama (transformers', else the reference model), less its calibrated op times, per kernel.
+    # An eager torch model's host time per step beyond its kernels, as step_host_s + dispatch_s × kernels:
+    # decode steps of a debug-sized Llama (transformers', else the reference model) at two depths, less their
+    # calibrated op times (on an overlapping device, the whole step), fitted to the kernels each launched.
+    # dispatch_s is the cost per kernel; step_host_s what a forward call costs whatever its depth (the
+    # model's and the cache's Python bookkeeping, the mask, the output object).
     dispatch_s: LatencyS | None = None
-    dispatch_source: str | None = None  # which model dispatch_s was timed on
+    step_host_s: LatencyS | None = None
+    dispatch_source: str | None = None  # which model dispatch_s and step_host_s were timed on
     # Share by which the compute kernels of a real-size eager step run slower than alone (caches cooled by
     # the neighbouring kernels, fresh outputs): a decode step of a Llama whose weights are far beyond the
     # cache, less dispatch, over its calibrated kernel time, minus 1 (never below 0).

@@ -6,8 +6,9 @@ at several lengths and head dims, a sliding-window mask, decode over a long
 cache), copy bandwidth (bytes read + written) and read-only streaming, the
 cost of a tiny elementwise kernel (the launch overhead), and norm /
 activation / add / RoPE / gather kernels at a few sizes, and what an eager
-step adds to its kernels (dispatch per kernel on a debug-sized Llama; the
-kernels' slowdown inside a decode step of a real-width one).  Every point is kept
+step adds to its kernels (a fixed cost per step and dispatch per kernel, fitted
+over two depths of a debug-sized Llama; the kernels' slowdown inside a decode
+step of a real-width one).  Every point is kept
 (hardware/calibration.py); cost/rates.py derives the calibrated rate set.
 
 Every shape is built as an Op by the same constructors the op list uses and
@@ -25,7 +26,7 @@ from typing import Callable
 
 import torch
 
-from archcalc.cost.roofline import dispatch_time
+from archcalc.cost.roofline import host_time
 from archcalc.errors import InputError
 from archcalc.hardware.bounds import MAX_SLOWDOWN
 from archcalc.hardware.calibration import (
@@ -193,36 +194,60 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
                       notes=notes, launch_s=launch, bandwidth=bandwidth, matmul=matmul, attention=attention, rows=rows,
                       graphs=graphs_work(dev), grouped_experts=grouped_mm_works(dev.type, tdtype))
     overlap = dev.type != "cpu"  # the host issues kernels ahead of the device (cost/roofline.step_time)
-    # Dispatch: the debug-sized step's host time per kernel launched: beyond its kernels on a CPU; the whole
-    # step on an asynchronous device, whose tiny kernels finish long before the host has issued the next.
-    measured, predicted, rates, source = _eager_step(cal, DEBUG_LLAMA, dev, tdtype, "debug size", 5)
-    kernels = sum(o.op.count * rates.kernels(o.op) for o in predicted.ops)
-    host = measured if overlap else measured - predicted.kernel_time
-    cal = cal.model_copy(update={"dispatch_s": max(0.0, host / kernels), "dispatch_source": source})
-    # The slowdown: the real-width step less that dispatch, over its kernels' time, minus 1.  Overlapped, the
-    # step is max(kernels, host): where the host's issuing takes (nearly) the whole step, the kernels'
-    # slowdown is hidden behind it and cannot be measured: 0.
+    # The host's time per step, fixed + dispatch × kernels, fitted over two depths of a debug-sized Llama
+    # whose kernels are all tiny: beyond its kernels on a CPU; the whole step on an asynchronous device,
+    # whose tiny kernels finish long before the host has issued the next.
+    points, source = [], ""
+    for layers in DEBUG_DEPTHS:
+        measured, predicted, rates, source = _eager_step(cal, {**DEBUG_LLAMA, "num_hidden_layers": layers}, dev,
+                                                         tdtype, "debug size", 5)
+        kernels = sum(o.op.count * rates.kernels(o.op) for o in predicted.ops)
+        points.append((kernels, measured if overlap else measured - predicted.kernel_time))
+    fixed, per_kernel = host_fit(points)
+    cal = cal.model_copy(update={"dispatch_s": per_kernel, "step_host_s": fixed,
+                                 "dispatch_source": f"{source}, {' and '.join(map(str, DEBUG_DEPTHS))} layers"})
     measured, predicted, rates, source = _eager_step(cal, STEP_LLAMA, dev, tdtype, "width 1536, 2 layers",
                                                      grid.repeats)
-    host = dispatch_time(predicted.ops, rates)
-    if not overlap:
-        slowdown = (measured - host) / predicted.kernel_time - 1
-    elif measured > HOST_BOUND_MARGIN * host:
-        slowdown = measured / predicted.kernel_time - 1
-    else:
+    slowdown = in_step_slowdown(measured, predicted.kernel_time, host_time(predicted.ops, rates), overlap)
+    if slowdown is None:
         slowdown, source = 0.0, f"{source}: host-bound, the kernels' slowdown hidden (0)"
     return cal.model_copy(update={"step_slowdown": min(MAX_SLOWDOWN, max(0.0, slowdown)),
                                   "step_slowdown_source": source})
 
 
-HOST_BOUND_MARGIN = 1.1  # an overlapped step within 10 % of its host time is host-bound
+def in_step_slowdown(measured: float, kernels: float, host: float, overlap: bool) -> float | None:
+    """The share by which a real-width step's kernels ran slower than alone: the step less its host time,
+    over its kernels' time, minus 1.  Overlapped, the step is max(kernels × (1 + slowdown), host), so the
+    slowdown shows only where the kernels outlast the host; where the host's issuing is the longer (a 2-layer
+    model on a GPU), a step a little over the host's predicted time is the host's noise, not the kernels'
+    slowdown: None (hidden)."""
+    if not overlap:
+        return (measured - host) / kernels - 1
+    return measured / kernels - 1 if kernels > host else None
+
+
+def host_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(fixed seconds per step, seconds per kernel) of the least-squares line host = fixed + per × kernels
+    through (kernels, host seconds) points at two or more depths, neither below 0: a noisy slope below 0
+    is no dispatch, and a line through negative fixed time is refitted through the origin."""
+    n = len(points)
+    mean_k = sum(k for k, _ in points) / n
+    mean_h = sum(h for _, h in points) / n
+    spread = sum((k - mean_k) ** 2 for k, _ in points)
+    per = max(0.0, sum((k - mean_k) * (h - mean_h) for k, h in points) / spread)
+    fixed = mean_h - per * mean_k
+    if fixed < 0:  # through the origin: Σkh / Σk²
+        return 0.0, max(0.0, sum(k * h for k, h in points) / sum(k * k for k, _ in points))
+    return fixed, per
 
 
 # A debug-sized Llama (specs/debug.yaml's shape) as a Hugging Face config: its kernels are all tiny, so a
-# decode step's time is the framework's, not the math's.
+# decode step's time is the framework's, not the math's.  Timed at DEBUG_DEPTHS layers, whose difference
+# is the host's time per layer (so per kernel), and the rest what a step costs whatever its depth.
 DEBUG_LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 2,
                "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 128,
                "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+DEBUG_DEPTHS = (2, 8)
 # A Llama of real width (GQA 24/6, 4x FFN, 32k vocabulary): 117 M parameters, 235 MB in bf16, far beyond a
 # CPU's or a GPU's last-level cache, so its kernels stream their weights as a real model's do.  Two layers
 # keep it quick; scripts/validate.py validates on other widths, depths and architectures.

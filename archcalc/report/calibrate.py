@@ -37,6 +37,8 @@ def calibration_view(cal: Calibration, hw: HardwareProfile, path: Path) -> Group
     table.add_row("launch (tiny elementwise kernel)", seconds(cal.launch_s), *(("", "") if datasheet else ()))
     if cal.dispatch_s is not None:
         table.add_row("eager dispatch per kernel", seconds(cal.dispatch_s), *(("", "") if datasheet else ()))
+    if cal.step_host_s is not None:
+        table.add_row("eager host time per step (fixed)", seconds(cal.step_host_s), *(("", "") if datasheet else ()))
     if cal.step_slowdown is not None:
         table.add_row("kernels inside a real-width step", f"+{cal.step_slowdown:.0%} time",
                       *(("", "") if datasheet else ()))

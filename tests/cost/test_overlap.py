@@ -36,30 +36,32 @@ def _case(model: str, phase: str, batch: int, tokens: int) -> dict:
                                                            ("gemma-2-9b", "gemma-2-9b", 1, 8192)])
 def test_calibrated_decode_kernels_match_the_h200s_graph_timed_kernels(model, config, batch, tokens):
     """The op list's decode kernels under the shipped calibration against the same ops replayed from CUDA
-    graphs on an H200: within 10 % (measured 1-4 % off)."""
+    graphs on an H200: within 10 %."""
     measured = _case(model, "decode", batch, tokens)["measured_s"]["kernels"]
     predicted = step(spec_of(config), Workload.decode(tokens + 1, batch), _h200_rates()).kernel_time
     assert predicted == pytest.approx(measured, rel=0.10)
 
 
-def test_an_eager_gpu_step_overlaps_host_and_kernels():
-    """HF's Llama-3.1-8B decode step took 22-35 ms on the H200 for ~5.8 ms of kernels: far less than kernels
-    + host issuing (the sum a synchronous device pays), so the two overlap; the step is their maximum."""
+@pytest.mark.parametrize("batch, tokens", [(1, 2048), (1, 8192), (32, 2048)])
+def test_an_eager_gpu_step_is_the_hosts_time_overlapping_the_kernels(batch, tokens):
+    """HF's Llama-3.1-8B decode step took 43.7-45.0 ms on the H200 for 5.8-8.0 ms of kernels: the host's
+    issuing (calibrated in the same lease on 2-layer and 8-layer debug Llamas: 39 µs a step + 99 µs a
+    kernel) predicts it within 5 %, and overlapping the kernels (max) fits better than adding them (sum)."""
     rates = _h200_rates()
     assert rates.overlap
-    s = step(spec_of("llama-3.1-8b"), Workload.decode(2049, 1), rates)
-    host = rates.dispatch * sum(o.op.count * rates.kernels(o.op) for o in s.ops)
-    measured = [_case("llama-3.1-8b", "decode", b, t)["measured_s"]["hf"] for b, t in ((1, 2048), (1, 8192),
-                                                                                       (32, 2048))]
-    assert max(measured) < s.kernel_time + host  # every measured step beats the sum: the two overlap
+    s = step(spec_of("llama-3.1-8b"), Workload.decode(tokens + 1, batch), rates)
+    host = rates.step_host + rates.dispatch * sum(o.op.count * rates.kernels(o.op) for o in s.ops)
+    measured = _case("llama-3.1-8b", "decode", batch, tokens)["measured_s"]["hf"]
     assert s.time == pytest.approx(max(s.kernel_time, host))
+    assert s.time == pytest.approx(measured, rel=0.05)
+    assert abs(s.time - measured) < abs(s.kernel_time + host - measured)
 
 
 def test_a_cpu_step_adds_its_dispatch_and_a_gpu_step_overlaps_it():
     """The same calibration on a synchronous CPU and on an asynchronous CUDA device: CPU time = kernels +
-    dispatch × kernels launched; GPU time = the larger of the two."""
+    the host's 300 µs a step + dispatch × kernels launched; GPU time = the larger of the two."""
     spec, wl = spec_of("llama-3.2-1b"), Workload.decode(513, 1)
-    cpu = synthetic_calibration(launch=2e-6, dispatch_s=2e-5)
+    cpu = synthetic_calibration(launch=2e-6, dispatch_s=2e-5, step_host_s=3e-4)
     gpu = cpu.model_copy(update={"device": DeviceInfo(name="Test GPU", kind="cuda", torch="0", threads=1,
                                                       date="2026-01-01")})
     sync = step(spec, wl, calibrated_rates(local_profile(cpu), cpu))
@@ -67,8 +69,8 @@ def test_a_cpu_step_adds_its_dispatch_and_a_gpu_step_overlaps_it():
     rates = calibrated_rates(local_profile(cpu), cpu)
     kernels = sum(o.op.count * rates.kernels(o.op) for o in sync.ops)  # fused q/k/v and gate/up run apart
     assert sync.kernel_time == pytest.approx(asyn.kernel_time)
-    assert sync.time == pytest.approx(sync.kernel_time + 2e-5 * kernels)
-    assert asyn.time == pytest.approx(max(asyn.kernel_time, 2e-5 * kernels))
+    assert sync.time == pytest.approx(sync.kernel_time + 3e-4 + 2e-5 * kernels)
+    assert asyn.time == pytest.approx(max(asyn.kernel_time, 3e-4 + 2e-5 * kernels))
 
 
 @pytest.mark.parametrize("dispatch", [0.0, 1e-6, 0.5, "crossing"])
@@ -81,14 +83,15 @@ def test_overlapped_closed_form_decode_equals_the_step_by_step_sum(name, prompt,
     gpu = DeviceInfo(name="Test GPU", kind="cuda", torch="0", threads=1, date="2026-01-01")
 
     def rates_with(d: float):
-        cal = synthetic_calibration(launch=1e-6, dispatch_s=d, read=2e9).model_copy(update={"device": gpu})
+        cal = synthetic_calibration(launch=1e-6, dispatch_s=d, step_host_s=1e-3, read=2e9).model_copy(
+            update={"device": gpu})
         return calibrated_rates(local_profile(cal), cal)
 
     if dispatch == "crossing":
         r0 = rates_with(0.0)
         first, last = (step(spec, Workload.decode(c, batch), r0) for c in (prompt + 1, prompt + gen))
         kernels = sum(o.op.count * r0.kernels(o.op) for o in first.ops)
-        dispatch = (first.kernel_time + last.kernel_time) / 2 / kernels
+        dispatch = ((first.kernel_time + last.kernel_time) / 2 - 1e-3) / kernels
     rates = rates_with(dispatch)
     times = [step(spec, Workload.decode(c, batch), rates) for c in range(prompt + 1, prompt + gen + 1)]
     if dispatch == 0.5:

@@ -361,7 +361,8 @@ def test_peak_rates_describe_the_datasheet():
     assert peak_rates(H100, "bf16").describe() == {
         "label": "peak", "source": "H100 SXM datasheet", "matmul_flops_per_s": 989.4e12, "vector_flops_per_s": 66.9e12,
         "bandwidth_bytes_per_s": 3.35e12, "ridge_flops_per_byte": 989.4e12 / 3.35e12, "launch_s": 0.0,
-        "dispatch_s": 0.0, "step_slowdown": 0.0, "overlap": False, "grouped_experts": False, "convention": "causal", "gemm_efficiency": 1.0,
+        "dispatch_s": 0.0, "step_host_s": 0.0, "step_slowdown": 0.0, "overlap": False, "grouped_experts": False,
+        "convention": "causal", "gemm_efficiency": 1.0,
         "link_bandwidth_bytes_per_s": 450e9,
         "link_latency_s": 0.0}
 

@@ -21,7 +21,7 @@ from archcalc.cli import cli
 from archcalc.cost.rates import calibrated_rates
 from archcalc.hardware.calibration import SCHEMA, load_calibration
 from archcalc.hardware.profile import load_hardware
-from archcalc.measure.calibrate import TORCH_DTYPES
+from archcalc.measure.calibrate import TORCH_DTYPES, host_fit
 from archcalc.measure.kernels import grouped_mm_works
 
 NOISE = 1.5  # a kernel may beat the median of the calibration grid by this much before it is suspicious
@@ -50,13 +50,30 @@ def test_calibration_round_trips_and_holds_every_kind_of_point(calibration_file)
     assert any(p.q_len == 1 for p in cal.attention) and any(p.window for p in cal.attention)
     assert all(p.seconds > 0 for p in [*cal.matmul, *cal.attention, *cal.rows])
     assert cal.launch_s > 0 and cal.bandwidth.read_bytes_per_s > 0
-    # the eager step's terms: dispatch on the debug-sized Llama, the slowdown on the real-width one
-    assert cal.dispatch_s is not None and cal.step_slowdown is not None and 0 <= cal.step_slowdown <= 9
-    assert "debug size" in cal.dispatch_source and "width 1536" in cal.step_slowdown_source
+    # the eager step's terms: host time fitted over two depths of the debug-sized Llama, the slowdown on the
+    # real-width one
+    assert cal.dispatch_s is not None and cal.step_host_s is not None
+    assert cal.step_slowdown is not None and 0 <= cal.step_slowdown <= 9
+    assert "debug size" in cal.dispatch_source and "2 and 8 layers" in cal.dispatch_source
+    assert "width 1536" in cal.step_slowdown_source
     # a CPU runs kernels as issued (no CUDA graphs); experts grouped where torch has grouped_mm here
     assert not cal.graphs and cal.grouped_experts == grouped_mm_works("cpu", TORCH_DTYPES[cal.dtype])
     assert load_calibration(calibration_file) == cal  # YAML → model → YAML is lossless
     assert calibration_file.read_text() == cal.to_yaml()
+
+
+@pytest.mark.parametrize("points, fixed, per", [
+    # 31 and 115 kernels (the debug Llama at 2 and 8 layers) on a line of 2 ms + 44 µs a kernel
+    ([(31, 2e-3 + 31 * 44e-6), (115, 2e-3 + 115 * 44e-6)], 2e-3, 44e-6),
+    # three noisy depths: the least-squares line, not the two ends
+    ([(10, 1.0), (20, 3.0), (30, 2.0)], 1.0, 0.05),
+    # a slope below 0 is noise, not negative dispatch: a flat line at the mean
+    ([(31, 3e-3), (115, 2e-3)], 2.5e-3, 0.0),
+    # a line through negative fixed time: refitted through the origin, Σkh / Σk²
+    ([(10, 1e-4), (20, 4e-4)], 0.0, (10 * 1e-4 + 20 * 4e-4) / (10**2 + 20**2)),
+])
+def test_host_time_is_fitted_over_depths(points, fixed, per):
+    assert host_fit(points) == pytest.approx((fixed, per), abs=1e-12)
 
 
 def test_a_calibration_is_a_device_for_predictions(calibration_file):
