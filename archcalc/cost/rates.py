@@ -142,6 +142,10 @@ class Rates:
 
     def memory_rate(self, op: Op) -> float:
         """bytes/s this op's traffic moves at."""
+        if op.kind == "attention" and op.dims.eager_kernels:  # its elementwise kernels (roofline.time_op)
+            curve = self.row_bandwidth.get("activation")
+            kernels = op.dims.eager_kernels - 2  # less the two matmuls
+            return curve(ops.eager_traffic(op.dims)[1] / kernels) if curve is not None else self.bandwidth
         if op.kind == "attention" and op.dims.new_tokens == 1:
             return self.bandwidth * self.attention_decode_efficiency
         if isinstance(op.dims, RowDims) or op.kind == "gather":
@@ -152,6 +156,10 @@ class Rates:
 
     def _attention_rate(self, op: Op) -> float:
         d: AttentionDims = op.dims
+        if d.eager_kernels and self.matmul_surface is not None:
+            # explicit Q Kᵀ and P V: batched over B·H heads of T rows by keys, which one batched GEMM tiles
+            # together, as one matmul of T rows over the B·H heads' keys
+            return self.matmul_surface(d.new_tokens, op.flops / (2 * d.new_tokens))
         curve = _nearest(self.attention, attention_kind(d))
         if curve is not None:
             return curve(op.flops)
@@ -181,7 +189,15 @@ class Rates:
             return touched_experts(d) * max(1, len(d.parts))
         if isinstance(d, RowDims) and op.kind == "elementwise" and d.fn == "add":
             return max(1, d.inputs - 1)
+        if isinstance(d, AttentionDims) and d.eager_kernels:
+            return d.eager_kernels
         return 1
+
+    def host_calls(self, op: Op) -> int:
+        """The op's calls in the units the host's dispatch is calibrated in (calibrate: an eager Llama's host
+        time per modelled kernel, its module's Python included): its kernels, except explicit eager
+        attention, one function call like the SDPA call it stands in for."""
+        return 1 if op.kind == "attention" and op.dims.eager_kernels else self.kernels(op)
 
     def _quantization(self, d: MatmulDims) -> float:
         """Tile and wave quantization (NVIDIA's Matrix Multiplication Background guide):

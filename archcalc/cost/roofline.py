@@ -22,7 +22,7 @@ from archcalc.hardware.profile import HardwareProfile
 from archcalc.ops.arrays import greater
 from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.layers import model_ops
-from archcalc.ops.op import Op
+from archcalc.ops.op import Op, eager_traffic
 from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
 
@@ -35,9 +35,14 @@ class OpTime:
     t_math: float
     t_memory: float
     t_fixed: float = 0.0  # launch costs (link latency for a collective), outside the max
+    # The op runs as kernels one after another, some math-bound and some memory-bound (explicit eager
+    # attention: two matmuls and passes over the scores), so math and memory add instead of overlapping.
+    serial: bool = False
 
     @property
     def time(self) -> float:
+        if self.serial:
+            return self.t_fixed + self.t_math + self.t_memory
         return self.t_fixed + greater(self.t_math, self.t_memory)
 
     @property
@@ -59,6 +64,12 @@ def time_op(op: Op, rates: Rates) -> OpTime:
         return OpTime(op, n * op.vector_flops, nbytes, 0.0, n * op.comm_bytes / link,
                       n * rates.link_latency * ring_steps(op) / ring_steps_measured(op))
     t_math = n * (op.flops / rates.compute_rate(op) + op.vector_flops / rates.vector)
+    if op.kind == "attention" and op.dims.eager_kernels:
+        # explicit eager attention, kernel after kernel: its two matmuls at their measured rate (their
+        # traffic within it), then its elementwise kernels' traffic at theirs
+        return OpTime(op, n * (op.flops + op.vector_flops), nbytes, t_math,
+                      n * eager_traffic(op.dims)[1] / rates.memory_rate(op), n * rates.launch * rates.kernels(op),
+                      serial=True)
     return OpTime(op, n * (op.flops + op.vector_flops), nbytes, t_math, nbytes / rates.memory_rate(op),
                   n * rates.launch * rates.kernels(op))
 
@@ -87,8 +98,8 @@ def host_time(times: list[OpTime], rates: Rates) -> float:
     collective is NCCL's, timed on the link)."""
     if not rates.dispatch:
         return rates.step_host
-    kernels = sum(o.op.count * rates.kernels(o.op) for o in times if o.op.kind != "collective")
-    return rates.step_host + rates.dispatch * kernels
+    calls = sum(o.op.count * rates.host_calls(o.op) for o in times if o.op.kind != "collective")
+    return rates.step_host + rates.dispatch * calls
 
 
 def slowdown_scale(op: Op, rates: Rates) -> float:
@@ -236,8 +247,11 @@ def _kernel_sum(spec: ModelSpec, a: int, b: int, batch: int, rates: Rates, tp: i
     at_next = [time_op(op, rates) for op in _decode_ops(spec, a + 1, batch, rates, tp, dtypes)]
     total = 0.0
     for x, y in zip(at_a, at_next):
-        total += slowdown_scale(x.op, rates) * ((b - a) * x.t_fixed + _sum_max_affine(
-            x.t_math, y.t_math - x.t_math, x.t_memory, y.t_memory - x.t_memory, b - a))
+        if x.serial:
+            varying = _sum_affine(x.t_math + x.t_memory, y.t_math + y.t_memory - x.t_math - x.t_memory, b - a)
+        else:
+            varying = _sum_max_affine(x.t_math, y.t_math - x.t_math, x.t_memory, y.t_memory - x.t_memory, b - a)
+        total += slowdown_scale(x.op, rates) * ((b - a) * x.t_fixed + varying)
     return total
 
 

@@ -99,7 +99,7 @@ class Calibration(_Frozen):
     notes: list[str] = Field(default_factory=list)  # e.g. why bf16 was replaced by fp32
     launch_s: LatencyS  # median seconds of a tiny elementwise kernel
     # An eager torch model's host time per step beyond its kernels, as step_host_s + dispatch_s × kernels:
-    # decode steps of a debug-sized Llama (transformers', else the reference model) at two depths, less their
+    # decode steps of a debug-sized Llama (transformers', else the reference model) at three depths, less their
     # calibrated op times (on an overlapping device, the whole step), fitted to the kernels each launched.
     # dispatch_s is the cost per kernel; step_host_s what a forward call costs whatever its depth (the
     # model's and the cache's Python bookkeeping, the mask, the output object).

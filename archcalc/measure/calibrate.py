@@ -7,7 +7,7 @@ cache), copy bandwidth (bytes read + written) and read-only streaming, the
 cost of a tiny elementwise kernel (the launch overhead), and norm /
 activation / add / RoPE / gather kernels at a few sizes, and what an eager
 step adds to its kernels (a fixed cost per step and dispatch per kernel, fitted
-over two depths of a debug-sized Llama; the kernels' slowdown inside a decode
+over three depths of a debug-sized Llama; the kernels' slowdown inside a decode
 step of a real-width one).  Every point is kept
 (hardware/calibration.py); cost/rates.py derives the calibrated rate set.
 
@@ -194,18 +194,18 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
                       notes=notes, launch_s=launch, bandwidth=bandwidth, matmul=matmul, attention=attention, rows=rows,
                       graphs=graphs_work(dev), grouped_experts=grouped_mm_works(dev.type, tdtype))
     overlap = dev.type != "cpu"  # the host issues kernels ahead of the device (cost/roofline.step_time)
-    # The host's time per step, fixed + dispatch × kernels, fitted over two depths of a debug-sized Llama
+    # The host's time per step, fixed + dispatch × kernels, fitted over three depths of a debug-sized Llama
     # whose kernels are all tiny: beyond its kernels on a CPU; the whole step on an asynchronous device,
     # whose tiny kernels finish long before the host has issued the next.
     points, source = [], ""
     for layers in DEBUG_DEPTHS:
         measured, predicted, rates, source = _eager_step(cal, {**DEBUG_LLAMA, "num_hidden_layers": layers}, dev,
                                                          tdtype, "debug size", 5)
-        kernels = sum(o.op.count * rates.kernels(o.op) for o in predicted.ops)
+        kernels = sum(o.op.count * rates.host_calls(o.op) for o in predicted.ops)
         points.append((kernels, measured if overlap else measured - predicted.kernel_time))
     fixed, per_kernel = host_fit(points)
     cal = cal.model_copy(update={"dispatch_s": per_kernel, "step_host_s": fixed,
-                                 "dispatch_source": f"{source}, {' and '.join(map(str, DEBUG_DEPTHS))} layers"})
+                                 "dispatch_source": f"{source}, {', '.join(map(str, DEBUG_DEPTHS))} layers"})
     measured, predicted, rates, source = _eager_step(cal, STEP_LLAMA, dev, tdtype, "width 1536, 2 layers",
                                                      grid.repeats)
     slowdown = in_step_slowdown(measured, predicted.kernel_time, host_time(predicted.ops, rates), overlap)
@@ -242,12 +242,12 @@ def host_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 # A debug-sized Llama (specs/debug.yaml's shape) as a Hugging Face config: its kernels are all tiny, so a
-# decode step's time is the framework's, not the math's.  Timed at DEBUG_DEPTHS layers, whose difference
-# is the host's time per layer (so per kernel), and the rest what a step costs whatever its depth.
+# decode step's time is the framework's, not the math's.  Timed at DEBUG_DEPTHS layers, whose slope is the
+# host's time per layer (so per kernel), and the rest what a step costs whatever its depth.
 DEBUG_LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 2,
                "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 128,
                "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
-DEBUG_DEPTHS = (2, 8)
+DEBUG_DEPTHS = (2, 8, 32)  # 32: as deep as the models people run, so the fit is not stretched to reach them
 # A Llama of real width (GQA 24/6, 4x FFN, 32k vocabulary): 117 M parameters, 235 MB in bf16, far beyond a
 # CPU's or a GPU's last-level cache, so its kernels stream their weights as a real model's do.  Two layers
 # keep it quick; scripts/validate.py validates on other widths, depths and architectures.

@@ -11,8 +11,9 @@ experts as transformers 5 runs them, else one linear per touched expert as
 older eager MoE code does); attention via scaled_dot_product_attention
 (is_causal for a whole prefill, a bottom-right causal mask for a chunk,
 an explicit mask for a sliding window in prefill, the window's keys only in
-decode — the "sdpa" convention the calibrated rates count; logit soft-caps
-and sinks are not applied, SDPA has no such options); RMSNorm / LayerNorm;
+decode — the "sdpa" convention the calibrated rates count); attention SDPA
+has no option for (soft-caps, sinks, ALiBi) as transformers' explicit eager
+path, soft-capped as Gemma 2's (sinks and ALiBi biases not applied); RMSNorm / LayerNorm;
 activations (gated: act(gate) × up); RoPE (x·cos + rotate(x)·sin); adds of
 the op's inputs; the embedding gather.  Collectives have no kernel here.
 """
@@ -36,6 +37,7 @@ from archcalc.ops.op import (
     MatmulDims,
     Op,
     RowDims,
+    eager_keys,
     expected_experts_touched,
 )
 
@@ -149,6 +151,8 @@ def _experts(d: MatmulDims, op: Op, device, dtype) -> Kernel:
 
 
 def _attention(d: AttentionDims, device, dtype) -> Kernel:
+    if d.eager_kernels:
+        return _eager_attention(d, device, dtype)
     b, h, t, s = d.batch, d.n_heads, d.new_tokens, d.context
     kv_heads = d.n_kv_heads if h % d.n_kv_heads == 0 else h  # MLA runs expanded heads (HF's non-absorbed form)
     mask, causal, keys = None, False, s
@@ -173,6 +177,37 @@ def _attention(d: AttentionDims, device, dtype) -> Kernel:
     def run(i: int):
         k, v = kvs[i]
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=gqa)
+
+    return Kernel(run, n_copies)
+
+
+SOFTCAP_VALUE = 50.0  # Gemma 2's attn_logit_softcapping; the value does not change the kernels' time
+
+
+def _eager_attention(d: AttentionDims, device, dtype) -> Kernel:
+    """transformers' eager_attention_forward, as Gemma 2 runs it: K and V repeated to every query head, Q Kᵀ
+    over every key the step holds, × scaling, the soft-cap (/ cap, tanh, × cap), + the additive mask,
+    softmax into fp32 and back, P V, the output transposed and copied (ops.op._eager_attention counts
+    the same kernels)."""
+    b, h, t, keys = d.batch, d.n_heads, d.new_tokens, eager_keys(d)
+    rep = h // d.n_kv_heads if h % d.n_kv_heads == 0 else 1
+    q = _rand(b, h, t, d.qk_dim, device=device, dtype=dtype)
+    mask = torch.zeros(b, 1, t, keys, device=device, dtype=dtype)
+    n_copies = copies(b * d.n_kv_heads * keys * (d.qk_dim + d.v_dim) * q.element_size(), device)
+    kvs = [(_rand(b, h // rep, keys, d.qk_dim, device=device, dtype=dtype),
+            _rand(b, h // rep, keys, d.v_dim, device=device, dtype=dtype)) for _ in range(n_copies)]
+
+    def repeat(x: torch.Tensor) -> torch.Tensor:
+        if rep == 1:
+            return x
+        return x[:, :, None].expand(b, x.shape[1], rep, keys, x.shape[-1]).reshape(b, h, keys, x.shape[-1])
+
+    def run(i: int):
+        k, v = (repeat(x) for x in kvs[i])
+        w = torch.matmul(q, k.transpose(2, 3)) * d.qk_dim**-0.5
+        w = torch.tanh(w / SOFTCAP_VALUE) * SOFTCAP_VALUE
+        w = torch.softmax(w + mask, dim=-1, dtype=torch.float32).to(dtype)
+        return torch.matmul(w, v).transpose(1, 2).contiguous()
 
     return Kernel(run, n_copies)
 

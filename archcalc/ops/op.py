@@ -14,7 +14,7 @@ workload scalars and None with `if`.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal, get_args
 
 from archcalc.ops.arrays import ceil_div, greater, lesser
@@ -93,6 +93,25 @@ class AttentionDims(Dims):
     kv_width: int  # values one cached token costs in one layer: K·(d_k + d_v), or MLA's latent + rope key
     layer_kind: str  # global / local / chunked / linear / indexer (DeepSeek Sparse Attention's key cache)
     topk: int | None = None  # DeepSeek Sparse Attention: each query attends to at most topk keys (all are kept)
+    # transformers' explicit eager attention, where the convention runs it (eager_fallback: soft-caps, sinks,
+    # ALiBi): its passes over the scores (EAGER_*) and the bytes of one activation; 0: one fused attention
+    # kernel (SDPA, FlashAttention).  eager_kernels and eager_traffic derive the rest.
+    eager_passes: int = 0
+    eager_width: int = 0
+
+    @property
+    def eager_kernels(self) -> int:
+        """Kernels of the eager path (0: one fused kernel): K and V repeated per query head (GQA), Q Kᵀ, the
+        passes, the copies to fp32 and back (16-bit activations), softmax, P V, and the output's transposed
+        copy (none for one query position, already contiguous)."""
+        if not self.eager_passes:
+            return 0
+        cast = self.eager_width != FP32_BYTES
+        return 2 * self.gqa + 1 + self.eager_passes + 2 * cast + 1 + 1 + (self.new_tokens > 1)
+
+    @property
+    def gqa(self) -> bool:
+        return self.n_heads != self.n_kv_heads
     # A linear layer's fixed state per sequence instead of a per-token cache: its recurrent
     # values (Gated DeltaNet: Hv × d_k × d_v, kept in STATE_DTYPE) and its conv's last inputs.
     state_values: int = 0
@@ -149,6 +168,12 @@ RMSNORM_FLOPS = 4  # square, sum, scale by 1/rms, scale by weight
 LAYERNORM_FLOPS = 6  # mean (sum), subtract, square, sum, scale, weight; +1 with bias
 SOFTMAX_FLOPS = 5
 SOFTCAP_FLOPS = 3  # divide by cap, tanh, multiply by cap
+# transformers' eager_attention_forward over the scores, each pass reading and writing them: × scaling and
+# + the mask, then / cap, tanh, × cap with a soft-cap, and one more for a sink's concat or ALiBi's bias.
+EAGER_PASSES, EAGER_SOFTCAP_PASSES, EAGER_BIAS_PASSES = 2, 3, 1
+# softmax(scores, dtype=torch.float32) on 16-bit scores copies them to fp32 first (torch's softmax: only fp16
+# on CUDA has a fused half-to-float kernel), softmaxes in fp32, and .to(the query's dtype) copies back.
+FP32_BYTES = 4
 ROPE_FLOPS = 3  # x·cos + rotate(x)·sin per rotated element
 # gelu: tanh approximation.  xielu: both branches and the select, as transformers computes it:
 # α_p·x·x + β·x (4), (expm1(min(x, ε)) − x)·α_n + β·x (6), where (1).
@@ -299,7 +324,8 @@ def score_pairs(new_tokens: int, context: int, window: int | None, convention: F
 
 def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, kv_heads: int,
               qk_dim: int, v_dim: int, kv_width: int, window: int | None, layer_kind: str,
-              softcap: bool = False, count: int = 1, params: int = 0, topk: int | None = None) -> Op:
+              softcap: bool = False, count: int = 1, params: int = 0, topk: int | None = None,
+              eager: bool = False) -> Op:
     """softmax(Q Kᵀ) V for one layer: H heads of qk_dim, values of v_dim.
 
     kv_width is the cache's values per token (K·(d_k + d_v), or MLA's
@@ -308,6 +334,9 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     keys, so its pairs are counted as a window of topk's (min(p + 1, topk)
     causal; the whole rectangle where windows are masks or not capped), while
     the cache keeps every token; a decode step reads topk keys.
+    eager: SDPA has no option for this attention (a soft-cap, sinks or ALiBi;
+    `params` > 0 are sinks): under a convention with eager_fallback it runs
+    as transformers' explicit eager attention (_eager_attention).
     """
     b, t, s = wl.batch, wl.new_tokens, wl.context
     chunked = layer_kind == "chunked"
@@ -322,16 +351,62 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
         keys_read = lesser(s, (s - t) % window + t)
     else:
         keys_read = lesser(s, window + t - 1)
+    dims = AttentionDims(b, t, s, n_heads, kv_heads, qk_dim, v_dim, window, kv_width, layer_kind, topk)
+    if eager and convention.eager_fallback and topk is None:
+        return _eager_attention(name, wl, dims, softcap, count, params)
     vector = pairs * n_heads * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0))
     return Op(
-        name, "attention", "attention",
-        AttentionDims(b, t, s, n_heads, kv_heads, qk_dim, v_dim, window, kv_width, layer_kind, topk), count,
+        name, "attention", "attention", dims, count,
         params=params, active_params=params,
         flops=2 * pairs * n_heads * (qk_dim + v_dim),
         vector_flops=vector,
         weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
         act_bytes=nbytes(wl.tokens * n_heads * (qk_dim + v_dim), wl.act_dtype),  # read Q, write O
         kv_bytes=nbytes(b * (keys_read + t) * kv_width, wl.kv_dtype),  # read the cache, append T tokens
+    )
+
+
+def eager_keys(d: AttentionDims) -> int:
+    """Keys an eager step's Q Kᵀ spans: every key held, the mask making it causal or windowed (a sliding
+    layer's decode cache holds the window)."""
+    return lesser(d.context, d.window) if d.new_tokens == 1 and d.window else d.context
+
+
+def eager_traffic(d: AttentionDims) -> tuple[float, float]:
+    """(bytes the two matmuls move, bytes the elementwise kernels move) in transformers' eager attention of
+    `d` (eager_passes > 0), from its shape alone, so a tensor-parallel rank's share follows its heads.
+    Per score (B·H·T × keys of them): Q Kᵀ writes it and P V reads it; each pass reads and writes it,
+    the casts read and write it at both widths, softmax reads and writes it in fp32.  Beside the scores:
+    repeat_kv reads the cache's K and V and writes them for every query head, which the matmuls read
+    (without GQA they read the cache's); the mask (B·T × keys) is read once, broadcast over heads; Q is
+    read and O written; the output is transposed and copied."""
+    b, t, h, p, keys = d.batch, d.new_tokens, d.n_heads, d.eager_width, eager_keys(d)
+    scores = b * h * t * keys
+    cast = p != FP32_BYTES
+    cache = b * d.n_kv_heads * keys * (d.qk_dim + d.v_dim) * p
+    expanded = b * h * keys * (d.qk_dim + d.v_dim) * p
+    matmuls = scores * 2 * p + b * t * h * (d.qk_dim + d.v_dim) * p + (expanded if d.gqa else cache)
+    passes = (scores * (2 * p * d.eager_passes + 2 * cast * (p + FP32_BYTES) + 2 * FP32_BYTES)
+              + d.gqa * (cache + expanded) + b * t * keys * p + (t > 1) * 2 * b * t * h * d.v_dim * p)
+    return matmuls, passes
+
+
+def _eager_attention(name: str, wl: Workload, dims: AttentionDims, softcap: bool, count: int, params: int) -> Op:
+    """transformers' eager_attention_forward for one layer (eager_traffic, AttentionDims.eager_kernels),
+    its activations at the activation dtype; the cache's K and V are the op's kv_bytes, read once."""
+    passes = EAGER_PASSES + (EAGER_SOFTCAP_PASSES if softcap else 0) + (EAGER_BIAS_PASSES if params else 0)
+    dims = replace(dims, eager_passes=passes, eager_width=round(nbytes(1, wl.act_dtype)))
+    keys, scores = eager_keys(dims), dims.batch * dims.n_heads * dims.new_tokens * eager_keys(dims)
+    matmuls, passes_bytes = eager_traffic(dims)
+    cache = dims.batch * dims.n_kv_heads * keys * (dims.qk_dim + dims.v_dim) * dims.eager_width
+    return Op(
+        name, "attention", "attention", dims, count,
+        params=params, active_params=params,
+        flops=2 * scores * (dims.qk_dim + dims.v_dim),
+        vector_flops=scores * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0)),
+        weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
+        act_bytes=matmuls + passes_bytes - cache,
+        kv_bytes=nbytes(dims.batch * (keys + dims.new_tokens) * dims.kv_width, wl.kv_dtype),
     )
 
 

@@ -1,6 +1,6 @@
 """An asynchronous device overlaps the host's issuing with its kernels (cost/roofline.step_time), pinned
-to what an H200 measured (docs/validation-h200.md; the raw figures in docs/data/validation-h200.json):
-CUDA-graph-timed kernels and Hugging Face's eager steps of full-size Llama-3.1-8B and Gemma-2-9B."""
+to what an H200 measured (docs/validation-h200.md; the raw figures in docs/data/): CUDA-graph-timed kernels
+and Hugging Face's eager steps of full-size Llama-3.1-8B and Gemma-2-9B."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ import pytest
 from conftest import spec_of, synthetic_calibration
 
 from archcalc.cost.rates import calibrated_rates
-from archcalc.cost.roofline import decode_time, step
-from archcalc.hardware.calibration import DeviceInfo
+from archcalc.cost.roofline import decode_time, prefill_workload, step
+from archcalc.hardware.calibration import DeviceInfo, load_calibration
 from archcalc.hardware.profile import load_hardware, local_profile
 from archcalc.ops.workload import Workload
 
-ROOT = Path(__file__).resolve().parents[2]
-H200 = json.loads((ROOT / "docs" / "data" / "validation-h200.json").read_text())
+DATA = Path(__file__).resolve().parents[2] / "docs" / "data"
+RUN5 = json.loads((DATA / "validation-h200-run5.json").read_text())  # the page's run; its calibration is shipped
+RUN4 = json.loads((DATA / "validation-h200-run4.json").read_text())  # an earlier lease, with its calibration
 
 
 def _h200_rates():
@@ -25,33 +26,41 @@ def _h200_rates():
     return calibrated_rates(hw, hw.calibration)
 
 
-def _case(model: str, phase: str, batch: int, tokens: int) -> dict:
-    (case,) = [c for c in H200["cases"] if c["model"].startswith(model) and c["phase"] == phase
+def _case(run: dict, model: str, phase: str, batch: int, tokens: int) -> dict:
+    (case,) = [c for c in run["cases"] if c["model"].startswith(model) and c["phase"] == phase
                and c["batch"] == batch and c["tokens"] == tokens]
     return case
 
 
-@pytest.mark.parametrize("model, config, batch, tokens", [("llama-3.1-8b", "llama-3.1-8b", 1, 2048),
-                                                           ("llama-3.1-8b", "llama-3.1-8b", 32, 2048),
-                                                           ("gemma-2-9b", "gemma-2-9b", 1, 8192)])
-def test_calibrated_decode_kernels_match_the_h200s_graph_timed_kernels(model, config, batch, tokens):
-    """The op list's decode kernels under the shipped calibration against the same ops replayed from CUDA
-    graphs on an H200: within 10 %."""
-    measured = _case(model, "decode", batch, tokens)["measured_s"]["kernels"]
-    predicted = step(spec_of(config), Workload.decode(tokens + 1, batch), _h200_rates()).kernel_time
-    assert predicted == pytest.approx(measured, rel=0.10)
+@pytest.mark.parametrize("model, phase, batch, tokens, within", [
+    ("llama-3.1-8b", "decode", 1, 2048, 0.10), ("llama-3.1-8b", "decode", 32, 2048, 0.10),
+    ("llama-3.1-8b", "prefill", 8, 1024, 0.10),
+    # Gemma 2's soft-capped attention as transformers' explicit eager path (ops.op._eager_attention):
+    # 13 kernels and 44 bytes a score in bf16; its prefill measured 9-16 % slower than predicted (the fp32
+    # softmax and casts run below the calibrated elementwise bandwidth)
+    ("gemma-2-9b", "prefill", 1, 4096, 0.20), ("gemma-2-9b", "prefill", 8, 1024, 0.20),
+])
+def test_calibrated_kernels_match_the_h200s_graph_timed_kernels(model, phase, batch, tokens, within):
+    """The op list's kernels under the shipped calibration against the same ops replayed from CUDA graphs
+    on the H200 the calibration was made on."""
+    measured = _case(RUN5, model, phase, batch, tokens)["measured_s"]["kernels"]
+    wl = prefill_workload(tokens, batch) if phase == "prefill" else Workload.decode(tokens + 1, batch)
+    predicted = step(spec_of(model), wl, _h200_rates()).kernel_time
+    assert predicted == pytest.approx(measured, rel=within)
 
 
 @pytest.mark.parametrize("batch, tokens", [(1, 2048), (1, 8192), (32, 2048)])
 def test_an_eager_gpu_step_is_the_hosts_time_overlapping_the_kernels(batch, tokens):
-    """HF's Llama-3.1-8B decode step took 43.7-45.0 ms on the H200 for 5.8-8.0 ms of kernels: the host's
-    issuing (calibrated in the same lease on 2-layer and 8-layer debug Llamas: 39 µs a step + 99 µs a
-    kernel) predicts it within 5 %, and overlapping the kernels (max) fits better than adding them (sum)."""
-    rates = _h200_rates()
+    """In run 4's lease HF's Llama-3.1-8B decode step took 43.7-45.0 ms on the H200 for 5.8-8.0 ms of
+    kernels: the host's issuing, calibrated in the same lease on 2- and 8-layer debug Llamas (39 µs a step
+    + 99 µs a kernel), predicts it within 5 %, and overlapping the kernels (max) fits better than adding
+    them (sum)."""
+    cal = load_calibration(DATA / "calibration-h200-run4.yaml")
+    rates = calibrated_rates(load_hardware("h200"), cal)
     assert rates.overlap
     s = step(spec_of("llama-3.1-8b"), Workload.decode(tokens + 1, batch), rates)
-    host = rates.step_host + rates.dispatch * sum(o.op.count * rates.kernels(o.op) for o in s.ops)
-    measured = _case("llama-3.1-8b", "decode", batch, tokens)["measured_s"]["hf"]
+    host = rates.step_host + rates.dispatch * sum(o.op.count * rates.host_calls(o.op) for o in s.ops)
+    measured = _case(RUN4, "llama-3.1-8b", "decode", batch, tokens)["measured_s"]["hf"]
     assert s.time == pytest.approx(max(s.kernel_time, host))
     assert s.time == pytest.approx(measured, rel=0.05)
     assert abs(s.time - measured) < abs(s.kernel_time + host - measured)

@@ -21,7 +21,7 @@ from archcalc.cli import cli
 from archcalc.cost.rates import calibrated_rates
 from archcalc.hardware.calibration import SCHEMA, load_calibration
 from archcalc.hardware.profile import load_hardware
-from archcalc.measure.calibrate import TORCH_DTYPES, host_fit
+from archcalc.measure.calibrate import TORCH_DTYPES, host_fit, in_step_slowdown
 from archcalc.measure.kernels import grouped_mm_works
 
 NOISE = 1.5  # a kernel may beat the median of the calibration grid by this much before it is suspicious
@@ -50,11 +50,11 @@ def test_calibration_round_trips_and_holds_every_kind_of_point(calibration_file)
     assert any(p.q_len == 1 for p in cal.attention) and any(p.window for p in cal.attention)
     assert all(p.seconds > 0 for p in [*cal.matmul, *cal.attention, *cal.rows])
     assert cal.launch_s > 0 and cal.bandwidth.read_bytes_per_s > 0
-    # the eager step's terms: host time fitted over two depths of the debug-sized Llama, the slowdown on the
+    # the eager step's terms: host time fitted over three depths of the debug-sized Llama, the slowdown on the
     # real-width one
     assert cal.dispatch_s is not None and cal.step_host_s is not None
     assert cal.step_slowdown is not None and 0 <= cal.step_slowdown <= 9
-    assert "debug size" in cal.dispatch_source and "2 and 8 layers" in cal.dispatch_source
+    assert "debug size" in cal.dispatch_source and "2, 8, 32 layers" in cal.dispatch_source
     assert "width 1536" in cal.step_slowdown_source
     # a CPU runs kernels as issued (no CUDA graphs); experts grouped where torch has grouped_mm here
     assert not cal.graphs and cal.grouped_experts == grouped_mm_works("cpu", TORCH_DTYPES[cal.dtype])
@@ -74,6 +74,15 @@ def test_calibration_round_trips_and_holds_every_kind_of_point(calibration_file)
 ])
 def test_host_time_is_fitted_over_depths(points, fixed, per):
     assert host_fit(points) == pytest.approx((fixed, per), abs=1e-12)
+
+
+def test_the_in_step_slowdown_is_measured_only_where_the_kernels_show():
+    """A CPU adds host and kernels: a 12 ms step of 1 ms host and 10 ms kernels is 10 % slowdown.  A GPU
+    overlaps them: kernel-bound, the step over the kernels; host-bound (the H200's width-1536 step: 0.18 ms
+    of kernels under 3.1 ms of host issuing), hidden, however far the step strays from the host's time."""
+    assert in_step_slowdown(12e-3, 10e-3, 1e-3, overlap=False) == pytest.approx(0.1)
+    assert in_step_slowdown(12e-3, 10e-3, 1e-3, overlap=True) == pytest.approx(0.2)
+    assert in_step_slowdown(3.5e-3, 0.18e-3, 3.1e-3, overlap=True) is None
 
 
 def test_a_calibration_is_a_device_for_predictions(calibration_file):
