@@ -38,7 +38,6 @@ import torch
 from archcalc.errors import InputError
 from archcalc.measure.reference import AttentionImpl, build_reference_model
 from archcalc.measure.timing import synchronize
-from archcalc.ops.layers import needs_eager_attention
 from archcalc.spec.model import ModelSpec
 
 MISSING_TRANSFORMERS = "timing a Hugging Face model needs transformers: pip install transformers"
@@ -51,8 +50,9 @@ REUSING_MALLOC = ("glibc.malloc.trim_threshold=17179869184:glibc.malloc.mmap_thr
 
 def sdpa_attention(spec: ModelSpec) -> AttentionImpl:
     """The reference model's attention for timing: SDPA, unless the spec needs what SDPA has no option
-    for (ops.layers.needs_eager_attention), as Hugging Face runs those models eagerly."""
-    return "explicit" if needs_eager_attention(spec) else "sdpa"
+    for (logit soft-caps, attention sinks, ALiBi biases), as Hugging Face runs those models eagerly."""
+    a = spec.attention
+    return "explicit" if a.softcap is not None or a.sinks or spec.position.kind == "alibi" else "sdpa"
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ class FlopsConvention:
     # A sliding window given as an explicit mask: the kernel computes every T × S pair and masks them
     # (torch's scaled_dot_product_attention takes a window only as attn_mask, and skips no block of it).
     masked_windows: bool = False
-    # Attention SDPA has no option for (logit soft-caps, sinks, ALiBi biases) runs as transformers'
-    # eager_attention_forward: explicit matmuls over every key and passes over the scores (ops.op.attention).
+    # Soft-capped attention (no SDPA option) runs as transformers' eager_attention_forward: explicit matmuls
+    # over every key and passes over the scores (ops.op.attention).
     eager_fallback: bool = False
 
 
@@ -42,10 +42,10 @@ CONVENTIONS = {
         # calflops / DeepSpeed style: elementwise ops counted on top of causal.
         FlopsConvention("detailed", "causal", True, True, "causal pairs, windows capped, plus norms, softmax, activations, RoPE and adds"),
         # What torch eager runs (measure/, calibrated rates): SDPA, is_causal for global layers and
-        # sliding-window layers through an explicit mask, so the whole T × S rectangle; where SDPA has no
-        # option for the attention (soft-caps, sinks, ALiBi), transformers' explicit eager attention.
+        # sliding-window layers through an explicit mask, so the whole T × S rectangle; soft-capped attention
+        # (no SDPA option) as transformers' explicit eager attention.
         FlopsConvention("sdpa", "causal", True, False, "torch SDPA: causal pairs, sliding windows as a mask over the full T×S rectangle; "
-                        "soft-capped, sink or ALiBi attention as HF's explicit eager path over the rectangle",
+                        "soft-capped attention as HF's explicit eager path over the rectangle",
                         masked_windows=True, eager_fallback=True),
     )
 }

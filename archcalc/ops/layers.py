@@ -163,19 +163,12 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
             n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
             window=windows[kind], layer_kind=kind, topk=a.indexer.topk if a.indexer else None,
             softcap=a.softcap is not None, count=kinds[kind], params=H if a.sinks else 0,
-            eager=needs_eager_attention(spec)))
+            eager=a.softcap is not None))  # transformers runs soft-capped attention eagerly (no SDPA option)
     if a.output_gate:
         out.append(_sigmoid_gate("layers.attn.gate", "attention", wl, H * dv, L))
     out.append(ops.matmul("layers.attn.o", "attention", wl, H * dv, D, bias_width=D if "o" in a.bias else 0, count=L,
                           tp="row"))
     return out
-
-
-def needs_eager_attention(spec: ModelSpec) -> bool:
-    """Attention torch's scaled_dot_product_attention has no option for: logit soft-caps, attention sinks,
-    ALiBi biases.  transformers runs these models eagerly (explicit matmuls and passes over the scores)."""
-    a = spec.attention
-    return a.softcap is not None or a.sinks or spec.position.kind == "alibi"
 
 
 def _indexer_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention, L: int) -> list[Op]:

@@ -93,9 +93,9 @@ class AttentionDims(Dims):
     kv_width: int  # values one cached token costs in one layer: K·(d_k + d_v), or MLA's latent + rope key
     layer_kind: str  # global / local / chunked / linear / indexer (DeepSeek Sparse Attention's key cache)
     topk: int | None = None  # DeepSeek Sparse Attention: each query attends to at most topk keys (all are kept)
-    # transformers' explicit eager attention, where the convention runs it (eager_fallback: soft-caps, sinks,
-    # ALiBi): its passes over the scores (EAGER_*) and the bytes of one activation; 0: one fused attention
-    # kernel (SDPA, FlashAttention).  eager_kernels and eager_traffic derive the rest.
+    # transformers' explicit eager attention, where the convention runs it (eager_fallback: soft-caps): its
+    # passes over the scores (EAGER_*) and the bytes of one activation; 0: one fused attention kernel (SDPA,
+    # FlashAttention).  eager_kernels and eager_traffic derive the rest.
     eager_passes: int = 0
     eager_width: int = 0
 
@@ -169,8 +169,8 @@ LAYERNORM_FLOPS = 6  # mean (sum), subtract, square, sum, scale, weight; +1 with
 SOFTMAX_FLOPS = 5
 SOFTCAP_FLOPS = 3  # divide by cap, tanh, multiply by cap
 # transformers' eager_attention_forward over the scores, each pass reading and writing them: × scaling and
-# + the mask, then / cap, tanh, × cap with a soft-cap, and one more for a sink's concat or ALiBi's bias.
-EAGER_PASSES, EAGER_SOFTCAP_PASSES, EAGER_BIAS_PASSES = 2, 3, 1
+# + the mask, then / cap, tanh, × cap with a soft-cap (Gemma 2's).
+EAGER_PASSES, EAGER_SOFTCAP_PASSES = 2, 3
 # softmax(scores, dtype=torch.float32) on 16-bit scores copies them to fp32 first (torch's softmax: only fp16
 # on CUDA has a fused half-to-float kernel), softmaxes in fp32, and .to(the query's dtype) copies back.
 FP32_BYTES = 4
@@ -334,9 +334,9 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     keys, so its pairs are counted as a window of topk's (min(p + 1, topk)
     causal; the whole rectangle where windows are masks or not capped), while
     the cache keeps every token; a decode step reads topk keys.
-    eager: SDPA has no option for this attention (a soft-cap, sinks or ALiBi;
-    `params` > 0 are sinks): under a convention with eager_fallback it runs
-    as transformers' explicit eager attention (_eager_attention).
+    eager: the model runs this attention through transformers' explicit
+    eager_attention_forward (SDPA has no soft-cap option): under a convention
+    with eager_fallback it is counted so (_eager_attention).
     """
     b, t, s = wl.batch, wl.new_tokens, wl.context
     chunked = layer_kind == "chunked"
@@ -385,7 +385,7 @@ def eager_traffic(d: AttentionDims) -> tuple[float, float]:
     cast = p != FP32_BYTES
     cache = b * d.n_kv_heads * keys * (d.qk_dim + d.v_dim) * p
     expanded = b * h * keys * (d.qk_dim + d.v_dim) * p
-    matmuls = scores * 2 * p + b * t * h * (d.qk_dim + d.v_dim) * p + (expanded if d.gqa else cache)
+    matmuls = scores * 2 * p + b * t * h * (d.qk_dim + d.v_dim) * p + expanded  # without GQA: the cache's
     passes = (scores * (2 * p * d.eager_passes + 2 * cast * (p + FP32_BYTES) + 2 * FP32_BYTES)
               + d.gqa * (cache + expanded) + b * t * keys * p + (t > 1) * 2 * b * t * h * d.v_dim * p)
     return matmuls, passes
@@ -394,7 +394,7 @@ def eager_traffic(d: AttentionDims) -> tuple[float, float]:
 def _eager_attention(name: str, wl: Workload, dims: AttentionDims, softcap: bool, count: int, params: int) -> Op:
     """transformers' eager_attention_forward for one layer (eager_traffic, AttentionDims.eager_kernels),
     its activations at the activation dtype; the cache's K and V are the op's kv_bytes, read once."""
-    passes = EAGER_PASSES + (EAGER_SOFTCAP_PASSES if softcap else 0) + (EAGER_BIAS_PASSES if params else 0)
+    passes = EAGER_PASSES + (EAGER_SOFTCAP_PASSES if softcap else 0)
     dims = replace(dims, eager_passes=passes, eager_width=round(nbytes(1, wl.act_dtype)))
     keys, scores = eager_keys(dims), dims.batch * dims.n_heads * dims.new_tokens * eager_keys(dims)
     matmuls, passes_bytes = eager_traffic(dims)

@@ -44,28 +44,67 @@ class Kernels(TorchDispatchMode):
         return out
 
 
+@pytest.mark.parametrize("softcap", [50.0, None])  # Gemma 2's; none: the eager path every HF model shares
 @pytest.mark.parametrize("dtype", ["bf16", "fp32"])
 @pytest.mark.parametrize("heads, kv_heads", [(4, 2), (4, 4)])  # GQA (Gemma-2-9B: 16 / 8) and MHA
-@pytest.mark.parametrize("batch, new_tokens, keys", [(2, 6, 6), (3, 1, 9)])  # a prefill, a decode step
-def test_eager_attention_is_transformers_eager_path(dtype, heads, kv_heads, batch, new_tokens, keys):
+# prefills of 6 and 2 tokens, a decode step
+@pytest.mark.parametrize("batch, new_tokens, keys", [(2, 6, 6), (1, 2, 2), (3, 1, 9)])
+def test_eager_attention_is_transformers_eager_path(softcap, dtype, heads, kv_heads, batch, new_tokens, keys):
     d = 8
     wl = Workload(batch=batch, new_tokens=new_tokens, context=keys, weight_dtype=dtype, act_dtype=dtype,
                   kv_dtype=dtype)
     op = ops.attention("attn", wl, CONVENTIONS["sdpa"], n_heads=heads, kv_heads=kv_heads, qk_dim=d, v_dim=d,
-                       kv_width=2 * kv_heads * d, window=None, layer_kind="global", softcap=True, eager=True)
+                       kv_width=2 * kv_heads * d, window=None, layer_kind="global", softcap=softcap is not None,
+                       eager=True)
     tdtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
     q = torch.randn(batch, heads, new_tokens, d, dtype=tdtype)
     k, v = (torch.randn(batch, kv_heads, keys, d, dtype=tdtype) for _ in range(2))
     mask = torch.zeros(batch, 1, new_tokens, keys, dtype=tdtype)
     module = SimpleNamespace(num_key_value_groups=heads // kv_heads, head_dim=d, training=False)
     with Kernels() as run:
-        eager_attention_forward(module, q, k, v, mask, scaling=d**-0.5, softcap=50.0)
+        eager_attention_forward(module, q, k, v, mask, scaling=d**-0.5, softcap=softcap)
     with FlopCounterMode(display=False) as flops:
-        eager_attention_forward(module, q, k, v, mask, scaling=d**-0.5, softcap=50.0)
+        eager_attention_forward(module, q, k, v, mask, scaling=d**-0.5, softcap=softcap)
     assert op.dims.eager_kernels == len(run.ops)
     appended = op.dims.batch * new_tokens * op.dims.kv_width * tdtype.itemsize  # the cache's write, done before
     assert op.act_bytes + op.kv_bytes - appended == sum(b for _, b in run.ops)
     assert op.flops == flops.get_total_flops()
+
+
+@pytest.mark.parametrize("softcap", [True, False])
+def test_eager_and_sdpa_count_the_same_vector_work_for_the_same_scores(softcap):
+    """A decode step's query sees every key whichever kernel runs: softmax (and the soft-cap's three
+    elementwise steps) cost the same FLOPs per score eagerly as in SDPA."""
+    wl = Workload(batch=2, new_tokens=1, context=40)
+    kw = dict(n_heads=4, kv_heads=2, qk_dim=8, v_dim=8, kv_width=32, window=None, layer_kind="global",
+              softcap=softcap)
+    eager = ops.attention("a", wl, CONVENTIONS["sdpa"], eager=True, **kw)
+    fused = ops.attention("a", wl, CONVENTIONS["sdpa"], **kw)
+    assert eager.dims.eager_kernels and not fused.dims.eager_kernels
+    assert eager.vector_flops == fused.vector_flops == 2 * 4 * 40 * (5 + 3 * softcap)
+
+
+def test_the_host_counts_eager_attention_as_the_one_call_it_replaces():
+    """dispatch_s is an eager Llama's host time per modelled kernel, its module's Python included: Gemma 2's
+    eager attention is one function call, like SDPA's, so the host's time is the same either way while its
+    kernels (and their launches) are not."""
+    from dataclasses import replace
+
+    from conftest import spec_of, synthetic_calibration
+
+    from archcalc.cost.rates import calibrated_rates
+    from archcalc.cost.roofline import host_time, time_op
+    from archcalc.hardware.profile import local_profile
+    from archcalc.ops.layers import model_ops
+
+    cal = synthetic_calibration(launch=1e-6, dispatch_s=2e-5, step_host_s=1e-3)
+    rates = calibrated_rates(local_profile(cal), cal)
+    spec, wl = spec_of("gemma-2-9b"), Workload.decode(100, 1)
+    eager = model_ops(spec, wl, CONVENTIONS["sdpa"])
+    fused = model_ops(spec, wl, replace(CONVENTIONS["sdpa"], eager_fallback=False))
+    assert sum(o.count * rates.kernels(o) for o in eager) > sum(o.count * rates.kernels(o) for o in fused)
+    assert host_time([time_op(o, rates) for o in eager], rates) == host_time([time_op(o, rates) for o in fused],
+                                                                             rates)
 
 
 def test_sdpa_runs_where_it_has_the_option_and_other_conventions_never_go_eager():
