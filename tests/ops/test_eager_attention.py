@@ -128,3 +128,33 @@ def test_measure_runs_the_kernels_the_op_counts(new_tokens, context):
     with Kernels() as run:
         k.run(0)
     assert len(run.ops) == op.dims.eager_kernels
+
+
+def test_roofline_reports_gemma_2s_eager_attention_under_the_calibrated_rates():
+    """`roofline gemma-2-9b --gpu h200` (the shipped H200 calibration): the calibrated column's attention is
+    the eager path's whole 1024 × 1024 rectangle per layer (16 heads of 256, 21 global layers: Q Kᵀ and
+    P V, softmax and soft-cap per score), the peak column's the causal half FlashAttention computes."""
+    import json
+
+    from click.testing import CliRunner
+
+    from archcalc.cli import cli
+
+    r = CliRunner().invoke(cli, ["roofline", "gemma-2-9b", "--gpu", "h200", "--prompt", "1024", "--json"])
+    assert r.exit_code == 0, r.output
+    by_label = {p["rates"]["label"]: p["prefill"] for p in json.loads(r.stdout)["predictions"]}
+    attention = {label: next(o for o in step["ops"] if o["name"] == "layers.attn.core.global")
+                 for label, step in by_label.items()}
+    rectangle = 1024 * 1024 * 16
+    assert attention["calibrated"]["flops"] == 21 * rectangle * (2 * (256 + 256) + 5 + 3)
+    causal = (rectangle + 1024 * 16) // 2  # T(T + 1)/2 pairs per head
+    assert attention["peak"]["flops"] == 21 * causal * (2 * (256 + 256) + 5 + 3)
+    assert 0 < by_label["calibrated"]["mfu"] < by_label["peak"]["mfu"] <= 1
+
+
+def test_sinks_weights_are_read_by_the_eager_path_too():
+    """A sink logit per query head (gpt-oss) is a weight the step reads whatever kernel runs."""
+    wl = Workload(batch=1, new_tokens=8, context=8)
+    a = ops.attention("a", wl, CONVENTIONS["sdpa"], n_heads=4, kv_heads=2, qk_dim=8, v_dim=8, kv_width=32,
+                      window=None, layer_kind="global", softcap=True, eager=True, params=4)
+    assert a.dims.eager_kernels and a.weight_bytes == 4 * 2  # four bf16 sink logits
