@@ -144,7 +144,7 @@ class Rates:
         """bytes/s this op's traffic moves at."""
         if op.kind == "attention" and op.dims.eager_kernels:  # its elementwise kernels (roofline.time_op)
             curve = self.row_bandwidth.get("activation")
-            kernels = op.dims.eager_kernels - 2  # less the two matmuls
+            kernels = op.dims.eager_kernels - ops.EAGER_MATMULS
             return curve(ops.eager_traffic(op.dims)[1] / kernels) if curve is not None else self.bandwidth
         if op.kind == "attention" and op.dims.new_tokens == 1:
             return self.bandwidth * self.attention_decode_efficiency

@@ -11,9 +11,8 @@ experts as transformers 5 runs them, else one linear per touched expert as
 older eager MoE code does); attention via scaled_dot_product_attention
 (is_causal for a whole prefill, a bottom-right causal mask for a chunk,
 an explicit mask for a sliding window in prefill, the window's keys only in
-decode — the "sdpa" convention the calibrated rates count); attention SDPA
-has no option for (soft-caps, sinks, ALiBi) as transformers' explicit eager
-path, soft-capped as Gemma 2's (sinks and ALiBi biases not applied); RMSNorm / LayerNorm;
+decode — the "sdpa" convention the calibrated rates count); soft-capped
+attention (no SDPA option) as transformers' explicit eager path; RMSNorm / LayerNorm;
 activations (gated: act(gate) × up); RoPE (x·cos + rotate(x)·sin); adds of
 the op's inputs; the embedding gather.  Collectives have no kernel here.
 """
@@ -31,6 +30,7 @@ import torch.nn.functional as F
 from archcalc.errors import InputError
 from archcalc.measure.timing import last_level_cache_bytes
 from archcalc.ops.op import (
+    EAGER_PASSES,
     AttentionDims,
     ContractionDims,
     GatherDims,
@@ -186,11 +186,12 @@ SOFTCAP_VALUE = 50.0  # Gemma 2's attn_logit_softcapping; the value does not cha
 
 def _eager_attention(d: AttentionDims, device, dtype) -> Kernel:
     """transformers' eager_attention_forward, as Gemma 2 runs it: K and V repeated to every query head, Q Kᵀ
-    over every key the step holds, × scaling, the soft-cap (/ cap, tanh, × cap), + the additive mask,
+    over every key the step holds, × scaling, the soft-cap where counted (/ cap, tanh, × cap), + the mask,
     softmax into fp32 and back, P V, the output transposed and copied (ops.op._eager_attention counts
     the same kernels)."""
     b, h, t, keys = d.batch, d.n_heads, d.new_tokens, eager_keys(d)
     rep = h // d.n_kv_heads if h % d.n_kv_heads == 0 else 1
+    softcap = d.eager_passes > EAGER_PASSES  # the ops counted as passes beyond × scaling and + mask
     q = _rand(b, h, t, d.qk_dim, device=device, dtype=dtype)
     mask = torch.zeros(b, 1, t, keys, device=device, dtype=dtype)
     n_copies = copies(b * d.n_kv_heads * keys * (d.qk_dim + d.v_dim) * q.element_size(), device)
@@ -205,7 +206,8 @@ def _eager_attention(d: AttentionDims, device, dtype) -> Kernel:
     def run(i: int):
         k, v = (repeat(x) for x in kvs[i])
         w = torch.matmul(q, k.transpose(2, 3)) * d.qk_dim**-0.5
-        w = torch.tanh(w / SOFTCAP_VALUE) * SOFTCAP_VALUE
+        if softcap:
+            w = torch.tanh(w / SOFTCAP_VALUE) * SOFTCAP_VALUE
         w = torch.softmax(w + mask, dim=-1, dtype=torch.float32).to(dtype)
         return torch.matmul(w, v).transpose(1, 2).contiguous()
 

@@ -98,20 +98,6 @@ class AttentionDims(Dims):
     # FlashAttention).  eager_kernels and eager_traffic derive the rest.
     eager_passes: int = 0
     eager_width: int = 0
-
-    @property
-    def eager_kernels(self) -> int:
-        """Kernels of the eager path (0: one fused kernel): K and V repeated per query head (GQA), Q Kᵀ, the
-        passes, the copies to fp32 and back (16-bit activations), softmax, P V, and the output's transposed
-        copy (none for one query position, already contiguous)."""
-        if not self.eager_passes:
-            return 0
-        cast = self.eager_width != FP32_BYTES
-        return 2 * self.gqa + 1 + self.eager_passes + 2 * cast + 1 + 1 + (self.new_tokens > 1)
-
-    @property
-    def gqa(self) -> bool:
-        return self.n_heads != self.n_kv_heads
     # A linear layer's fixed state per sequence instead of a per-token cache: its recurrent
     # values (Gated DeltaNet: Hv × d_k × d_v, kept in STATE_DTYPE) and its conv's last inputs.
     state_values: int = 0
@@ -121,6 +107,20 @@ class AttentionDims(Dims):
     @property
     def chunked(self) -> bool:
         return self.layer_kind == "chunked"
+
+    @property
+    def eager_kernels(self) -> int:
+        """Kernels of the eager path (0: one fused kernel): K and V repeated per query head (GQA), Q Kᵀ, the
+        passes, the copies to fp32 and back (16-bit activations), softmax, P V, and the output's transposed
+        copy (none for one query position, already contiguous)."""
+        if not self.eager_passes:
+            return 0
+        cast = self.eager_width != FP32_BYTES
+        return 2 * self.gqa + EAGER_MATMULS + self.eager_passes + 2 * cast + 1 + (self.new_tokens > 1)
+
+    @property
+    def gqa(self) -> bool:
+        return self.n_heads != self.n_kv_heads
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,7 @@ SOFTCAP_FLOPS = 3  # divide by cap, tanh, multiply by cap
 # transformers' eager_attention_forward over the scores, each pass reading and writing them: × scaling and
 # + the mask, then / cap, tanh, × cap with a soft-cap (Gemma 2's).
 EAGER_PASSES, EAGER_SOFTCAP_PASSES = 2, 3
+EAGER_MATMULS = 2  # Q Kᵀ and P V; the eager path's other kernels are elementwise
 # softmax(scores, dtype=torch.float32) on 16-bit scores copies them to fp32 first (torch's softmax: only fp16
 # on CUDA has a fused half-to-float kernel), softmaxes in fp32, and .to(the query's dtype) copies back.
 FP32_BYTES = 4
@@ -396,7 +397,8 @@ def _eager_attention(name: str, wl: Workload, dims: AttentionDims, softcap: bool
     its activations at the activation dtype; the cache's K and V are the op's kv_bytes, read once."""
     passes = EAGER_PASSES + (EAGER_SOFTCAP_PASSES if softcap else 0)
     dims = replace(dims, eager_passes=passes, eager_width=round(nbytes(1, wl.act_dtype)))
-    keys, scores = eager_keys(dims), dims.batch * dims.n_heads * dims.new_tokens * eager_keys(dims)
+    keys = eager_keys(dims)
+    scores = dims.batch * dims.n_heads * dims.new_tokens * keys
     matmuls, passes_bytes = eager_traffic(dims)
     cache = dims.batch * dims.n_kv_heads * keys * (dims.qk_dim + dims.v_dim) * dims.eager_width
     return Op(

@@ -116,14 +116,15 @@ def test_sdpa_runs_where_it_has_the_option_and_other_conventions_never_go_eager(
     assert ops.attention("a", wl, CONVENTIONS["causal"], softcap=True, eager=True, **kw).dims.eager_kernels == 0
 
 
+@pytest.mark.parametrize("softcap", [True, False])
 @pytest.mark.parametrize("new_tokens, context", [(6, 6), (1, 9)])
-def test_measure_runs_the_kernels_the_op_counts(new_tokens, context):
+def test_measure_runs_the_kernels_the_op_counts(new_tokens, context, softcap):
     """`--measure` times the eager path as the op counts it: the same kernels, launched one by one."""
     from archcalc.measure.kernels import kernel
 
     wl = Workload(batch=2, new_tokens=new_tokens, context=context)
     op = ops.attention("attn", wl, CONVENTIONS["sdpa"], n_heads=4, kv_heads=2, qk_dim=8, v_dim=8, kv_width=32,
-                       window=None, layer_kind="global", softcap=True, eager=True)
+                       window=None, layer_kind="global", softcap=softcap, eager=True)
     k = kernel(op, torch.device("cpu"), torch.bfloat16)
     with Kernels() as run:
         k.run(0)
