@@ -59,10 +59,9 @@ def time_op(op: Op, rates: Rates) -> OpTime:
     numbers may be arrays (a sweep); then so are the times."""
     n = op.count
     nbytes = n * (op.weight_bytes + op.act_bytes + op.kv_bytes)
-    if op.kind == "collective":  # on the link: latency + bytes sent by one rank
+    if op.kind == "collective":  # on the link: one latency + bytes sent by one rank
         link = rates.link_bandwidth or float("inf")
-        return OpTime(op, n * op.vector_flops, nbytes, 0.0, n * op.comm_bytes / link,
-                      n * rates.link_latency * ring_steps(op) / ring_steps_measured(op))
+        return OpTime(op, n * op.vector_flops, nbytes, 0.0, n * op.comm_bytes / link, n * rates.link_latency)
     t_math = n * (op.flops / rates.compute_rate(op) + op.vector_flops / rates.vector)
     if op.kind == "attention" and op.dims.eager_kernels:
         # explicit eager attention, kernel after kernel: its two matmuls at their measured rate (their
@@ -72,25 +71,6 @@ def time_op(op: Op, rates: Rates) -> OpTime:
                       serial=True)
     return OpTime(op, n * (op.flops + op.vector_flops), nbytes, t_math, nbytes / rates.memory_rate(op),
                   n * rates.launch * rates.kernels(op))
-
-
-LATENCY_RANKS = 8  # the link latency of a profile is measured over 8 GPUs (nccl-tests, all_reduce_bench)
-
-
-def ring_steps(op: Op, ranks: int | None = None) -> int:
-    """Hops a ring collective waits for: all-reduce 2(t−1) (reduce-scatter then
-    all-gather), all-gather, reduce-scatter and all-to-all t−1, a point-to-point
-    send one; the latency term scales with them."""
-    t = ranks or op.dims.ranks
-    if op.dims.pattern == "send_recv":
-        return 1
-    return 2 * (t - 1) if op.dims.pattern == "all_reduce" else t - 1
-
-
-def ring_steps_measured(op: Op) -> int:
-    """Hops of the measurement the profile's latency comes from: the same
-    collective over 8 ranks (a send: one hop of an 8-rank ring)."""
-    return LATENCY_RANKS - 1 if op.dims.pattern == "send_recv" else ring_steps(op, LATENCY_RANKS)
 
 
 def host_time(times: list[OpTime], rates: Rates) -> float:

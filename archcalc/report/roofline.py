@@ -146,8 +146,8 @@ def roofline_view(r: RooflineResult, phases: tuple[str, ...]) -> Group:
         "datasheet dense matrix peak, elementwise at the fp32 rate, no launch cost (a lower bound on time). Typical: "
         "the datasheet × sourced efficiencies (hardware/SOURCES.md). Calibrated: archcalc calibrate's measurements. "
         "Causal attention, windows capped (sdpa: a window mask computes the whole rectangle); prefill computes "
-        "logits for the last token only." + (" Collectives: ring all-reduce / all-gather on the interconnect, "
-                                             "latency + bytes sent per rank." if r.tp > 1 else "")
+        "logits for the last token only." + (" Collectives: one link latency each (a one-shot all-reduce, "
+                                             "any TP) + a ring's bytes sent per rank." if r.tp > 1 else "")
         + (" Measured: every op run as a torch kernel with its own dims (median of repeats; SDPA applies no soft-cap"
            " or sinks; collectives are not run)." if r.measured else ""), style="dim"))
     return Group(*parts)

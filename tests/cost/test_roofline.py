@@ -98,6 +98,9 @@ def test_critical_batch_is_near_the_ridge_for_bf16_weights():
         68,451,041,280 · 4.125/8 + 1,050,673,152 · 2 = 37,396,414,464 B -> 83.40 -> 84"""
     assert critical_batch(spec_of("llama-3.1-70b"), 4096, PEAK) == 310
     assert critical_batch(spec_of("llama-3.1-70b"), 4096, PEAK, weight_dtype="int4") == 84
+    # searched no further than `limit`: still memory-bound at 309 is None, and the answer itself is found
+    assert critical_batch(spec_of("llama-3.1-70b"), 4096, PEAK, limit=309) is None
+    assert critical_batch(spec_of("llama-3.1-70b"), 4096, PEAK, limit=310) == 310
 
 
 def test_norms_are_a_sliver_of_flops_and_a_real_part_of_time():
