@@ -30,9 +30,11 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import importlib
 from fnmatch import fnmatch
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -168,6 +170,12 @@ def recheck(single: dict[str, str], listed: dict[str, str], patterns: list[str] 
     import pytest  # noqa: F401  (imported once here, inherited by every fork)
     import torch  # noqa: F401
     import transformers  # noqa: F401
+
+    # The third-party modules the tests import (transformers' modeling files above all: seconds each), imported
+    # once here too; archcalc and the tests themselves are not, so every child imports the mutated code afresh.
+    for module in sorted(set(re.findall(r"^\s*from (transformers[\w.]*) import", "\n".join(
+            f.read_text() for f in (ROOT / "tests").rglob("*.py")), re.M))):
+        importlib.import_module(module)
 
     # the test files mutmut leaves out (pyproject.toml, [tool.mutmut]: the timing tests), left out here too
     mutmut_args = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args"]

@@ -109,6 +109,8 @@ class Rates:
     attention_decode_efficiency: float = 1.0  # of the bandwidth, for decode KV reads
     # calibrated: measured curves
     matmul_surface: Surface | None = None  # effective FLOP/s over (m, k·n)
+    # experts' grouped GEMMs (where grouped_experts), FLOP/s over (rows per expert, k·n); else matmul_surface
+    grouped_surface: Surface | None = None
     # (phase, grouped-query?, masked?, head dim) -> SDPA FLOP/s over the FLOPs of the call.  FLOPs, not
     # bytes, in decode too: torch's CPU kernel takes as long for 2 KV heads as for 8 (it works per query head).
     attention: dict[tuple[str, bool, bool, int], Curve] = field(default_factory=dict)
@@ -169,11 +171,14 @@ class Rates:
     def _surface_rate(self, op: Op) -> float:
         """Measured FLOP/s of the matmul as the kernels run it: eager code runs each
         fused part (q, k, v; gate, up) as its own matmul, and experts one at a time or in one grouped
-        GEMM (its parts fused), either way each over its share of the routed rows."""
+        GEMM (its parts fused; at the grouped GEMMs' own rates where calibrate measured them), either
+        way each over its share of the routed rows."""
         d: MatmulDims = op.dims
-        widths = d.parts if d.parts and not self.fused and not (d.experts and self.grouped_experts) else (d.n,)
+        grouped = d.experts and self.grouped_experts
+        widths = d.parts if d.parts and not self.fused and not grouped else (d.n,)
         m = ceil(d.m / touched_experts(d))  # a grouped GEMM, like one matmul per expert, tiles each apart
-        seconds = sum(w / self.matmul_surface(m, d.k * w) for w in widths)  # per unit of 2·m·k
+        surface = self.grouped_surface if grouped and self.grouped_surface is not None else self.matmul_surface
+        seconds = sum(w / surface(m, d.k * w) for w in widths)  # per unit of 2·m·k
         return d.n / seconds
 
     def kernels(self, op: Op) -> int:
@@ -310,11 +315,15 @@ def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
     def busy(seconds: float) -> float:  # a kernel's time past the launch cost (kept positive under noise)
         return max(seconds - launch, seconds * 1e-6)
 
-    by_size: dict[int, dict[float, list[float]]] = {}
-    for p in cal.matmul:  # effective FLOP/s once the launch cost is taken out
-        by_size.setdefault(p.k * p.n, {}).setdefault(p.m, []).append(2 * p.m * p.k * p.n / busy(p.seconds))
-    sizes = sorted(by_size)
-    surface = Surface(tuple(sizes), tuple(Curve.of(by_size[s]) for s in sizes))
+    def surface(points: list[tuple[int, int, int, int, float]]) -> Surface:
+        """Effective FLOP/s over (rows m, k·n), once the launch cost is taken out, from (groups, m, k, n,
+        seconds): a matmul is one group."""
+        by_size: dict[int, dict[float, list[float]]] = {}
+        for groups, m, k, n, secs in points:
+            by_size.setdefault(k * n, {}).setdefault(m, []).append(2 * groups * m * k * n / busy(secs))
+        sizes = sorted(by_size)
+        return Surface(tuple(sizes), tuple(Curve.of(by_size[s]) for s in sizes))
+
     best = max(2 * p.m * p.k * p.n / p.seconds for p in cal.matmul)
 
     attention: dict[tuple[str, bool, bool, int], dict[float, list[float]]] = {}
@@ -332,7 +341,8 @@ def calibrated_rates(hw: HardwareProfile, cal: Calibration) -> Rates:
         convention="sdpa", launch=launch, dispatch=cal.dispatch_s or 0.0,
         step_host=cal.step_host_s or 0.0, step_slowdown=cal.step_slowdown or 0.0,
         link_bandwidth=_link(hw),
-        matmul_surface=surface,
+        matmul_surface=surface([(1, p.m, p.k, p.n, p.seconds) for p in cal.matmul]),
+        grouped_surface=surface([(p.groups, p.m, p.k, p.n, p.seconds) for p in cal.grouped]) if cal.grouped else None,
         attention={key: Curve.of(pts) for key, pts in attention.items()},
         fused=False,  # torch eager, as measure/kernels.py runs the ops
         grouped_experts=cal.grouped_experts, overlap=cal.device.kind != "cpu",

@@ -61,6 +61,25 @@ class MatmulPoint(_Frozen):
         return self
 
 
+class GroupedPoint(_Frozen):
+    """One grouped GEMM (torch's grouped_mm, as MoE experts run): `groups` experts, each
+    y[m, n] = x[m, k] @ W[k, n] over its own m rows; the median seconds of one call."""
+
+    groups: Dim
+    m: Dim
+    k: Dim
+    n: Dim
+    seconds: KernelS
+
+    @model_validator(mode="after")
+    def _a_rate_a_device_can_reach(self):
+        rate = 2 * self.groups * self.m * self.k * self.n / self.seconds
+        if rate > MAX_FLOPS:
+            raise ValueError(f"seconds: {self.seconds:g} s for {self.groups} x {self.m}x{self.k}x{self.n} is "
+                             f"{rate:.3g} FLOP/s, above any device ({MAX_FLOPS:.0e}); give the time of one call in seconds")
+        return self
+
+
 class AttentionPoint(_Frozen):
     """One scaled_dot_product_attention call: B sequences, H query heads over K
     KV heads of head_dim, q_len new queries over kv_len keys; causal, or an
@@ -119,6 +138,7 @@ class Calibration(_Frozen):
     grouped_experts: bool = False
     bandwidth: Bandwidth
     matmul: list[MatmulPoint] = Field(min_length=1)
+    grouped: list[GroupedPoint] = Field(default_factory=list)  # where grouped_experts; none in older files
     attention: list[AttentionPoint] = Field(default_factory=list)
     rows: list[RowPoint] = Field(default_factory=list)
 

@@ -34,10 +34,11 @@ from archcalc.hardware.calibration import (
     Bandwidth,
     Calibration,
     DeviceInfo,
+    GroupedPoint,
     MatmulPoint,
     RowPoint,
 )
-from archcalc.measure.kernels import cache_bytes, grouped_mm_works, kernel
+from archcalc.measure.kernels import cache_bytes, grouped_kernel, grouped_mm_works, kernel
 from archcalc.measure.timing import busy_note, graphs_work, resolve_device, time_call
 from archcalc.ops import op as ops
 from archcalc.ops.workload import Workload
@@ -52,6 +53,8 @@ class Grid:
 
     matmul_m: tuple[int, ...]
     matmul_kn: tuple[tuple[int, int], ...]
+    grouped_m: tuple[int, ...]  # rows per expert of the grouped GEMMs (GROUPS experts each)
+    grouped_kn: tuple[tuple[int, int], ...]
     prefill_lengths: tuple[int, ...]
     head_dims: tuple[int, ...]
     decode_contexts: tuple[int, ...]
@@ -60,11 +63,16 @@ class Grid:
 
 
 # --quick stays under a minute on a 2-core CPU; the full grid takes a few minutes there.
-QUICK = Grid((1, 4, 16, 64, 256, 1024), ((1024, 32), (512, 512), (1024, 4096), (4096, 4096)), (256, 1024), (64,),
+# Expert shapes (k, n) of the grouped grid: Qwen1.5-MoE's up (gate and up fused) and down at width 2048
+# (2 × 1408 and 1408), and a shrunk MoE's at width 1024 (2 × 512, 512); rows per expert from a decode
+# step's one or two to a prefill's hundreds.
+QUICK = Grid((1, 4, 16, 64, 256, 1024), ((1024, 32), (512, 512), (1024, 4096), (4096, 4096)),
+             (1, 4, 32), ((1024, 1024), (512, 1024)), (256, 1024), (64,),
              (1024, 8192), ((1, 2048), (256, 2048), (2048, 2048)), repeats=3)
 FULL = Grid((1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),
             ((1024, 32), (512, 512), (1024, 1024), (1024, 4096), (4096, 1024), (2048, 5632), (4096, 4096),
              (4096, 14336)),
+            (1, 2, 4, 8, 16, 32, 64, 256), ((1024, 1024), (512, 1024), (2048, 2816), (1408, 2048)),
             (128, 512, 1024, 2048, 4096), (64, 128), (512, 2048, 8192, 32768),
             ((1, 1024), (1, 4096), (64, 4096), (512, 4096), (2048, 4096), (8192, 4096)), repeats=5)
 # A GPU runs the CPU grid's largest matmul (2048 x 4096 x 14336) in a fraction of a millisecond, and
@@ -72,8 +80,10 @@ FULL = Grid((1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048),
 # (8 x 2048 tokens; an 8B model's FFN and a 128k-vocabulary head), head_dim 256 (Gemma) and 32k rows.
 FULL_ACCELERATOR = Grid(FULL.matmul_m + (4096, 8192, 16384),
                         FULL.matmul_kn + ((2048, 1408), (2048, 8192), (14336, 4096), (4096, 128256)),
+                        FULL.grouped_m + (1024, 4096), FULL.grouped_kn,
                         FULL.prefill_lengths + (8192,), (64, 128, 256), FULL.decode_contexts + (131072,),
                         FULL.row_shapes + ((32768, 4096),), repeats=5)
+GROUPS = 8  # experts of a grouped GEMM measured: a top-8 decode step (Qwen3, OLMoE) or a few tokens of top-4
 ATTENTION_HEADS = 8  # query heads
 ATTENTION_KV_HEADS = (8, 2)  # MHA, and GQA 4:1 (Llama-3, Qwen): SDPA takes different paths for the two
 WINDOW = 256  # the sliding window measured (Mistral/Gemma-style masks in prefill)
@@ -157,6 +167,17 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
     matmul = [MatmulPoint(m=m, k=k, n=n, seconds=_time_matmul(m, k, n, tdtype, dev, grid.repeats))
               for k, n in grid.matmul_kn for m in grid.matmul_m]
 
+    grouped_experts = grouped_mm_works(dev.type, tdtype)
+    grouped = []
+    if grouped_experts:
+        say("grouped GEMMs (MoE experts)")
+        for k, n in grid.grouped_kn:
+            for m in grid.grouped_m:
+                call = grouped_kernel(GROUPS, m, k, n, dev, tdtype)
+                if call is not None:  # a shape torch's grouped kernel takes
+                    grouped.append(GroupedPoint(groups=GROUPS, m=m, k=k, n=n, seconds=time_call(
+                        call.run, dev, repeats=grid.repeats, rotate=call.rotate)))
+
     say("attention")
     shapes = [(1, length, length, None, hd, kv) for length in grid.prefill_lengths for hd in grid.head_dims
               for kv in ATTENTION_KV_HEADS]
@@ -192,7 +213,7 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
                       date=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), host=platform.platform())
     cal = Calibration(device=info, profile=match_profile(name) if dev.type != "cpu" else None, dtype=chosen,
                       notes=notes, launch_s=launch, bandwidth=bandwidth, matmul=matmul, attention=attention, rows=rows,
-                      graphs=graphs_work(dev), grouped_experts=grouped_mm_works(dev.type, tdtype))
+                      graphs=graphs_work(dev), grouped_experts=grouped_experts, grouped=grouped)
     overlap = dev.type != "cpu"  # the host issues kernels ahead of the device (cost/roofline.step_time)
     # The host's time per step, fixed + dispatch × kernels, fitted over three depths of a debug-sized Llama
     # whose kernels are all tiny: beyond its kernels on a CPU; the whole step on an asynchronous device,

@@ -83,7 +83,7 @@ def kernel(op: Op, device: torch.device, dtype: torch.dtype) -> Kernel | None:
     if op.kind == "attention":
         return _attention(d, device, dtype)
     if isinstance(d, MatmulDims):
-        return _experts(d, op, device, dtype) if d.experts else _linear(d.m, d.k, d.parts or (d.n,),
+        return _experts(d, device, dtype) if d.experts else _linear(d.m, d.k, d.parts or (d.n,),
                                                                           op.bias_params > 0, device, dtype)
     if isinstance(d, ContractionDims):  # a weighted sum over streams / sources: [m, s] · [s] as a matmul
         return _linear(d.m, d.macs_per_token, (1,), False, device, dtype)
@@ -123,26 +123,32 @@ def grouped_mm_works(device_type: str, dtype: torch.dtype) -> bool:
         return False
 
 
-def _experts(d: MatmulDims, op: Op, device, dtype) -> Kernel:
+def grouped_kernel(groups: int, rows: int, k: int, n: int, device, dtype) -> Kernel | None:
+    """One grouped GEMM over `groups` experts × [rows, k] @ [k, n] (an expert's fused parts, gate and up,
+    in one weight, as transformers 5 keeps them), or None where torch's kernel refuses the shape."""
+    n_copies = copies(groups * k * n * torch.empty((), dtype=dtype).element_size(), device)
+    x = _rand(rows * groups, k, device=device, dtype=dtype)
+    offs = torch.arange(1, groups + 1, device=device, dtype=torch.int32) * rows
+    stacked = [_rand(groups, k, n, device=device, dtype=dtype) for _ in range(n_copies)]
+    grouped = Kernel(lambda i: F.grouped_mm(x, stacked[i], offs=offs), n_copies,
+                     f"one grouped GEMM over {groups} touched experts × [{rows}, {k}] @ [{k}, {n}]")
+    try:
+        grouped.run(0)
+    except RuntimeError:  # a shape the grouped kernel refuses (alignment)
+        return None
+    return grouped
+
+
+def _experts(d: MatmulDims, device, dtype) -> Kernel:
     """The routed rows split evenly over the experts a step touches (uniform routing, op.py's count):
-    one grouped GEMM over the fused parts (gate and up together) where torch has one, else one matmul per
-    expert and part."""
+    one grouped GEMM over the fused parts where torch has one, else one matmul per expert and part."""
     touched = max(1, round(expected_experts_touched(d.experts, d.top_k, d.m // d.top_k)))
     rows = ceil(d.m / touched)
+    grouped = grouped_kernel(touched, rows, d.k, d.n, device, dtype) if grouped_mm_works(device.type, dtype) else None
+    if grouped is not None:
+        return grouped
     widths = d.parts or (d.n,)
-    per_copy = touched * d.k * d.n * torch.empty((), dtype=dtype).element_size()
-    n_copies = copies(per_copy, device)
-    if grouped_mm_works(device.type, dtype):  # the parts (gate, up) fused in one weight, as transformers 5 keeps them
-        x = _rand(rows * touched, d.k, device=device, dtype=dtype)
-        offs = torch.arange(1, touched + 1, device=device, dtype=torch.int32) * rows
-        stacked = [_rand(touched, d.k, d.n, device=device, dtype=dtype) for _ in range(n_copies)]
-        grouped = Kernel(lambda i: F.grouped_mm(x, stacked[i], offs=offs), n_copies,
-                         f"one grouped GEMM over {touched} touched experts × [{rows}, {d.k}] @ [{d.k}, {d.n}]")
-        try:
-            grouped.run(0)
-            return grouped
-        except RuntimeError:  # a shape the grouped kernel refuses (alignment): one matmul per expert
-            del stacked, grouped
+    n_copies = copies(touched * d.k * d.n * torch.empty((), dtype=dtype).element_size(), device)
     x = _rand(rows, d.k, device=device, dtype=dtype)
     weights = [[_rand(n, d.k, device=device, dtype=dtype) for _ in range(touched) for n in widths]
                for _ in range(n_copies)]

@@ -29,6 +29,8 @@ def calibration_view(cal: Calibration, hw: HardwareProfile, path: Path) -> Group
         ("copy bandwidth (read + write)", cal.bandwidth.copy_bytes_per_s, hw.memory_bandwidth, "B/s"),
         ("read-only bandwidth", cal.bandwidth.read_bytes_per_s, hw.memory_bandwidth, "B/s"),
         ("attention decode (SDPA), best", best_decode, hw.peak(cal.dtype), "FLOP/s"),
+        ("grouped GEMM (MoE experts), best", max((2 * p.groups * p.m * p.k * p.n / p.seconds for p in cal.grouped),
+                                                  default=None), hw.peak(cal.dtype), "FLOP/s"),
     ]
     for label, value, sheet, unit in rows:
         if value is None:

@@ -58,6 +58,11 @@ def test_calibration_round_trips_and_holds_every_kind_of_point(calibration_file)
     assert "width 1536" in cal.step_slowdown_source
     # a CPU runs kernels as issued (no CUDA graphs); experts grouped where torch has grouped_mm here
     assert not cal.graphs and cal.grouped_experts == grouped_mm_works("cpu", TORCH_DTYPES[cal.dtype])
+    # where experts run grouped, the grouped GEMMs' own grid: 8 experts, every (rows, k, n) of --quick's
+    assert bool(cal.grouped) == cal.grouped_experts
+    assert sorted((p.groups, p.m, p.k, p.n) for p in cal.grouped) == sorted(
+        (8, m, k, n) for m in (1, 4, 32) for k, n in ((1024, 1024), (512, 1024))) or not cal.grouped_experts
+    assert all(p.seconds > 0 for p in cal.grouped)
     assert load_calibration(calibration_file) == cal  # YAML → model → YAML is lossless
     assert calibration_file.read_text() == cal.to_yaml()
 

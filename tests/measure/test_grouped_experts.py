@@ -72,3 +72,23 @@ def test_the_expert_kernel_runs_one_grouped_gemm(grouped_calls):
         out = k.run(0)
         touched = grouped_calls[0][0]
         assert grouped_calls == [(touched, op.dims.k, op.dims.n)] and out.shape[1] == op.dims.n
+
+
+def test_experts_run_at_the_grouped_gemms_measured_rate():
+    """Where calibrate timed grouped GEMMs, an expert op is predicted at their rate, not the plain matmul
+    surface's (a CPU's grouped_mm runs far from it): 16 tokens to top-2 of 8 experts touch all 8 with 4
+    rows each, so each expert op takes exactly the seconds measured for 8 × [4, k] @ [k, n]."""
+    from archcalc.cost.roofline import time_op
+    from archcalc.hardware.calibration import GroupedPoint
+
+    spec = spec_from_dict(spec_dict_from_config(copy.deepcopy(CONFIG), "qwen2-moe-tiny")[0], "qwen2-moe-tiny")
+    measured = {(64, 64): 3e-4, (32, 64): 2e-4}  # gate+up fused (k 64, n 2 × 32), down (k 32, n 64)
+    points = [GroupedPoint(groups=8, m=m, k=k, n=n, seconds=s * m / 4) for (k, n), s in measured.items()
+              for m in (1, 4, 16)]
+    cal = synthetic_calibration(grouped_experts=True, grouped=points)
+    rates = calibrated_rates(local_profile(cal), cal)
+    plain = calibrated_rates(local_profile(synthetic_calibration(grouped_experts=True)),
+                             synthetic_calibration(grouped_experts=True))
+    for op in _expert_ops(spec):
+        assert time_op(op, rates).t_math == pytest.approx(op.count * measured[op.dims.k, op.dims.n])
+        assert time_op(op, plain).t_math == pytest.approx(op.count * op.flops / 1e12)  # the matmul surface
