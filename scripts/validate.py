@@ -339,33 +339,35 @@ def page(r: dict, args) -> str:
 WHY_CPU = """
 ## Why the misses
 
-- **Since the last page** (an Intel Xeon VM, 2026-12-02; this one is an AMD EPYC VM whose bf16
-  matmuls peak at ~430 GFLOP/s, not ~3,000): the host's time per step is fitted over decode steps
-  of a debug Llama at 2, 8 and 32 layers (2.1 ms a step + 17.4 µs a kernel here, where one depth
-  gave a cost per kernel only), and Gemma 2's soft-capped attention is counted as what transformers
-  runs for it (ops.op._eager_attention: explicit matmuls over the whole rectangle, 13 kernels and
-  44 bytes a score in bf16, pinned to transformers' eager_attention_forward) instead of SDPA.
-  Against the Hugging Face model the calibrated prefill error is 8 % median, 17 % worst (the
-  Xeon's page: 18 % / 36 %), Gemma 2's prefills 2-14 % (18-36 %); decode 11 % / 36 % (14 % / 33 %).
-- **MoE decode is the worst case** (Qwen-MoE: 16-36 % faster predicted than HF, 6-33 % faster than
-  its own kernels): torch's grouped_mm on a CPU runs the touched experts' GEMMs ~2x slower than
-  the calibrated matmul surface predicts for them (4 x 512: experts' up 9.4 ms measured, 4.2 ms
-  predicted); `calibrate` measures plain matmuls only.  HF also runs the router's top-k, sort and
-  scatter, which the op list has not.
-- **Eager attention's rates are borrowed.** Its two matmuls are timed at the matmul surface and its
-  passes at the calibrated elementwise bandwidth: prefill attention is predicted ~28 % slow, and
-  decode's over a shrunk model's cache (a few MB, in cache) up to 3x slow; on the H200 the same
-  model is 9-16 % fast in prefill (docs/validation-h200.md).
+- **Since the last page** (an AMD EPYC VM, 2026-12-04, whose bf16 matmuls peaked at ~430 GFLOP/s;
+  this one is an Intel Xeon VM at ~2,600): `calibrate` now times torch's grouped GEMM at expert
+  shapes (8 experts, 1-256 rows each) and experts are predicted at that rate, not the plain matmul
+  surface's. Qwen-MoE's decode against HF: -18 % to +6 % (the EPYC page: -16 % to -36 %); its
+  experts' GEMMs run alone within 3 % in prefill and 21-26 % fast in decode at 4 x 512.
+- **Llama is predicted 5-15 % fast in every case: short-k GEMVs.** At m = 1 this CPU streams a
+  weight of k = 1024 at 14-16 GB/s and one of k >= 2048 at 21-23 GB/s (calibration: 1024 x 4096 in
+  0.61 ms, 4096 x 1024 in 0.40 ms). The matmul surface is keyed by k·n and cannot tell the two
+  apart, so the shrunk models' ffn.up (1024 x 8192) and lm_head (1024 x 32000) are predicted
+  25-35 % fast in decode; the shrunk width (1024) makes this weigh more than at real widths.
+- **MoE runs kernels the op list has not**: HF's router top-k, sort and scatter around the grouped
+  GEMM (4 x 512 decode: 29.0 ms in HF for 21.5 ms of modelled kernels), and the reference model's
+  one expert at a time with its index and index_add (1-26 % slower than HF), which is why the
+  reference column's worst cases are the MoE's.
+- **Eager attention's decode is predicted 37-56 % slow.** Its two matmuls are timed at the matmul
+  surface and its passes at the calibrated elementwise bandwidth, but over a shrunk model's cache
+  (a few MB, in the CPU's cache) they run faster than either; prefill attention is within -4 % to
+  +21 %. On the H200 the same model is fast instead (docs/validation-h200.md).
 - **Kernels Hugging Face runs that the op list has not.** RMSNorm upcast to fp32 (five kernels
   for one), rotate_half RoPE (a cat and two products), the DynamicCache's concatenation:
   elementwise passes over the activations, a few percent of a step.
 - **matmul (worst)**: the thinnest projections (a MoE router of n = 16, a shared-expert gate of
-  n = 1) sit below the grid's smallest shape (1024 × 32), where a matmul's fixed cost dominates.
+  n = 1) sit below the grid's smallest shape (1024 x 32), where a matmul's fixed cost dominates.
 - **norm, elementwise (worst)**: row kernels of one token are a microsecond or two, their launch;
   a microsecond of jitter is 100 %.
 - **A busy machine inflates every timing**: `calibrate` and `--measure` note a CPU whose load
-  average is half its cores or more when they start; this page was run on an idle machine, and the
-  VM's memory bandwidth still drifts 10-20 % between runs.
+  average is half its cores or more when they start; this page was run on an idle machine (18 min
+  for calibration, kernels, reference and HF), and the VM's memory bandwidth still drifts 10-20 %
+  between runs.
 - **Peak on this CPU** is the best rate the calibration measured, not a datasheet, so it is far
   from a bound here; on bundled GPUs peak is the datasheet and a strict lower bound (below).
 """.splitlines()
