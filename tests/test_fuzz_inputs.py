@@ -262,6 +262,14 @@ def test_written_files_get_the_usual_mode(tmp_path):
 
 @pytest.mark.parametrize("name, change, words", [
     ("smollm3-3b", {"no_rope_layers": [2] * 36}, "no_rope_layers[0]: 2 is not valid; expected 0 or 1"),
+    ("gpt-neo-125m", {"attention_types": [[["global", "local"], 5]]}, "expands to 10 layers; num_layers is 12"),
+    ("gpt-neo-125m", {"attention_types": [[["global", "local"], "6"]]}, "attention_types[0]: must be [[kinds...], repeat]"),
+    ("gpt-neo-125m", {"attention_types": [[["global", "chunked"], 6]]}, "attention_types[0]: must be [[kinds...], repeat]"),
+    ("gpt-neo-125m", {"attention_types": [[["local"], 10**12]]}, "attention_types[0]: must be [[kinds...], repeat]"),
+    ("gpt-neo-125m", {"attention_types": [["global", 12]]}, "attention_types[0]: must be [[kinds...], repeat]"),
+    ("gpt-neo-125m", {"attention_types": [[["global"], 12, 1]]}, "attention_types[0]: must be [[kinds...], repeat]"),
+    ("gpt-neo-125m", {"attention_layers": ["local"] * 12}, "attention_layers: disagrees with attention_types"),
+    ("gpt-neo-125m", {"window_size": "256"}, "window_size: '256' is not valid; expected an integer"),
     ("mpt-7b-instruct", {"attn_config": {"alibi": False}}, "attn_config.alibi: transformers' MPT has no position"),
     ("mpt-7b-instruct", {"attn_config": {"attn_type": "grouped_query_attention"}}, "is not supported"),
     ("hunyuan-7b", {"use_cla": True}, "use_cla: must be false"),

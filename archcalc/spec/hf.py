@@ -29,7 +29,7 @@ NO_COST_KEYS = {
     "_commit_hash", "auto_map", "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
     "use_cache", "initializer_range", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps",
     "norm_epsilon", "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop",
-    "residual_dropout", "embedding_dropout", "embed_dropout", "classifier_dropout", "summary_activation", "summary_first_dropout",
+    "residual_dropout", "resid_dropout", "embedding_dropout", "embed_dropout", "classifier_dropout", "summary_activation", "summary_first_dropout",
     "summary_proj_to_labels", "summary_type", "summary_use_proj", "task_specific_params", "pretraining_tp",
     "router_aux_loss_coef", "output_router_logits", "aux_loss_alpha", "seq_aux", "norm_topk_prob",
     "routed_scaling_factor", "scoring_func", "topk_method", "n_group", "topk_group", "ep_size",
@@ -618,6 +618,37 @@ def _gpt2(r: ConfigReader) -> dict:
     return {**spec, "max_context": r.get("n_positions", "n_ctx", "max_position_embeddings"),
             "attention": {"n_heads": r.get("n_head"), "bias": ["q", "k", "v", "o"]},
             "ffn": {"activation": _activation(r, False, "gelu_new"), "d_ff": inner or 4 * d, "bias": True},
+            "norm": {"kind": "layernorm", "bias": True}, "position": {"kind": "learned"}}
+
+
+def _gpt_neo(r: ConfigReader) -> dict:
+    """GPT-Neo: GPT-2's block with bias-free q/k/v (out_proj biased) and, per attention_types, layers
+    that attend to the last window_size tokens (GPTNeoSelfAttention's local mask keeps keys j with
+    i - window < j <= i, the sliding-window convention) beside global ones."""
+    spec = _core(r, tie_default=True)
+    d, n_layers = spec["d_model"], spec["n_layers"]
+    groups = r.get("attention_types", default=[[["global", "local"], n_layers // 2]])
+    kinds: list[str] = []
+    for i, group in enumerate(groups):
+        pattern, repeat = group if len(group) == 2 else (None, None)
+        if not (isinstance(pattern, list) and set(pattern) <= {"global", "local"} and isinstance(repeat, int)
+                and not isinstance(repeat, bool) and 0 < repeat * len(pattern) <= n_layers):
+            raise InputError(r.path, f"attention_types[{i}]", "must be [[kinds...], repeat]: kinds 'global' or "
+                             f"'local', repeat a positive integer, {n_layers} layers (num_layers) at most")
+        kinds += pattern * repeat
+    if len(kinds) != n_layers:
+        raise InputError(r.path, "attention_types", f"expands to {len(kinds)} layers; num_layers is {n_layers}")
+    if r.get("attention_layers", default=kinds) != kinds:
+        raise InputError(r.path, "attention_layers", "disagrees with attention_types, which it expands")
+    local = "local" in kinds
+    att = {"n_heads": r.get("num_heads"), "bias": ["o"]}
+    if local:
+        att |= {"sliding_window": r.get("window_size", default=256), "layer_types": kinds}
+    else:
+        r.ignore("window_size", "no layer of attention_types is local")
+    return {**spec, "max_context": r.get("max_position_embeddings"), "attention": att,
+            "ffn": {"activation": _activation(r, False, "gelu_new"),
+                    "d_ff": r.get("intermediate_size", default=None) or 4 * d, "bias": True},
             "norm": {"kind": "layernorm", "bias": True}, "position": {"kind": "learned"}}
 
 
@@ -1381,7 +1412,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
-    "gpt2": _gpt2, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
+    "gpt2": _gpt2, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe, "jamba": _jamba, "nemotron_h": _nemotron_h,

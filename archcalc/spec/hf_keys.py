@@ -78,7 +78,7 @@ KEYS: dict[str, Kind] = {
     "block_ffn_dim_multiplier": Kind((int, float), 0, 1024, "a number", above=True),
     **dict.fromkeys(("max_position_embeddings", "n_positions", "n_ctx", "seq_length",
                      "original_max_position_embeddings", "model_max_length", "sliding_window",
-                     "sliding_window_size", "max_seq_len", "attention_chunk_size", "index_topk"), TOKENS),
+                     "sliding_window_size", "max_seq_len", "window_size", "attention_chunk_size", "index_topk"), TOKENS),
     "num_local_experts": Kind((int,), 0, MAX_EXPERTS, "an integer"),  # Granite 4.0-H-Micro: 0, no MoE
     **dict.fromkeys(("num_experts", "n_routed_experts", "num_experts_per_tok",
                      "experts_per_token", "moe_num_experts", "moe_k", "moe_topk"), EXPERTS),
@@ -109,7 +109,8 @@ KEYS: dict[str, Kind] = {
                      "mamba_ssm_cache_dtype", "shared_expert_combination_strategy", "expert_selection_fn",
                      "order_of_interleaved_layers"), STR),
     **dict.fromkeys(("layer_types", "mlp_only_layers", "no_rope_layers", "moe_layers", "full_attn_idxs",
-                     "layers_block_type", "attn_layer_indices", "attn_type_list", "mlp_layer_types"), LIST),
+                     "layers_block_type", "attn_layer_indices", "attn_type_list", "mlp_layer_types",
+                     "attention_types", "attention_layers"), LIST),
     **dict.fromkeys(("rope_scaling", "rope_parameters", "quantization_config", "text_config", "vision_config",
                      "attn_config"), DICT),
     "image_size": Kind((int,), 1, 2**16, "an integer"),
@@ -126,7 +127,9 @@ ITEMS = {"layer_types": Kind((str,), what="strings"),
          "moe_layers": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
          "full_attn_idxs": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
          "attn_type_list": Kind((int,), 0, 1, "0 or 1"),
-         "mlp_layer_types": Kind((str,), what="strings")}
+         "mlp_layer_types": Kind((str,), what="strings"),
+         "attention_types": Kind((list,), what="[[kinds...], repeat] pairs"),  # GPT-Neo
+         "attention_layers": Kind((str,), what="strings")}
 
 
 def checked(path: str, field: str, key: str, value: Any) -> Any:

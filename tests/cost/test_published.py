@@ -12,6 +12,7 @@ GiB = 2**30
 # name: total parameters as HF counts them (tied weights once, buffers never).
 PUBLISHED_PARAMS = {
     "gpt2": 124_439_808,  # anchors §C.4
+    "gpt-neo-125m": 125_198_592,  # model loaded with AutoModelForCausalLM, in third-party logs (SOURCES.md)
     "llama-2-7b": 6_738_415_616,  # anchors §C.4
     "llama-3.1-8b": 8_030_261_248,  # anchors §C.4 (Llama-3-8B, same shapes)
     "llama-3.1-70b": 70_553_706_496,  # HF safetensors total (SOURCES.md)

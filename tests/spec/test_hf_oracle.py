@@ -246,6 +246,10 @@ def _window(name: str, kind: str) -> int | None:
 
 
 SLIDING = [n for n in CONFIGS if _is_sliding(n)]
+# GPT-Neo applies its window as a mask buffer (GPTNeoSelfAttention.bias) and its config has no
+# sliding_window, so HF's caches, dynamic and static, keep every token in its local layers too
+# (test_a_window_applied_as_a_mask_only below); archcalc keeps the window the mask lets a layer see.
+MASK_ONLY_WINDOWS = {"gpt-neo-125m"}
 
 
 def tokens_of(name: str) -> int:
@@ -395,7 +399,7 @@ def _kv_factor(name: str) -> int:
     return spec.attention.n_heads // spec.n_kv_heads
 
 
-@pytest.mark.parametrize("name", CONFIGS)
+@pytest.mark.parametrize("name", [n for n in CONFIGS if n not in MASK_ONLY_WINDOWS])
 def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
     """HF's default DynamicCache after a prefill of `tokens` tokens, layer by layer.
 
@@ -449,7 +453,7 @@ def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
     assert sum(seq_bytes for *_, seq_bytes, _ in layers) == factor * (result.kv.bytes - dropped)
 
 
-@pytest.mark.parametrize("name", SLIDING)
+@pytest.mark.parametrize("name", [n for n in SLIDING if n not in MASK_ONLY_WINDOWS])
 def test_kv_window_cap_equals_hf_static_cache(name):
     """HF's StaticCache over a prefill past the window allocates min(context, window) slots per
     sliding layer and the whole context per full layer: exactly archcalc's capped bytes."""
@@ -465,6 +469,39 @@ def test_kv_window_cap_equals_hf_static_cache(name):
     for kind, k in by_kind.items():
         assert sum(b for kd, _, b, _ in layers if kd == kind) == k.bytes
     assert sum(b for _, _, b, _ in layers) == result.kv.bytes
+
+
+@pytest.mark.parametrize("static", [False, True])
+@pytest.mark.parametrize("name", sorted(MASK_ONLY_WINDOWS))
+def test_a_window_applied_as_a_mask_only(name, static):
+    """HF's caches hold every token in every layer: per token they equal ours layer for layer, and
+    past the window they hold exactly (tokens − window) tokens more in each local layer than archcalc."""
+    tokens, spec = tokens_of(name), spec_of(name)
+    result = ours(name, tokens)
+    _, layers = hf_forward(name, tokens, static=static)
+    assert [(kind, window) for kind, window, *_ in layers] == [("global", None)] * spec.n_layers
+    by_kind = {k.kind: k for k in result.kv.by_kind}
+    assert [per_token for *_, per_token in layers] == [by_kind[kind].bytes_per_token / by_kind[kind].layers
+                                                       for kind in spec.layer_attention]
+    assert all(seq_bytes == tokens * per_token for *_, seq_bytes, per_token in layers)
+    local, window = by_kind["local"], spec.attention.sliding_window
+    assert tokens > window and sum(seq_bytes for *_, seq_bytes, _ in layers) - result.kv.bytes == (
+        (tokens - window) * local.bytes_per_token)
+
+
+@pytest.mark.parametrize("name", sorted(MASK_ONLY_WINDOWS))
+def test_the_masked_window_s_pairs_are_the_causal_convention_s(name):
+    """GPT-Neo's own mask buffers (built for real, on the CPU, at a short max_position_embeddings):
+    the (query, key) pairs they let through, times 4·heads·head_dim FLOPs a pair (QKᵀ and PV), are
+    archcalc's attention FLOPs under the causal convention, windows capped."""
+    from transformers.models.gpt_neo.modeling_gpt_neo import GPTNeoSelfAttention
+
+    tokens, spec = tokens_of(name), spec_of(name)
+    cfg = hf_config(name)
+    cfg.max_position_embeddings = tokens
+    pairs = sum(int(GPTNeoSelfAttention(cfg, kind, i).bias.sum()) for i, kind in enumerate(spec.layer_attention))
+    flops = size(spec, Workload.forward(tokens), CONVENTIONS["causal"]).flops
+    assert flops.attention == pairs * 4 * cfg.hidden_size  # heads · head_dim = hidden_size in GPT-Neo
 
 
 # ---- 3. FLOPs ------------------------------------------------------------------------
