@@ -266,6 +266,8 @@ def test_written_files_get_the_usual_mode(tmp_path):
     ("gpt-neo-125m", {"attention_types": [[["global", "local"], "6"]]}, "attention_types[0]: must be [[kinds...], repeat]"),
     ("gpt-neo-125m", {"attention_types": [[["global", "chunked"], 6]]}, "attention_types[0]: must be [[kinds...], repeat]"),
     ("gpt-neo-125m", {"attention_types": [[["local"], 10**12]]}, "attention_types[0]: must be [[kinds...], repeat]"),
+    ("gpt-neo-125m", {"attention_types": [[[["global"]], 12]]}, "attention_types[0]: must be [[kinds...], repeat]"),
+    ("gpt-neo-125m", {"attention_types": None}, "attention_types: required key is missing: transformers' default"),
     ("gpt-neo-125m", {"attention_types": [["global", 12]]}, "attention_types[0]: must be [[kinds...], repeat]"),
     ("gpt-neo-125m", {"attention_types": [[["global"], 12, 1]]}, "attention_types[0]: must be [[kinds...], repeat]"),
     ("gpt-neo-125m", {"attention_layers": ["local"] * 12}, "attention_layers: disagrees with attention_types"),

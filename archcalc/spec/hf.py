@@ -627,11 +627,14 @@ def _gpt_neo(r: ConfigReader) -> dict:
     i - window < j <= i, the sliding-window convention) beside global ones."""
     spec = _core(r, tie_default=True)
     d, n_layers = spec["d_model"], spec["n_layers"]
-    groups = r.get("attention_types", default=[[["global", "local"], n_layers // 2]])
+    if not r.has("attention_types") and n_layers != 24:
+        raise InputError(r.path, "attention_types", "required key is missing: transformers' default, "
+                         f"[[['global', 'local'], 12]], is 24 layers and num_layers is {n_layers}")
+    groups = r.get("attention_types", default=[[["global", "local"], 12]])  # GPTNeoConfig's default
     kinds: list[str] = []
     for i, group in enumerate(groups):
         pattern, repeat = group if len(group) == 2 else (None, None)
-        if not (isinstance(pattern, list) and set(pattern) <= {"global", "local"} and isinstance(repeat, int)
+        if not (isinstance(pattern, list) and all(k in ("global", "local") for k in pattern) and isinstance(repeat, int)
                 and not isinstance(repeat, bool) and 0 < repeat * len(pattern) <= n_layers):
             raise InputError(r.path, f"attention_types[{i}]", "must be [[kinds...], repeat]: kinds 'global' or "
                              f"'local', repeat a positive integer, {n_layers} layers (num_layers) at most")
@@ -640,9 +643,8 @@ def _gpt_neo(r: ConfigReader) -> dict:
         raise InputError(r.path, "attention_types", f"expands to {len(kinds)} layers; num_layers is {n_layers}")
     if r.get("attention_layers", default=kinds) != kinds:
         raise InputError(r.path, "attention_layers", "disagrees with attention_types, which it expands")
-    local = "local" in kinds
     att = {"n_heads": r.get("num_heads"), "bias": ["o"]}
-    if local:
+    if "local" in kinds:
         att |= {"sliding_window": r.get("window_size", default=256), "layer_types": kinds}
     else:
         r.ignore("window_size", "no layer of attention_types is local")
