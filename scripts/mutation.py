@@ -7,7 +7,7 @@
     python scripts/mutation.py --recheck [--run GLOB]   # survivors again, against their packages' test folders
     python scripts/mutation.py --recheck --undecided [--tests tests]   # and the mutants mutmut has not run
     python scripts/mutation.py --save       # keep every mutant's result in docs/data/mutation-results.json
-    python scripts/mutation.py --restore    # put them back in mutants/ before `mutmut run` (a new checkout)
+    python scripts/mutation.py --restore    # put them back in a new mutants/, its mutants written (a new checkout)
 
 mutmut (configured in pyproject.toml, [tool.mutmut]) copies the package to
 mutants/, changes one operator, constant or call at a time and runs the tests
@@ -48,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "mutants"
 EQUIVALENT = ROOT / "scripts" / "equivalent_mutants.toml"
 SAVED = ROOT / "docs" / "data" / "mutation-results.json"
+DURATIONS = MUTANTS / "test-durations.json"  # --recheck's clean run, read by tests/conftest.py
 PAGE = ROOT / "docs" / "mutation.md"  # the latest report is kept there, between these two lines
 BEGIN, END = "<!-- report: scripts/mutation.py --write -->", "<!-- end of report -->"
 TARGET = 0.90  # the issue's bar: at least 90 % of mutants killed, the rest listed as equivalent
@@ -115,6 +116,23 @@ def restore() -> int:
     return restored
 
 
+def generate() -> None:
+    """mutmut's own first step of `mutmut run`, without its stats or its runs: the tree copied into
+    mutants/ and every mutant written.  Over restored .meta files mutmut keeps the result of every
+    function whose hash is unchanged and leaves the edited functions' mutants undecided, so a new
+    checkout can go straight to --recheck --undecided."""
+    from mutmut.__main__ import copy_also_copy_files, copy_src_dir, create_mutants, set_mutant_under_test
+    from mutmut.__main__ import setup_source_paths
+
+    os.chdir(ROOT)  # mutmut's paths are relative to the project root
+    set_mutant_under_test("mutant_generation")
+    MUTANTS.mkdir(exist_ok=True)
+    copy_src_dir()
+    copy_also_copy_files()
+    setup_source_paths()
+    create_mutants(os.cpu_count() or 2)
+
+
 # The test folders a survivor is re-run against by --recheck: its package's mirror (a survivor still
 # standing there may yet fall to another folder's tests; it is then left a survivor, never a false kill).
 CPU_LIMIT = 900  # CPU seconds a mutant's run may take under --recheck: the whole suite takes about 300
@@ -137,7 +155,14 @@ def recheck(single: dict[str, str], listed: dict[str, str], patterns: list[str] 
 
     from mutmut.__main__ import create_mutants_for_file
 
-    shutil.copytree(ROOT / "tests", MUTANTS / "tests", dirs_exist_ok=True)
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]
+    # Everything mutmut copies beside the code (specs/, hardware/, tests/, ...), as it is now: a test
+    # reading a spec added since mutmut's copy would fail on every mutant and count it killed.
+    for path in config["also_copy"]:
+        if (ROOT / path).is_dir():
+            shutil.copytree(ROOT / path, MUTANTS / path, dirs_exist_ok=True)
+        else:
+            shutil.copy2(ROOT / path, MUTANTS / path)
     for source in (ROOT / "archcalc").rglob("*.py"):  # the modules mutmut copies unmutated (cli/, measure/, ...)
         copy = MUTANTS / source.relative_to(ROOT)
         if not copy.with_name(copy.name + ".meta").exists() and (not copy.exists() or
@@ -178,9 +203,33 @@ def recheck(single: dict[str, str], listed: dict[str, str], patterns: list[str] 
         importlib.import_module(module)
 
     # the test files mutmut leaves out (pyproject.toml, [tool.mutmut]: the timing tests), left out here too
-    mutmut_args = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mutmut"]["pytest_add_cli_args"]
-    ignored = [a for a in mutmut_args if a.startswith("--ignore")]
+    ignored = [a for a in config["pytest_add_cli_args"] if a.startswith("--ignore")]
     running: dict[int, tuple[str, Path, dict]] = {}
+
+    class Durations:
+        """The clean run's seconds per test, kept for tests/conftest.py to order each mutant's tests
+        fastest first (mutmut's stats do this for mutmut's runs; a new checkout has none)."""
+        seconds: dict[str, float] = {}
+
+        def pytest_runtest_logreport(self, report) -> None:
+            self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+
+        def pytest_sessionfinish(self) -> None:
+            kept = json.loads(DURATIONS.read_text()) if DURATIONS.exists() else {}
+            DURATIONS.write_text(json.dumps({**kept, **self.seconds}, indent=0, sort_keys=True))
+
+    def spawn(name: str, folders: list[str]) -> int:
+        pid = os.fork()
+        if pid == 0:
+            os.environ["MUTANT_UNDER_TEST"] = name  # "" = no mutant: every trampoline calls the original
+            quiet = os.open(os.devnull, os.O_WRONLY)  # the test output of thousands of runs says nothing
+            os.dup2(quiet, 1)
+            os.dup2(quiet, 2)
+            resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT + 1))
+            code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "--rootdir=.", *folders, *ignored],
+                               plugins=[] if name else [Durations()])
+            os._exit(int(code))
+        return pid
 
     def reap() -> None:
         pid, status = os.wait()
@@ -191,20 +240,19 @@ def recheck(single: dict[str, str], listed: dict[str, str], patterns: list[str] 
         meta.write_text(json.dumps(data, indent=4))
         print(f"{name}: {'killed' if code in KILLED else 'timeout' if code in TIMEOUT else 'survives'}", flush=True)
 
+    def folders_of(name: str) -> list[str]:
+        return tests or RECHECK_TESTS.get(package_of(name), ["tests"])
+
+    # mutmut's clean run, here too: the tests must pass with no mutant active, or every mutant is "killed".
+    for folders in sorted({tuple(folders_of(n)) for n, _, _ in todo}):
+        _, status = os.waitpid(spawn("", list(folders)), 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"the tests fail with no mutant active in {MUTANTS}: "
+                             f"pytest {' '.join(folders)} there first")
     for name, meta, data in todo:
         while len(running) >= workers:
             reap()
-        folders = tests or RECHECK_TESTS.get(package_of(name), ["tests"])
-        pid = os.fork()
-        if pid == 0:
-            os.environ["MUTANT_UNDER_TEST"] = name
-            quiet = os.open(os.devnull, os.O_WRONLY)  # the test output of thousands of runs says nothing
-            os.dup2(quiet, 1)
-            os.dup2(quiet, 2)
-            resource.setrlimit(resource.RLIMIT_CPU, (CPU_LIMIT, CPU_LIMIT + 1))
-            code = pytest.main(["-x", "-q", "-p", "no:cacheprovider", "--rootdir=.", *folders, *ignored])
-            os._exit(int(code))
-        running[pid] = (name, meta, data)
+        running[spawn(name, folders_of(name))] = (name, meta, data)
     while running:
         reap()
 
@@ -248,6 +296,9 @@ def main() -> int:
     args = ap.parse_args()
     if args.restore:
         print(f"restored {restore()} mutants' results from {SAVED.relative_to(ROOT)}")
+        generate()
+        undecided = sum(code is None for name, code in results().items() if package_of(name) != "archcalc.training")
+        print(f"mutants/ generated: {undecided} mutants outside training/ undecided (functions edited since)")
         return 0
     # One thread per BLAS/OpenMP pool: mutmut forks a process per mutant, and a fork of a parent
     # holding thread pools can deadlock on a futex (a hung mutant, not a killed one).

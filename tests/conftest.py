@@ -51,11 +51,13 @@ def pytest_collection_modifyitems(config, items):
     first, by the durations mutmut recorded, so that `-x` stops a killed mutant after its quickest
     failing test instead of after whichever slow tests the unordered set it passes came first.  The
     order decides only how soon a run stops, never whether a mutant is killed."""
-    stats = config.rootpath / "mutmut-stats.json"
-    if stats.is_file():
-        import json
+    import json
 
-        seconds = json.loads(stats.read_text()).get("duration_by_test", {})
+    stats, recheck = config.rootpath / "mutmut-stats.json", config.rootpath / "test-durations.json"
+    seconds = json.loads(stats.read_text()).get("duration_by_test", {}) if stats.is_file() else {}
+    if recheck.is_file():  # scripts/mutation.py --recheck's clean run (a new checkout has no mutmut stats)
+        seconds.update(json.loads(recheck.read_text()))
+    if seconds:
         items.sort(key=lambda item: seconds.get(item.nodeid, float("inf")))
 
 

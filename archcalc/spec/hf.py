@@ -53,6 +53,8 @@ FAMILY_DEFAULTS = {
                     "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True},
     # BambaConfig's context default; Bamba-9B's config.json has no max_position_embeddings.
     "bamba": {"max_position_embeddings": 262144},
+    # GraniteSWAConfig / GraniteMoeSWAConfig: a 128-token window (their layer_types default is _granite_swa's).
+    "granite_swa": {"sliding_window": 128}, "granitemoe_swa": {"sliding_window": 128},
 }
 NO_COST_REASON = "changes no parameter, FLOP or cache byte"
 
@@ -185,11 +187,24 @@ def _rope_scaling(r: ConfigReader) -> dict | None:
     return {"type": kind, "factor": float(r.nested(raw, "factor", where, 1.0)), "original": original}
 
 
+def _rope_base(r: ConfigReader, layer_type: str) -> float:
+    """rope_theta at the top level (transformers < 5) or inside rope_parameters, which transformers 5
+    writes instead (keyed by layer type where those differ: Gemma 3's sliding_attention base)."""
+    top = ("rope_theta", "rotary_emb_base") if layer_type == "full_attention" else ("rope_local_base_freq",)
+    if any(r.has(key) for key in top):
+        return float(r.get(*top))
+    nested, where = r.cfg.get("rope_parameters"), "rope_parameters"
+    if isinstance(nested, dict) and isinstance(nested.get(layer_type), dict):
+        nested, where = nested[layer_type], f"rope_parameters.{layer_type}"
+    if isinstance(nested, dict) and nested.get("rope_theta") is not None:
+        return float(r.nested(nested, "rope_theta", where))
+    return float(r.get(top[0], default=10000.0))  # the config classes' default
+
+
 def _position(r: ConfigReader, *, rotary_fraction: float = 1.0, scaled_limit_is_final: bool = False) -> tuple[dict, int]:
     """RoPE settings and the context limit (vLLM's rule, anchors §1.4 / §C.3)."""
     base = r.get("max_position_embeddings", "n_positions", "seq_length", default=2048)
-    theta = float(r.get("rope_theta", "rotary_emb_base", default=10000.0))
-    pos: dict = {"kind": "rope", "theta": theta}
+    pos: dict = {"kind": "rope", "theta": _rope_base(r, "full_attention")}
     if rotary_fraction != 1.0:
         pos["rotary_fraction"] = rotary_fraction
     scaling = _rope_scaling(r)
@@ -209,24 +224,31 @@ def _position(r: ConfigReader, *, rotary_fraction: float = 1.0, scaled_limit_is_
     return pos, int(limit)
 
 
-def _window(r: ConfigReader, n_layers: int, *, pattern_key_default: str | None = None) -> dict:
-    """sliding_window with layer_types / sliding_window_pattern / use_sliding_window."""
-    if r.has("use_sliding_window") and not r.get("use_sliding_window"):
-        for key in ("sliding_window", "max_window_layers", "layer_types", "sliding_window_pattern"):
+def _window(r: ConfigReader, n_layers: int, *, pattern_key_default: str | None = None,
+            default_types: list[str] | None = None) -> dict:
+    """sliding_window with layer_types (default_types: the config class's list when it is absent) /
+    sliding_window_pattern / use_sliding_window."""
+    names = {"sliding_attention": "local", "full_attention": "global", "linear_attention": "linear"}
+    off = r.has("use_sliding_window") and not r.get("use_sliding_window")
+    if off:
+        for key in ("sliding_window", "max_window_layers", "sliding_window_pattern"):
             r.ignore(key, "use_sliding_window is false: every layer attends to the full context")
-        return {}
-    window = r.get("sliding_window", default=None)
+        if not r.has("layer_types"):
+            return {}
+        # layer_types still says which layers are linear (Qwen3-Next as transformers 5 saves it); its
+        # sliding entries get no window (Qwen2Config drops sliding_window): they attend to everything
+        names["sliding_attention"] = "global"
+    window = None if off else r.get("sliding_window", default=None)
     if r.has("sliding_window_size"):
         r.ignore("sliding_window_size", "duplicate of sliding_window")
-    layer_types = r.get("layer_types", default=None)
+    layer_types = r.get("layer_types", default=default_types)
     if layer_types:
-        names = {"sliding_attention": "local", "full_attention": "global", "linear_attention": "linear"}
         unknown = set(layer_types) - set(names)
         if unknown:
             raise InputError(r.path, "layer_types", f"{sorted(unknown)} not supported; known: {', '.join(names)}")
         kinds = [names[t] for t in layer_types]
         r.ignore("sliding_window_pattern", "layer_types takes precedence")
-        if "local" not in kinds:
+        if "local" not in kinds and not off:
             r.ignore("sliding_window", "no layer_types entry is sliding_attention")
             window = None
         return {"sliding_window": window, "layer_types": kinds} if set(kinds) != {"global"} else {}
@@ -271,13 +293,13 @@ def _heads(r: ConfigReader, n_heads_key=("num_attention_heads", "n_head")) -> di
 
 def _llama_like(r: ConfigReader, *, family: str) -> dict:
     """The Llama-shaped families (q/k/v/o, a gated MLP, pre-norm unless said): llama, mistral, mixtral,
-    qwen2/3 (+ MoE, Qwen3-Next), gemma 1/2/3, olmo 1/2/3, olmoe, phi3, phimoe, cohere 1/2, granite (+ MoE),
+    qwen2/3 (+ MoE, Qwen3-Next), gemma 1/2/3, olmo 1/2/3, olmoe, phi3, phimoe, cohere 1/2, granite (+ MoE, + SWA),
     smollm3, stablelm, exaone4, ernie4_5 (+ MoE), seed_oss, glm4 (+ MoE), dots1, hunyuan (+ MoE), apertus,
     ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo; each
     family's differences are the branches below."""
     gemma = family.startswith("gemma") or family == "vaultgemma"
     # Cohere2Config ties by default too (command-r7b-12-2024 leaves tie_word_embeddings out).
-    spec = _core(r, tie_default=gemma or family in ("cohere", "cohere2", "smollm3"))
+    spec = _core(r, tie_default=gemma or family in ("cohere", "cohere2", "smollm3", "granite_swa"))
     att = _heads(r)
     if family in NO_ATTENTION_BIAS:  # transformers hard-codes bias-free q/k/v/o whatever the config says
         _built_so(r, NO_ATTENTION_BIAS[family], attention_bias=False)
@@ -392,8 +414,10 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         for key in ("dense_list", "org_vocab_size", "im_start_id", "im_end_id", "im_newline_id", "mask_init_id",
                     "pad_id", "text_start_id", "text_end_id"):
             r.ignore(key, "token ids and remote-code bookkeeping")
-    if family in ("granite", "granitemoe", "granitemoeshared"):
+    if family in ("granite", "granitemoe", "granitemoeshared", *GRANITE_SWA):
         _ignore_multipliers(r)
+    if family in GRANITE_SWA:
+        _granite_swa(r, att, spec["n_layers"])
     if family == "smollm3":
         # One flag per layer, 1 = RoPE; absent, every no_rope_layer_interval-th layer is NoPE (HF's rule).
         interval = int(r.get("no_rope_layer_interval", default=4))
@@ -426,10 +450,11 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         rotary = _minimax_m2(r, att)
     pos, limit = _position(r, rotary_fraction=rotary, scaled_limit_is_final=scaled_final)
     if family == "gemma3":
-        pos["local_theta"] = float(r.get("rope_local_base_freq", default=10000.0))
+        pos["local_theta"] = _rope_base(r, "sliding_attention")
     if family == "cohere" and r.has("model_max_length"):
         limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
-    window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family in ("gemma2", "vaultgemma") else None)
+    window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family in ("gemma2", "vaultgemma") else None,
+                     default_types=_granite_swa_types(spec["n_layers"]) if family in GRANITE_SWA else None)
     att.update({k: v for k, v in window.items() if v is not None})
     if family == "exaone4" and window.get("sliding_window") or family == "cohere2":
         att["global_rope"] = False  # RoPE on the sliding layers only (Exaone4Attention, Cohere2Attention)
@@ -440,6 +465,30 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         spec["mtp"] = _mtp(r)
     return {**spec, "max_context": limit, "attention": att, "ffn": ffn, "norm": norm, "position": pos,
             "residual": residual}
+
+
+GRANITE_SWA = ("granite_swa", "granitemoe_swa")
+
+
+def _granite_swa_types(n_layers: int) -> list[str]:
+    """GraniteSWAConfig's layer_types when the config has none: layer i is global iff i % 4 == 0."""
+    return ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(n_layers)]
+
+
+def _granite_swa(r: ConfigReader, att: dict, n_layers: int) -> None:
+    """Granite SWA: a learned sink per head (GraniteSWAAttention.sinks, [num_attention_heads]) and
+    layer_rope_theta, one RoPE base per layer where 0 means the layer has no RoPE."""
+    att["sinks"] = True
+    thetas = r.get("layer_rope_theta", default=None)  # absent: every layer at rope_theta
+    if thetas is None:
+        return
+    if len(thetas) != n_layers:
+        raise InputError(r.path, r.prefix + "layer_rope_theta", f"lists {len(thetas)} layers, "
+                         f"num_hidden_layers is {n_layers}")
+    nope = [i for i, theta in enumerate(thetas) if theta == 0]
+    if nope:
+        att["nope_layers"] = nope
+    # The other bases change which frequencies rotate, not how many values: no count changes.
 
 
 def _cohere2_remote_keys(r: ConfigReader) -> None:
@@ -543,10 +592,10 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
         d_expert = r.get("moe_intermediate_size")
         return {"n_experts": r.get("n_routed_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
                 "d_expert": d_expert, "d_shared": r.get("n_shared_experts", default=1) * d_expert}
-    if family in ("olmoe", "phimoe", "granitemoe", "granitemoeshared", "flex_olmo"):  # every layer, no shared expert but
+    if family in ("olmoe", "phimoe", "granitemoe", "granitemoeshared", "granitemoe_swa", "flex_olmo"):  # every layer, no shared expert but
         moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
                "d_expert": r.get("intermediate_size")}
-        if family == "granitemoeshared":  # Granite's gated shared MLP of shared_intermediate_size
+        if family in ("granitemoeshared", "granitemoe_swa"):  # Granite's gated shared MLP of shared_intermediate_size
             moe["d_shared"] = r.get("shared_intermediate_size", default=0)
         return moe
     if family in ("dots1", "glm4_moe"):
@@ -565,7 +614,8 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
                             n_layers)
     if family not in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe"):
         return None
-    moe = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"),
+    # transformers 5 saves Qwen3-MoE's num_experts as num_local_experts (Qwen3MoeConfig.attribute_map)
+    moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
            "d_expert": r.get("moe_intermediate_size")}
     if family in ("qwen2_moe", "qwen3_next", "qwen3_5_moe"):  # a shared expert behind a sigmoid gate
         moe.update(d_shared=r.get("shared_expert_intermediate_size"), shared_gate=True)
@@ -1409,7 +1459,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
         "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "exaone", "apertus", "helium", "arcee", "minimax_m2",
         "ministral", "ministral3", "vaultgemma", "glm", "internlm3", "solar_open", "nanochat", "jais2", "flex_olmo",
-        "hunyuan_v1_moe")},
+        "hunyuan_v1_moe", "granite_swa", "granitemoe_swa")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),

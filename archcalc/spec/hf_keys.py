@@ -110,7 +110,7 @@ KEYS: dict[str, Kind] = {
                      "order_of_interleaved_layers"), STR),
     **dict.fromkeys(("layer_types", "mlp_only_layers", "no_rope_layers", "moe_layers", "full_attn_idxs",
                      "layers_block_type", "attn_layer_indices", "attn_type_list", "mlp_layer_types",
-                     "attention_types", "attention_layers"), LIST),
+                     "attention_types", "attention_layers", "layer_rope_theta"), LIST),
     **dict.fromkeys(("rope_scaling", "rope_parameters", "quantization_config", "text_config", "vision_config",
                      "attn_config"), DICT),
     "image_size": Kind((int,), 1, 2**16, "an integer"),
@@ -129,7 +129,8 @@ ITEMS = {"layer_types": Kind((str,), what="strings"),
          "attn_type_list": Kind((int,), 0, 1, "0 or 1"),
          "mlp_layer_types": Kind((str,), what="strings"),
          "attention_types": Kind((list,), what="[[kinds...], repeat] pairs"),  # GPT-Neo
-         "attention_layers": Kind((str,), what="strings")}
+         "attention_layers": Kind((str,), what="strings"),
+         "layer_rope_theta": Kind((int, float), 0, MAX_POSITIVE, "RoPE bases (0: no RoPE)")}  # Granite SWA
 
 
 def checked(path: str, field: str, key: str, value: Any) -> Any:

@@ -34,6 +34,7 @@ from archcalc.cost.totals import SizeResult, size
 from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.workload import Workload
 from archcalc.spec.catalog import load_model
+from archcalc.spec.hf import spec_dict_from_config
 from archcalc.spec.model import ModelSpec
 
 DATA = Path(__file__).parents[1] / "data" / "hf"
@@ -262,6 +263,28 @@ def tokens_of(name: str) -> int:
 # ---- 1. parameters ---------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("name", CONFIGS)
+def test_config_json_as_transformers_writes_it(name):
+    """The config.json that transformers' own config class writes for each fixture, in full (every
+    attribute, under the names it saves: Qwen3-MoE's num_experts is saved as num_local_experts) and
+    as save_pretrained's diff (every key at the class's default left out): the same spec as the
+    fixture.  A family default archcalc assumes that is not the config class's shows up here."""
+    def read(cfg: dict) -> dict:  # the validated spec, its layer pattern and head width spelled out
+        spec = ModelSpec.model_validate({"name": name, **spec_dict_from_config(cfg, "config.json")[0]})
+        out = spec.model_dump()
+        out["attention"] |= {"layer_types": list(spec.layer_attention), "head_dim": spec.qk_head_dim}
+        return out
+
+    config = hf_config(name)
+    full = json.loads(config.to_json_string(use_diff=False))
+    expected = read(full)
+    assert read({**config.to_diff_dict(), "model_type": full["model_type"]}) == expected
+    # The fixture itself (transformers < 5 keys mostly: rope_theta at the top level, not in
+    # rope_parameters), where transformers reads it unconverted
+    if _raw(name)["model_type"] not in (*RW_MODEL_TYPES, *MINIMAX_REMOTE_TYPES) and name not in ROPE_NEEDS_DATA:
+        assert read(_raw(name)) == expected
+
+
 def test_rw_falcon_configs_need_hf_conversion():
     """The RW-format files really are unknown to transformers as they stand (the reason for
     _convert_rw_falcon); if transformers learns them, this fails and the conversion can go."""
@@ -368,7 +391,9 @@ def test_decoder_layers_and_mtp(name):
     decoder = model.get_decoder()
     if decoder is model:  # Llama4ForCausalLM.get_decoder returns the model itself; its decoder is .model
         decoder = model.model
-    stacks = [m for m in decoder.children() if isinstance(m, torch.nn.ModuleList)]
+    # The stacks of blocks (Granite SWA keeps a second ModuleList, its rotary embeddings, one per RoPE base)
+    stacks = [m for m in decoder.children() if isinstance(m, torch.nn.ModuleList)
+              and not all("RotaryEmbedding" in type(b).__name__ for b in m)]
     spec = spec_of(name)
     # Nemotron-H's blocks are one sublayer each: HF's stack has one block per mixer and per FFN.
     blocks = 2 * spec.n_layers - spec.attention_layers["none"] - spec.ffn_layers["none"]
@@ -747,6 +772,12 @@ NO_FIXTURE = {
     "falcon_h1 in-bias": {"mamba_d_ssm": 64, "mamba_n_heads": 8, "mamba_d_head": 8, "mamba_d_state": 16,
                           "mamba_chunk_size": 4, "mamba_proj_bias": True, "projectors_bias": False},
     "lfm2 biased": {"conv_bias": True, "layer_types": ["conv", "full_attention", "conv", "conv"]},
+    # Granite SWA with its config class's default layer_types (every 4th layer global), a 4-token window,
+    # and layer_rope_theta's 0s (no RoPE) and other bases; GraniteMoeSWA (granite-swash-3b-a600m has no
+    # public config.json): GraniteMoeShared's experts and shared MLP under the same attention.
+    "granite_swa nope": {"sliding_window": 4, "layer_rope_theta": [10000.0, 0, 500000.0, 0]},
+    "granitemoe_swa": {"sliding_window": 4, "num_local_experts": 4, "num_experts_per_tok": 2,
+                       "shared_intermediate_size": 48, "layer_rope_theta": [0, 10000.0, 10000.0, 10000.0]},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
@@ -787,6 +818,34 @@ def test_families_without_a_fixture_equal_hf_on_its_own_config(model_type):
     state -= sum(c.weight.shape[0] * DTYPE.itemsize for c in convs)
     assert per_token == ours_.kv.bytes_per_token
     assert state == sum(k.state_bytes for k in ours_.kv.by_kind)
+
+
+@pytest.mark.parametrize("model_type", ["granite_swa nope", "granitemoe_swa"])
+def test_granite_swa_rope_layers_are_the_ones_hf_rotates(model_type):
+    """layer_rope_theta's 0s: the layers whose attention HF calls without position_embeddings (no
+    RoPE), seen on the module's own forward, are the spec's nope_layers; the sliding layers are the
+    ones GraniteSWAAttention gives a sliding_window."""
+    from archcalc.spec.hf import spec_dict_from_config
+
+    config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})
+    raw = json.loads(config.to_json_string())  # layer_types as the config class filled them in
+    data, _ = spec_dict_from_config(raw, "config.json")
+    spec = ModelSpec.model_validate({"name": "granite", **data})
+    # A config.json without layer_types (HF fills in its own default): the same layers
+    assert spec_dict_from_config({k: v for k, v in raw.items() if k != "layer_types"}, "config.json")[0] == data
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                 experts_implementation="batched_mm", dtype=DTYPE)
+    unrotated = []
+    for i, layer in enumerate(model.model.layers):
+        layer.self_attn.register_forward_pre_hook(
+            lambda m, args, kwargs, i=i: unrotated.append(i) if kwargs["position_embeddings"] is None else None,
+            with_kwargs=True)
+    with torch.no_grad():
+        model(input_ids=torch.zeros(1, SHORT, dtype=torch.long, device="meta"))
+    assert unrotated and unrotated == (spec.attention.nope_layers or [])
+    assert [i for i, layer in enumerate(model.model.layers) if layer.self_attn.sliding_window] == \
+        [i for i, kind in enumerate(spec.layer_attention) if kind == "local"]
 
 
 # ---- 5. Quantized checkpoints ------------------------------------------------------------------
