@@ -29,7 +29,7 @@ NO_COST_KEYS = {
     "_commit_hash", "auto_map", "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id",
     "use_cache", "initializer_range", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_eps",
     "norm_epsilon", "attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop", "attn_pdrop",
-    "residual_dropout", "resid_dropout", "embedding_dropout", "embed_dropout", "classifier_dropout", "summary_activation", "summary_first_dropout",
+    "residual_dropout", "resid_dropout", "embedding_dropout", "emb_pdrop", "embed_dropout", "classifier_dropout", "summary_activation", "summary_first_dropout",
     "summary_proj_to_labels", "summary_type", "summary_use_proj", "task_specific_params", "pretraining_tp",
     "router_aux_loss_coef", "output_router_logits", "aux_loss_alpha", "seq_aux", "norm_topk_prob",
     "routed_scaling_factor", "scoring_func", "topk_method", "n_group", "topk_group", "ep_size",
@@ -776,6 +776,24 @@ def _phi(r: ConfigReader) -> dict:
             "residual": {"kind": "parallel", "parallel_norms": 1}}
 
 
+def _persimmon(r: ConfigReader) -> dict:
+    """Persimmon (Adept; Fuyu's language model): multi-head attention through one biased
+    query_key_value, LayerNorms of head_dim on q and k (qk_layernorm), RoPE on half of each head,
+    a biased up, ReLU², down MLP, LayerNorms with biases, an untied head without one."""
+    spec = _core(r, tie_default=False)
+    n_heads = r.get("num_attention_heads")
+    if r.get("num_key_value_heads", default=n_heads) != n_heads:  # PersimmonAttention never reads it
+        raise InputError(r.path, r.prefix + "num_key_value_heads", f"must equal num_attention_heads ({n_heads}): "
+                         "transformers' Persimmon is multi-head attention")
+    att = {"n_heads": n_heads, "bias": ["q", "k", "v", "o"]}
+    if r.get("qk_layernorm", default=True):
+        att["qk_norm"] = "head"  # nn.LayerNorm(head_dim) on q, one on k, weight and bias
+    pos, limit = _position(r, rotary_fraction=_rotary_fraction(r, 0.5))  # PersimmonConfig's default 0.5
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, False, "relu2"), "d_ff": r.get("intermediate_size"), "bias": True},
+            "norm": {"kind": "layernorm", "bias": True}}
+
+
 def _bloom(r: ConfigReader) -> dict:
     """BLOOM: ALiBi, a LayerNorm after the embedding, biases everywhere, a 4·D GELU MLP, tied."""
     spec = _core(r, tie_default=True)
@@ -850,6 +868,37 @@ def _mpt(r: ConfigReader) -> dict:
     return {**spec, "max_context": r.get("max_seq_len"), "attention": {"n_heads": r.get("n_heads")},
             "ffn": {"activation": "gelu", "d_ff": 4 * spec["d_model"]},
             "norm": {"kind": "layernorm", "bias": False}, "position": {"kind": "alibi"}}
+
+
+def _dbrx(r: ConfigReader) -> dict:
+    """DBRX: GQA through one bias-free Wqkv, bias-free LayerNorms (norm_1, norm_2, norm_f), RoPE, and
+    in every layer an MoE of moe_num_experts GLU experts (w1, v1, w2, each [E·F, D]) with a bias-free
+    router, top moe_top_k; untied.  Attention and FFN settings sit in the nested attn_config and
+    ffn_config (DbrxAttentionConfig, DbrxFFNConfig), read with their own reports."""
+    spec = _core(r, tie_default=False)
+    attn = ConfigReader(r.get("attn_config", default={}), r.path, r.report, prefix=r.prefix + "attn_config.")
+    ffn = ConfigReader(r.get("ffn_config", default={}), r.path, r.report, prefix=r.prefix + "ffn_config.")
+    att = {"n_heads": r.get("n_heads", "num_attention_heads"), "n_kv_heads": attn.get("kv_n_heads", default=1)}
+    r.ignore("num_key_value_heads", "same as attn_config.kv_n_heads")
+    attn.ignore("clip_qkv", "clamps Wqkv's output: an elementwise pass in place, not counted")
+    theta = float(attn.get("rope_theta", default=10000.0))
+    act = ffn.get("ffn_act_fn", default={"name": "silu"})
+    name = ffn.nested(act, "name", "ffn_act_fn", "silu")
+    if ACTIVATIONS.get(name) not in GATED_FORM:
+        raise InputError(r.path, r.prefix + "ffn_config.ffn_act_fn.name", f"{name!r} has no gated form; DBRX's experts "
+                         f"are GLUs of one of: {', '.join(n for n, a in ACTIVATIONS.items() if a in GATED_FORM)}")
+    d_expert = ffn.get("ffn_hidden_size", default=3584)  # DbrxFFNConfig's defaults
+    moe = {"n_experts": ffn.get("moe_num_experts", default=4), "top_k": ffn.get("moe_top_k", default=1),
+           "d_expert": d_expert}
+    for key in ("moe_normalize_expert_weights", "moe_jitter_eps", "moe_loss_weight", "uniform_expert_assignment"):
+        ffn.ignore(key, "routing weights, training noise and losses: the same experts run")
+    for reader in (attn, ffn):
+        reader.ignore("model_type", "the nested config's own (empty) type")
+        reader.finish()
+    return {**spec, "max_context": r.get("max_seq_len", "max_position_embeddings", default=2048),
+            "attention": att, "position": {"kind": "rope", "theta": theta},
+            "ffn": {"activation": GATED_FORM[ACTIVATIONS[name]], "d_ff": d_expert, "moe": moe},
+            "norm": {"kind": "layernorm", "bias": False}}
 
 
 def _llama4(r: ConfigReader) -> dict:
@@ -1467,10 +1516,12 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gpt2": _gpt2, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
-    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe, "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "persimmon": _persimmon, "dbrx": _dbrx, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe, "jamba": _jamba, "nemotron_h": _nemotron_h,
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,
     "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid, "falcon_h1": _falcon_h1,
 }
+# Multimodal checkpoints whose image input has weights but no vision_config to read it from.
+VISION_WITHOUT_CONFIG = {"fuyu": "the fuyu image-patch projection (vision_embed_tokens)"}
 # Multimodal checkpoints keep the language model under text_config.
 TEXT_CONFIG_KEYS = ("text_config",)
 
@@ -1556,6 +1607,9 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
                                "sizes are the language model's alone")
     elif cfg.get("vision_config") is not None:
         spec["vision"] = _vision(outer, cfg, report)
+    if cfg.get("model_type") in VISION_WITHOUT_CONFIG:
+        report.warnings.append(f"{path}: {VISION_WITHOUT_CONFIG[cfg['model_type']]} is not modelled; "
+                               "sizes are the language model's alone")
     spec = {k: v for k, v in spec.items() if v not in ({}, None)}
     if r.has("quantization_config"):
         q = checked(path, r.prefix + "quantization_config", "quantization_config", r.cfg["quantization_config"])

@@ -48,6 +48,10 @@ def test_active_parameters_of_moe_models():
     # experts, 6 · 3 · 4096 · 14,336 · 32 layers = 33,822,867,456 -> 12,879,925,248.
     assert sized(spec_of("mixtral-8x7b")).params.active == 12_879_925_248
     assert round(sized(spec_of("deepseek-v3")).params.active / 1e9, 2) == 37.55  # anchors §C.2
+    # DBRX's model card (databricks/dbrx-instruct, quoted by NVIDIA's NIM card): "132B total parameters
+    # of which 36B parameters are active on any input" (tests/data/hf/SOURCES.md)
+    dbrx = sized(spec_of("dbrx-instruct")).params
+    assert (round(dbrx.total / 1e9), round(dbrx.active / 1e9)) == (132, 36)
 
 
 def test_checkpoints_that_store_the_tied_head_twice():
