@@ -1436,6 +1436,32 @@ def _deepseek(r: ConfigReader) -> dict:
                     "moe": _deepseek_moe(r, n_layers, layers)}}
 
 
+def _minicpm3(r: ConfigReader) -> dict:
+    """MiniCPM3: DeepSeek-V2's MLA (q_a/q_b, kv_a_proj_with_mqa, kv_b) with a dense gated MLP in every
+    layer, tied by default, v_head_dim hidden_size / heads unless given; its µP scalings (scale_emb,
+    scale_depth, dim_model_base) multiply activations and change no count."""
+    spec = _core(r, tie_default=True)
+    pos, limit = _position(r)
+    n_heads = r.get("num_attention_heads")
+    for key in ("num_key_value_heads", "head_dim"):  # MiniCPM3Config writes head_dim = the rotary width
+        r.ignore(key, "MLA: the latent, the rope and nope widths say what is cached and computed")
+    for key in ("scale_emb", "scale_depth", "dim_model_base"):
+        r.ignore(key, "µP multipliers: no parameter, FLOP or cache byte changes")
+    if r.get("attention_bias", default=False):
+        raise InputError(r.path, r.prefix + "attention_bias", "biases on MLA projections are not supported")
+    # q_lora_rank: null is no q LoRA (one q_proj); absent is MiniCPM3Config's 768
+    q_rank = r.get("q_lora_rank", default=None if "q_lora_rank" in r.cfg else 768)
+    att = {"kind": "mla", "n_heads": n_heads, "q_lora_rank": q_rank,
+           "kv_lora_rank": r.get("kv_lora_rank", default=256), "qk_nope_head_dim": r.get("qk_nope_head_dim", default=64),
+           "qk_rope_head_dim": r.get("qk_rope_head_dim", default=32),
+           "v_head_dim": r.get("v_head_dim", default=spec["d_model"] // n_heads)}
+    _derived_qk_head_dim(r, att["qk_nope_head_dim"] + att["qk_rope_head_dim"])
+    ffn = {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size")}
+    if r.get("mlp_bias", default=False):
+        ffn["bias"] = True
+    return {**spec, "max_context": limit, "attention": att, "position": pos, "ffn": ffn}
+
+
 def _glm4_moe_lite(r: ConfigReader, n_layers: int) -> list[int]:
     """GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3's MLA on GLM-4.5's MoE.  Its config class takes the MoE
     layers from mlp_layer_types alone (absent: layer 0 dense, the rest sparse) and has no
@@ -1457,11 +1483,16 @@ def _glm4_moe_lite(r: ConfigReader, n_layers: int) -> list[int]:
         raise InputError(r.path, r.prefix + "partial_rotary_factor", "only 1.0 is supported with MLA (the rotary "
                                                                      "part is qk_rope_head_dim)")
     r.ignore("rope_interleave", "the order of the rotated pairs: the same math")
-    head = r.cfg.get("qk_head_dim")  # written by transformers: derived, qk_nope_head_dim + qk_rope_head_dim
-    if head is not None and head != r.cfg.get("qk_nope_head_dim", 0) + r.cfg.get("qk_rope_head_dim", 0):
+    _derived_qk_head_dim(r, r.cfg.get("qk_nope_head_dim", 0) + r.cfg.get("qk_rope_head_dim", 0))
+    return layers
+
+
+def _derived_qk_head_dim(r: ConfigReader, width: int) -> None:
+    """qk_head_dim, which transformers writes for MLA configs: it must be qk_nope_head_dim + qk_rope_head_dim."""
+    head = r.cfg.get("qk_head_dim")
+    if head is not None and head != width:
         raise InputError(r.path, r.prefix + "qk_head_dim", f"{head!r} is not qk_nope_head_dim + qk_rope_head_dim")
     r.ignore("qk_head_dim", "derived: qk_nope_head_dim + qk_rope_head_dim")
-    return layers
 
 
 def _mtp(r: ConfigReader) -> dict | None:
@@ -1516,7 +1547,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gpt2": _gpt2, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
-    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "persimmon": _persimmon, "dbrx": _dbrx, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe, "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "persimmon": _persimmon, "dbrx": _dbrx, "minicpm3": _minicpm3, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe, "jamba": _jamba, "nemotron_h": _nemotron_h,
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,
     "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid, "falcon_h1": _falcon_h1,
 }

@@ -788,6 +788,13 @@ NO_FIXTURE = {
                        "shared_intermediate_size": 48, "layer_rope_theta": [0, 10000.0, 10000.0, 10000.0]},
     # Persimmon without its q/k LayerNorms (persimmon-8b-base.json has them); multi-head, as it is built
     "persimmon plain-qk": {"qk_layernorm": False, "num_key_value_heads": 4},
+    # MiniCPM3 (MiniCPM3Config's defaults are openbmb/MiniCPM3-4B's, transformers says; no config.json
+    # of it found): MLA with a dense MLP in every layer, tied, v_head_dim = hidden / heads; and with
+    # no q LoRA and a biased MLP
+    "minicpm3": {"num_key_value_heads": 4, "q_lora_rank": 24, "kv_lora_rank": 16, "qk_nope_head_dim": 8,
+                 "qk_rope_head_dim": 8},
+    "minicpm3 plain-q": {"num_key_value_heads": 4, "q_lora_rank": None, "kv_lora_rank": 16, "qk_nope_head_dim": 8,
+                         "qk_rope_head_dim": 8, "v_head_dim": 24, "mlp_bias": True, "tie_word_embeddings": False},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
@@ -804,6 +811,8 @@ def test_families_without_a_fixture_equal_hf_on_its_own_config(model_type):
     raw = json.loads(config.to_json_string())  # the config.json transformers itself would write
     data, _ = spec_dict_from_config(raw, "config.json")
     spec = ModelSpec.model_validate({"name": model_type.split()[0], **data})
+    # and as save_pretrained writes it, every key at the config class's default left out: the same spec
+    assert spec_dict_from_config({**config.to_diff_dict(), "model_type": raw["model_type"]}, "config.json")[0] == data
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
                                                  experts_implementation="batched_mm", dtype=DTYPE)
@@ -883,6 +892,23 @@ def test_dbrx_forward_on_its_own_routing():
     cached = [layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()
               for layer in out.cache.layers]
     assert sum(cached) == ours_.kv.bytes_per_token * SHORT and len(cached) == spec.n_layers
+
+
+def test_minicpm3_defaults_are_minicpm3_4b():
+    """MiniCPM3Config's MLA widths (q_lora_rank 768, kv_lora_rank 256, nope 64, rope 32, v_head_dim
+    hidden / heads), which transformers says are openbmb/MiniCPM3-4B's: a config.json without them is
+    read with them, and counts what MiniCPM3ForCausalLM built from the class's defaults holds."""
+    from transformers import MiniCPM3Config
+
+    config = MiniCPM3Config()
+    raw = {k: v for k, v in json.loads(config.to_json_string()).items()
+           if k not in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+                        "head_dim", "qk_head_dim")}
+    spec = ModelSpec.model_validate({"name": "minicpm3-4b", **spec_dict_from_config(raw, "config.json")[0]})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
+    assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == \
+        sum(p.numel() for p in model.parameters()) == 4_073_875_968
 
 
 def test_fuyu_is_its_persimmon_language_model_and_says_so():
