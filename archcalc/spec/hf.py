@@ -55,6 +55,8 @@ FAMILY_DEFAULTS = {
     "bamba": {"max_position_embeddings": 262144},
     # GraniteSWAConfig / GraniteMoeSWAConfig: a 128-token window (their layer_types default is _granite_swa's).
     "granite_swa": {"sliding_window": 128}, "granitemoe_swa": {"sliding_window": 128},
+    # ExaoneMoeConfig: a 4096-token window on 3 layers of 4 (its layer_types rule from the int pattern 4)
+    "exaone_moe": {"sliding_window": 4096, "sliding_window_pattern": 4},
 }
 NO_COST_REASON = "changes no parameter, FLOP or cache byte"
 
@@ -397,7 +399,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         r.ignore("input_jitter_noise", "training-time noise")
     if family in ("olmo2", "olmo3", "exaone4", "flex_olmo"):
         norm["placement"] = "post"  # no input norm: x + N(F(x))
-    if family == "exaone4":
+    if family in ("exaone4", "exaone_moe"):
         att["qk_norm"] = "head"
     if family == "apertus":
         att["qk_norm"] = "head"  # ApertusAttention's q_norm, k_norm: RMSNorms of head_dim
@@ -456,7 +458,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family in ("gemma2", "vaultgemma") else None,
                      default_types=_granite_swa_types(spec["n_layers"]) if family in GRANITE_SWA else None)
     att.update({k: v for k, v in window.items() if v is not None})
-    if family == "exaone4" and window.get("sliding_window") or family == "cohere2":
+    if family in ("exaone4", "exaone_moe") and window.get("sliding_window") or family == "cohere2":
         att["global_rope"] = False  # RoPE on the sliding layers only (Exaone4Attention, Cohere2Attention)
     moe = _moe(r, family, spec["n_layers"])
     if moe:
@@ -600,6 +602,19 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
         return moe
     if family in ("dots1", "glm4_moe"):
         return _deepseek_moe(r, n_layers)
+    if family == "exaone_moe":  # DeepSeek-V3's MoE block (sigmoid router, its bias a buffer) on the "sparse" layers
+        n_dense = r.get("first_k_dense_replace", default=1)
+        types = r.get("mlp_layer_types", default=None)
+        if types is None:
+            types = ["dense" if i < n_dense else "sparse" for i in range(n_layers)]  # ExaoneMoeConfig's rule
+        else:
+            r.ignore("first_k_dense_replace", "mlp_layer_types lists the layers")
+        if len(types) != n_layers or set(types) - {"dense", "sparse"}:
+            raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+        d_expert = r.get("moe_intermediate_size")
+        moe = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
+               "d_shared": r.get("num_shared_experts", default=1) * d_expert}
+        return _with_layers(moe, [i for i, t in enumerate(types) if t == "sparse"], n_layers)
     if family == "ernie4_5_moe":
         # MoE on layer i when (i + 1) % interval == 0 and start <= i <= end (end -1: the last layer);
         # e_score_correction_bias is an nn.Parameter here ([1, E]): counted as the router's bias.
@@ -1539,7 +1554,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
         "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "exaone", "apertus", "helium", "arcee", "minimax_m2",
         "ministral", "ministral3", "vaultgemma", "glm", "internlm3", "solar_open", "nanochat", "jais2", "flex_olmo",
-        "hunyuan_v1_moe", "granite_swa", "granitemoe_swa")},
+        "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),

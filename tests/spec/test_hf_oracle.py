@@ -795,6 +795,13 @@ NO_FIXTURE = {
                  "qk_rope_head_dim": 8},
     "minicpm3 plain-q": {"num_key_value_heads": 4, "q_lora_rank": None, "kv_lora_rank": 16, "qk_nope_head_dim": 8,
                          "qk_rope_head_dim": 8, "v_head_dim": 24, "mlp_bias": True, "tie_word_embeddings": False},
+    # EXAONE MoE (K-EXAONE; no public config.json of it found): EXAONE 4's qk-normed attention, RoPE on
+    # its sliding layers only, pre-norm blocks, DeepSeek-V3's MoE with a shared expert after one dense layer
+    "exaone_moe": {"head_dim": 16, "sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2,
+                   "moe_intermediate_size": 32},
+    "exaone_moe listed": {"head_dim": 16, "sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2,
+                          "moe_intermediate_size": 32, "num_shared_experts": 2,
+                          "mlp_layer_types": ["dense", "sparse", "dense", "sparse"]},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
@@ -1044,18 +1051,19 @@ def test_lightning_activation_covers_the_whole_qkv_projection():
     assert ops_["layers.linear.gate"].dims.width == attn.output_gate.out_features
 
 
-MLA = [n for n in CONFIGS if "kv_lora_rank" in _raw(n)]
+# Where HF's apply_rotary_pos_emb receives more than the rotated values: the whole head when only a
+# fraction rotates (NeoX, GLM, Bamba, Qwen3-Next, ... slice inside it), every query head's repeated K
+# (Falcon-40B), GPT-J's one-tensor signature (the tensor and its sin table).
+ROPE_CALL_DIFFERS = {n for n in CONFIGS if spec_of(n).position.rotary_fraction != 1.0} | \
+    KV_STORES_QUERY_HEADS | {"gpt-j-6b", "codegen-350m-mono"}
+ROPE_CHECKED = [n for n in CONFIGS if n not in ROPE_CALL_DIFFERS | NO_META_FORWARD and spec_of(n).position.kind == "rope"]
 
 
-@pytest.mark.parametrize("name", MLA)
-def test_mla_rope_rotates_what_hf_rotates(name, monkeypatch):
-    """MLA rotates each query head's rope part and the one rope key every head shares (and
-    DeepSeek-V3.2's indexer its own queries' and key's rope parts): the values per token that the
-    model's apply_rotary_pos_emb* receive, summed over one meta forward, equal our rope op's width
-    times its layers (DeepSeek-V2's apply_rotary_emb takes complex frequencies, the others cos and sin)."""
+def _rotated_per_token(model: torch.nn.Module, monkeypatch, tokens: int = 5) -> int:
+    """The values per token the model's apply_rotary_pos_emb* functions receive as q and k over one
+    meta forward (DeepSeek-V2's apply_rotary_emb takes complex frequencies, the others cos and sin)."""
     import sys
 
-    model = hf_model(name)
     modeling = sys.modules[type(model).__module__]
     seen = []
     for attr in [a for a in vars(modeling) if a.startswith("apply_rotary")]:
@@ -1063,13 +1071,36 @@ def test_mla_rope_rotates_what_hf_rotates(name, monkeypatch):
             seen.append(q.numel() + k.numel())
             return _f(q, k, *args, **kwargs)
         monkeypatch.setattr(modeling, attr, recording)
-    tokens = 5
     with torch.no_grad():
         model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True)
+    return sum(seen) // tokens
+
+
+def _our_rotated(spec: ModelSpec) -> int:
     from archcalc.ops.layers import model_ops
-    rope = [op for op in model_ops(spec_of(name), Workload.forward(tokens)) if op.name == "layers.attn.rope"]
-    assert len(rope) == 1 and seen
-    assert rope[0].dims.width * rope[0].count == sum(seen) // tokens
+
+    return sum(op.dims.width * op.count for op in model_ops(spec, Workload.forward(5)) if op.name == "layers.attn.rope")
+
+
+@pytest.mark.parametrize("name", ROPE_CHECKED)
+def test_rope_rotates_what_hf_rotates(name, monkeypatch):
+    """The values RoPE rotates per token, over every layer: each query head's and each cached key
+    head's rotary dims on the layers that rotate (NoPE layers, RoPE on sliding layers only, Llama 4's
+    global layers), MLA's rope parts (each query head's, the one shared key, DeepSeek-V3.2's indexer),
+    against what the model's apply_rotary_pos_emb* receive in one meta forward."""
+    assert _our_rotated(spec_of(name)) == _rotated_per_token(hf_model(name), monkeypatch) > 0
+
+
+@pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope"])
+def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):
+    """The same for families pinned on their config class: EXAONE MoE's RoPE on sliding layers only."""
+    config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})
+    data, _ = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                 experts_implementation="batched_mm", dtype=DTYPE)
+    rotated = _rotated_per_token(model, monkeypatch)
+    assert _our_rotated(ModelSpec.model_validate({"name": "x", **data})) == rotated > 0
 
 
 @pytest.mark.parametrize("name", ["nemotron-3-nano-30b-a3b", "granite-4.0-h-tiny", "jamba-1.5-mini"])
