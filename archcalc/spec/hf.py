@@ -57,6 +57,8 @@ FAMILY_DEFAULTS = {
     "granite_swa": {"sliding_window": 128}, "granitemoe_swa": {"sliding_window": 128},
     # ExaoneMoeConfig: a 4096-token window on 3 layers of 4 (its layer_types rule from the int pattern 4)
     "exaone_moe": {"sliding_window": 4096, "sliding_window_pattern": 4},
+    # Cohere2MoeConfig's head_dim is 128 whatever the width
+    "cohere2_moe": {"head_dim": 128},
 }
 NO_COST_REASON = "changes no parameter, FLOP or cache byte"
 
@@ -508,6 +510,57 @@ def _cohere2_remote_keys(r: ConfigReader) -> None:
     r.ignore("position_embedding_type", "rope_gptj: the interleaved rotation Cohere2 applies; no parameter or count")
     r.ignore("use_embedding_sharing", "tie_word_embeddings decides the tying transformers builds")
     r.ignore("use_parallel_embedding", "a tensor-parallel layout of the same embedding")
+
+
+def _cohere2_moe(r: ConfigReader) -> dict:
+    """Cohere2-MoE: Cohere 2's parallel block (one norm: RMSNorm when rms_norm_eps is set, else Cohere's
+    bias-free LayerNorm), windows on layer_types' sliding layers; mlp_layer_types' dense prefix of
+    prefix_dense_intermediate_size, then Mixtral-style experts of intermediate_size with optional shared
+    experts.  RoPE on the sliding layers, and on every dense layer when prefix_dense_sliding_window_pattern
+    is 1 (Cohere2MoeAttention.force_rope)."""
+    spec = _core(r, tie_default=True)
+    L = spec["n_layers"]
+    att = _heads(r)
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    first_dense = r.get("first_k_dense_replace", default=0)
+    prefix_pattern = r.get("prefix_dense_sliding_window_pattern", default=1)
+    pattern = r.get("sliding_window_pattern", default=4)
+    types = r.get("layer_types", default=None)
+    if types is None:  # Cohere2MoeConfig's rule: the prefix has its own pattern, the rest theirs from 0
+        types = [("sliding_attention" if (i + 1) % prefix_pattern else "full_attention") for i in range(first_dense)] + \
+                [("sliding_attention" if (i + 1) % pattern else "full_attention") for i in range(L - first_dense)]
+    else:
+        r.ignore("sliding_window_pattern", "layer_types lists the layers")
+    mlp_types = r.get("mlp_layer_types", default=None) or ["dense" if i < first_dense else "sparse" for i in range(L)]
+    if len(types) != L or set(types) - {"sliding_attention", "full_attention"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{L} entries of sliding_attention or full_attention expected")
+    if len(mlp_types) != L or set(mlp_types) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{L} entries of dense or sparse expected")
+    window = r.get("sliding_window", default=4096)
+    if window is not None and "sliding_attention" in types:
+        att |= {"sliding_window": window, "layer_types": ["local" if t == "sliding_attention" else "global" for t in types]}
+    rotated = [t == "sliding_attention" and window is not None or (m == "dense" and prefix_pattern == 1)
+               for t, m in zip(types, mlp_types)]
+    if not all(rotated):
+        att["nope_layers"] = [i for i, rot in enumerate(rotated) if not rot]
+    d_expert = r.get("intermediate_size")
+    moe = {"n_experts": r.get("num_experts", default=8), "top_k": r.get("num_experts_per_tok", default=2),
+           "d_expert": d_expert, "d_shared": r.get("num_shared_experts", default=0) * d_expert}
+    for key, reason in (("shared_expert_combination_strategy", "sum or average of the shared and routed outputs: "
+                         "one elementwise op, not counted"), ("expert_selection_fn", "the router's score function: "
+                         "the same experts run"), ("logit_scale", NO_COST_REASON)):
+        r.ignore(key, reason)
+    dense_ff = r.get("prefix_dense_intermediate_size", default=None) if "dense" in mlp_types else None
+    if "dense" not in mlp_types:
+        r.ignore("prefix_dense_intermediate_size", "no dense layer")
+    rms = r.cfg.get("rms_norm_eps") is not None
+    pos, limit = _position(r)
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": dense_ff or d_expert,
+                    "moe": _with_layers(moe, [i for i, m in enumerate(mlp_types) if m == "sparse"], L)},
+            "norm": {"kind": "rmsnorm"} if rms else {"kind": "layernorm", "bias": False},
+            "residual": {"kind": "parallel", "parallel_norms": 1}}
 
 
 def _ministral3(r: ConfigReader) -> None:
@@ -1562,7 +1615,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gpt2": _gpt2, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
-    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "persimmon": _persimmon, "dbrx": _dbrx, "minicpm3": _minicpm3, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe, "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "persimmon": _persimmon, "dbrx": _dbrx, "minicpm3": _minicpm3, "cohere2_moe": _cohere2_moe, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe, "jamba": _jamba, "nemotron_h": _nemotron_h,
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,
     "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid, "falcon_h1": _falcon_h1,
 }

@@ -89,7 +89,7 @@ KEYS: dict[str, Kind] = {
     "moe_layer_end_index": Kind((int,), -1, MAX_LAYERS, "an integer (-1: the last layer)"),
     "moe_layer_interval": STEP,
     **dict.fromkeys(("decoder_sparse_step", "moe_layer_freq", "sliding_window_pattern", "no_rope_layer_interval",
-                     "interleave_moe_layer_step", "full_attention_interval"), STEP),
+                     "interleave_moe_layer_step", "full_attention_interval", "prefix_dense_sliding_window_pattern"), STEP),
     "num_ln_in_parallel_attn": Kind((int,), 1, 2, "1 or 2"),
     **dict.fromkeys(("rope_theta", "rotary_emb_base", "rope_local_base_freq", "attn_logit_softcapping",
                      "final_logit_softcapping", "factor"), POSITIVE),

@@ -802,6 +802,14 @@ NO_FIXTURE = {
     "exaone_moe listed": {"head_dim": 16, "sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2,
                           "moe_intermediate_size": 32, "num_shared_experts": 2,
                           "mlp_layer_types": ["dense", "sparse", "dense", "sparse"]},
+    # Cohere2-MoE (no public config.json found): Cohere 2's parallel block over Mixtral-style experts, its
+    # class defaults (LayerNorm, every 4th layer global and unrotated); and RMSNorm, a dense prefix of 2
+    # rotated global layers of their own width, shared experts
+    "cohere2_moe": {"head_dim": 16, "sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2},
+    "cohere2_moe default-head": {"sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2},  # head_dim 128
+    "cohere2_moe prefixed": {"head_dim": 16, "sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2,
+                             "num_shared_experts": 2, "rms_norm_eps": 1e-5, "first_k_dense_replace": 2,
+                             "prefix_dense_intermediate_size": 80, "num_hidden_layers": 6},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
@@ -1091,7 +1099,7 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
     assert _our_rotated(spec_of(name)) == _rotated_per_token(hf_model(name), monkeypatch) > 0
 
 
-@pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope"])
+@pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):
     """The same for families pinned on their config class: EXAONE MoE's RoPE on sliding layers only."""
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})
