@@ -57,6 +57,8 @@ FAMILY_DEFAULTS = {
     "granite_swa": {"sliding_window": 128}, "granitemoe_swa": {"sliding_window": 128},
     # ExaoneMoeConfig: a 4096-token window on 3 layers of 4 (its layer_types rule from the int pattern 4)
     "exaone_moe": {"sliding_window": 4096, "sliding_window_pattern": 4},
+    # AfmoeConfig: head_dim 128, a 1,024-token window
+    "afmoe": {"head_dim": 128, "sliding_window": 1024},
     # Cohere2MoeConfig's head_dim is 128 whatever the width
     "cohere2_moe": {"head_dim": 128},
 }
@@ -370,7 +372,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", *QWEN_HYBRID) or (
             family == "glm4_moe" and r.get("use_qk_norm", default=False)):
         att["qk_norm"] = "head"  # one RMSNorm of head_dim for q, one for k
-    if family in ("gemma2", "gemma3", "glm4"):
+    if family in ("gemma2", "gemma3", "glm4", "afmoe"):
         norm["placement"] = "both"  # input, post-attention, pre- and post-feedforward norms
     if family in ("gemma2", "vaultgemma"):  # VaultGemma: Gemma 2 without its post-norms
         att["softcap"] = r.get("attn_logit_softcapping", default=None)
@@ -401,8 +403,12 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         r.ignore("input_jitter_noise", "training-time noise")
     if family in ("olmo2", "olmo3", "exaone4", "flex_olmo"):
         norm["placement"] = "post"  # no input norm: x + N(F(x))
-    if family in ("exaone4", "exaone_moe"):
+    if family in ("exaone4", "exaone_moe", "afmoe"):
         att["qk_norm"] = "head"
+    if family == "afmoe":  # AfmoeAttention: a gate_proj of H·d beside q_proj, sigmoid on the output
+        att["output_gate"] = True
+        for key in ("route_scale", "mup_enabled"):
+            r.ignore(key, "scalings (the routed output, µP's embedding scale): no parameter, FLOP or cache byte")
     if family == "apertus":
         att["qk_norm"] = "head"  # ApertusAttention's q_norm, k_norm: RMSNorms of head_dim
         _built_so(r, "Apertus", qk_norm=True, post_norm=False)
@@ -458,8 +464,13 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     if family == "cohere" and r.has("model_max_length"):
         limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
     window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family in ("gemma2", "vaultgemma") else None,
-                     default_types=_granite_swa_types(spec["n_layers"]) if family in GRANITE_SWA else None)
+                     default_types=_granite_swa_types(spec["n_layers"]) if family in GRANITE_SWA else
+                     _afmoe_types(r, spec["n_layers"]) if family == "afmoe" else None)
     att.update({k: v for k, v in window.items() if v is not None})
+    if family == "afmoe":  # AfmoeAttention rotates its sliding layers only, window or not
+        kinds = att.get("layer_types") or ["global"] * spec["n_layers"]
+        if "global" in kinds:
+            att["nope_layers"] = [i for i, k in enumerate(kinds) if k == "global"]
     if family in ("exaone4", "exaone_moe") and window.get("sliding_window") or family == "cohere2":
         att["global_rope"] = False  # RoPE on the sliding layers only (Exaone4Attention, Cohere2Attention)
     moe = _moe(r, family, spec["n_layers"])
@@ -477,6 +488,12 @@ GRANITE_SWA = ("granite_swa", "granitemoe_swa")
 def _granite_swa_types(n_layers: int) -> list[str]:
     """GraniteSWAConfig's layer_types when the config has none: layer i is global iff i % 4 == 0."""
     return ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(n_layers)]
+
+
+def _afmoe_types(r: ConfigReader, n_layers: int) -> list[str]:
+    """AfmoeConfig's layer_types when absent: every global_attn_every_n_layers-th layer global."""
+    every = int(r.get("global_attn_every_n_layers", default=4))
+    return ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n_layers)]
 
 
 def _granite_swa(r: ConfigReader, att: dict, n_layers: int) -> None:
@@ -655,6 +672,12 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
         return moe
     if family in ("dots1", "glm4_moe"):
         return _deepseek_moe(r, n_layers)
+    if family == "afmoe":  # after num_dense_layers dense ones; expert_bias is an nn.Parameter: the router's bias
+        d_expert = r.get("moe_intermediate_size")
+        moe = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
+               "d_shared": r.get("num_shared_experts", default=2) * d_expert, "router_bias": True}
+        first = r.get("num_dense_layers", default=1)
+        return _with_layers(moe, list(range(first, n_layers)), n_layers)
     if family == "exaone_moe":  # DeepSeek-V3's MoE block (sigmoid router, its bias a buffer) on the "sparse" layers
         n_dense = r.get("first_k_dense_replace", default=1)
         types = r.get("mlp_layer_types", default=None)
@@ -1607,7 +1630,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
         "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "exaone", "apertus", "helium", "arcee", "minimax_m2",
         "ministral", "ministral3", "vaultgemma", "glm", "internlm3", "solar_open", "nanochat", "jais2", "flex_olmo",
-        "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe")},
+        "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe", "afmoe")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),

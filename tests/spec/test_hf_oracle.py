@@ -802,6 +802,13 @@ NO_FIXTURE = {
     "exaone_moe listed": {"head_dim": 16, "sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2,
                           "moe_intermediate_size": 32, "num_shared_experts": 2,
                           "mlp_layer_types": ["dense", "sparse", "dense", "sparse"]},
+    # AFMoE (Arcee's Trinity; no public config.json found): gated, qk-normed attention, RoPE on its
+    # sliding layers only, sandwich norms, a dense first layer, then shared + routed experts whose
+    # expert_bias is a parameter
+    "afmoe": {"sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+    "afmoe dense2": {"head_dim": 16, "sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2,
+                     "moe_intermediate_size": 32, "num_dense_layers": 2, "num_shared_experts": 1,
+                     "global_attn_every_n_layers": 2},
     # Cohere2-MoE (no public config.json found): Cohere 2's parallel block over Mixtral-style experts, its
     # class defaults (LayerNorm, every 4th layer global and unrotated); and RMSNorm, a dense prefix of 2
     # rotated global layers of their own width, shared experts
@@ -1099,7 +1106,7 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
     assert _our_rotated(spec_of(name)) == _rotated_per_token(hf_model(name), monkeypatch) > 0
 
 
-@pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed"])
+@pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe", "afmoe dense2"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):
     """The same for families pinned on their config class: EXAONE MoE's RoPE on sliding layers only."""
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})
