@@ -403,7 +403,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         r.ignore("input_jitter_noise", "training-time noise")
     if family in ("olmo2", "olmo3", "exaone4", "flex_olmo"):
         norm["placement"] = "post"  # no input norm: x + N(F(x))
-    if family in ("exaone4", "exaone_moe", "afmoe"):
+    if family in ("exaone4", "exaone_moe", "afmoe", "hy_v3"):
         att["qk_norm"] = "head"
     if family == "afmoe":  # AfmoeAttention: a gate_proj of H·d beside q_proj, sigmoid on the output
         att["output_gate"] = True
@@ -678,18 +678,20 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
                "d_shared": r.get("num_shared_experts", default=2) * d_expert, "router_bias": True}
         first = r.get("num_dense_layers", default=1)
         return _with_layers(moe, list(range(first, n_layers)), n_layers)
-    if family == "exaone_moe":  # DeepSeek-V3's MoE block (sigmoid router, its bias a buffer) on the "sparse" layers
+    if family in ("exaone_moe", "hy_v3"):  # DeepSeek-V3-style MoE (a sigmoid router, its bias a buffer) on "sparse" layers
         n_dense = r.get("first_k_dense_replace", default=1)
         types = r.get("mlp_layer_types", default=None)
         if types is None:
-            types = ["dense" if i < n_dense else "sparse" for i in range(n_layers)]  # ExaoneMoeConfig's rule
+            types = ["dense" if i < n_dense else "sparse" for i in range(n_layers)]  # ExaoneMoeConfig's, HYV3Config's rule
         else:
             r.ignore("first_k_dense_replace", "mlp_layer_types lists the layers")
         if len(types) != n_layers or set(types) - {"dense", "sparse"}:
             raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
         d_expert = r.get("moe_intermediate_size")
-        moe = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
-               "d_shared": r.get("num_shared_experts", default=1) * d_expert}
+        moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+               "d_expert": d_expert, "d_shared": r.get("num_shared_experts", default=1) * d_expert}
+        for key in ("router_scaling_factor", "enable_moe_fp32_combine"):
+            r.ignore(key, "the routed output's scale and the dtype it is summed in: the same experts run")
         return _with_layers(moe, [i for i, t in enumerate(types) if t == "sparse"], n_layers)
     if family == "ernie4_5_moe":
         # MoE on layer i when (i + 1) % interval == 0 and start <= i <= end (end -1: the last layer);
@@ -1263,6 +1265,10 @@ def _nemotron_h(r: ConfigReader) -> dict:
                "d_expert": d_expert, "d_shared": r.get("moe_shared_expert_intermediate_size", default=0)
                * r.get("n_shared_experts", default=1)}
         ffn["moe"] = {**moe, "layers": moe_layers}
+    else:
+        for key in ("moe_intermediate_size", "n_routed_experts", "num_local_experts", "num_experts_per_tok",
+                    "moe_shared_expert_intermediate_size", "n_shared_experts", "moe_shared_expert_overlap"):
+            r.ignore(key, "no MoE block (E) in the pattern")
     return {**spec, "max_context": r.get("max_position_embeddings"), "attention": att,
             "position": {"kind": "none"}, "ffn": ffn}
 
@@ -1630,7 +1636,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
         "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "exaone", "apertus", "helium", "arcee", "minimax_m2",
         "ministral", "ministral3", "vaultgemma", "glm", "internlm3", "solar_open", "nanochat", "jais2", "flex_olmo",
-        "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe", "afmoe")},
+        "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe", "afmoe", "hy_v3")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),

@@ -809,6 +809,9 @@ NO_FIXTURE = {
     "afmoe dense2": {"head_dim": 16, "sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2,
                      "moe_intermediate_size": 32, "num_dense_layers": 2, "num_shared_experts": 1,
                      "global_attn_every_n_layers": 2},
+    # Hy3 (HYV3: Tencent's Hy3-preview; no public config.json found): Llama with per-head q/k norms, one
+    # dense layer, then 1 shared + routed experts (the router's bias a buffer)
+    "hy_v3": {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
     # Cohere2-MoE (no public config.json found): Cohere 2's parallel block over Mixtral-style experts, its
     # class defaults (LayerNorm, every 4th layer global and unrotated); and RMSNorm, a dense prefix of 2
     # rotated global layers of their own width, shared experts
@@ -831,7 +834,8 @@ def test_families_without_a_fixture_equal_hf_on_its_own_config(model_type):
 
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, "vocab_size": 100, **NO_FIXTURE[model_type]})
     raw = json.loads(config.to_json_string())  # the config.json transformers itself would write
-    data, _ = spec_dict_from_config(raw, "config.json")
+    data, report = spec_dict_from_config(raw, "config.json")
+    assert not report.warnings  # every key transformers writes is read or known to cost nothing
     spec = ModelSpec.model_validate({"name": model_type.split()[0], **data})
     # and as save_pretrained writes it, every key at the config class's default left out: the same spec
     assert spec_dict_from_config({**config.to_diff_dict(), "model_type": raw["model_type"]}, "config.json")[0] == data
