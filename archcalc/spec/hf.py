@@ -887,6 +887,28 @@ def _persimmon(r: ConfigReader) -> dict:
             "norm": {"kind": "layernorm", "bias": True}}
 
 
+def _fairseq_decoder(r: ConfigReader, position: dict) -> dict:
+    """BioGPT and XGLM, fairseq's decoder: pre-LayerNorms with biases and a final one, biased q/k/v/out
+    and fc1, fc2, tied; BioGPT learns its positions (2 spare rows), XGLM adds a sinusoidal table (no
+    parameters).  scale_embedding multiplies the embedding by sqrt(D): no count changes."""
+    spec = _core(r, tie_default=True)
+    if r.get("add_cross_attention", default=False):
+        raise InputError(r.path, r.prefix + "add_cross_attention", "true is not supported: cross-attention to an "
+                         "encoder is not a decoder-only model")
+    r.ignore("scale_embedding", "multiplies the embedding by sqrt(d_model): no parameter, FLOP or cache byte")
+    for key in ("layerdrop", "init_std", "hidden_dropout_prob", "attention_probs_dropout_prob"):
+        r.ignore(key, "training-time dropout and initialisation")
+    n_heads = r.get("num_attention_heads", "attention_heads")
+    if r.get("num_key_value_heads", default=n_heads) != n_heads:  # neither attention reads it
+        raise InputError(r.path, r.prefix + "num_key_value_heads", f"must equal the head count ({n_heads}): "
+                         "fairseq's attention is multi-head")
+    return {**spec, "max_context": r.get("max_position_embeddings"),
+            "attention": {"n_heads": n_heads, "bias": ["q", "k", "v", "o"]},
+            "ffn": {"activation": _activation(r, False, "gelu"), "d_ff": r.get("intermediate_size", "ffn_dim"),
+                    "bias": True},
+            "norm": {"kind": "layernorm", "bias": True}, "position": position}
+
+
 def _bloom(r: ConfigReader) -> dict:
     """BLOOM: ALiBi, a LayerNorm after the embedding, biases everywhere, a 4·D GELU MLP, tied."""
     spec = _core(r, tie_default=True)
@@ -1644,7 +1666,11 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gpt2": _gpt2, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
-    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "persimmon": _persimmon, "dbrx": _dbrx, "minicpm3": _minicpm3, "cohere2_moe": _cohere2_moe, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe, "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
+    "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "persimmon": _persimmon, "dbrx": _dbrx, "minicpm3": _minicpm3, "cohere2_moe": _cohere2_moe,
+    "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
+    "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,
     "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid, "falcon_h1": _falcon_h1,
 }

@@ -812,6 +812,11 @@ NO_FIXTURE = {
     # Hy3 (HYV3: Tencent's Hy3-preview; no public config.json found): Llama with per-head q/k norms, one
     # dense layer, then 1 shared + routed experts (the router's bias a buffer)
     "hy_v3": {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+    # BioGPT and XGLM (fairseq's decoder; microsoft/biogpt's and facebook/xglm-564M's shapes are their
+    # config classes' defaults; no config.json of either found): learned positions with 2 spare rows, a
+    # sinusoidal table
+    "biogpt": {"num_key_value_heads": 4},
+    "xglm": {"d_model": 64, "num_layers": 4, "attention_heads": 4, "ffn_dim": 96, "num_key_value_heads": 4},
     # Cohere2-MoE (no public config.json found): Cohere 2's parallel block over Mixtral-style experts, its
     # class defaults (LayerNorm, every 4th layer global and unrotated); and RMSNorm, a dense prefix of 2
     # rotated global layers of their own width, shared experts
@@ -935,6 +940,20 @@ def test_minicpm3_defaults_are_minicpm3_4b():
         model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
     assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == \
         sum(p.numel() for p in model.parameters()) == 4_073_875_968
+
+
+@pytest.mark.parametrize("model_type, published_m", [("biogpt", 347), ("xglm", 564)])
+def test_fairseq_decoders_at_full_size(model_type, published_m):
+    """BioGptConfig's and XGLMConfig's defaults are microsoft/biogpt's and facebook/xglm-564M's shapes:
+    our count of them is the model transformers builds, and rounds to the published size (BioGPT's
+    paper, Luo et al. 2022: 347M; XGLM 564M, the model's name)."""
+    config = AutoConfig.for_model(model_type)
+    data, report = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
+    ours_ = size(ModelSpec.model_validate({"name": model_type, **data}), Workload.forward(1), CONVENTIONS["torch"])
+    assert ours_.params.total == sum(p.numel() for p in model.parameters())
+    assert round(ours_.params.total / 1e6) == published_m and not report.warnings
 
 
 def test_fuyu_is_its_persimmon_language_model_and_says_so():
