@@ -290,7 +290,7 @@ def test_written_files_get_the_usual_mode(tmp_path):
     ("persimmon-8b-base", {"model_type": "afmoe", "hidden_act": "silu", "num_experts": 4, "num_experts_per_tok": 2,
                            "moe_intermediate_size": 64, "global_attn_every_n_layers": 0},
      "global_attn_every_n_layers: 0 is not valid; expected an integer"),
-    ("persimmon-8b-base", {"num_key_value_heads": 8}, "num_key_value_heads: must equal num_attention_heads (64)"),
+    ("persimmon-8b-base", {"num_key_value_heads": 8}, "num_key_value_heads: must equal the head count (64)"),
     ("persimmon-8b-base", {"qk_layernorm": "true"}, "qk_layernorm: 'true' is not valid; expected true or false"),
     ("persimmon-8b-base", {"partial_rotary_factor": 0}, "partial_rotary_factor: 0 is not valid"),
     ("granite-swash-2b", {"layer_rope_theta": [10000] * 23}, "layer_rope_theta: lists 23 layers, num_hidden_layers is 24"),

@@ -869,15 +869,32 @@ def _phi(r: ConfigReader) -> dict:
             "residual": {"kind": "parallel", "parallel_norms": 1}}
 
 
+def _multi_head(r: ConfigReader, n_heads: int, model: str) -> int:
+    """n_heads, for a family whose attention is multi-head whatever num_key_value_heads says (its
+    modules never read the key): a different value there is not that model."""
+    if r.get("num_key_value_heads", default=n_heads) != n_heads:
+        raise InputError(r.path, r.prefix + "num_key_value_heads", f"must equal the head count ({n_heads}): "
+                         f"transformers' {model} is multi-head attention")
+    return n_heads
+
+
+def _ctrl(r: ConfigReader) -> dict:
+    """CTRL (Salesforce): pre-LayerNorms with biases and a final one, biased Wq/Wk/Wv/dense, a ReLU MLP
+    of dff, a fixed sinusoidal table (a buffer), and a tied head that keeps its own bias."""
+    spec = _core(r, tie_default=True)
+    n_heads = _multi_head(r, r.get("n_head", "num_attention_heads"), "CTRL")
+    return {**spec, "max_context": r.get("n_positions"), "lm_head_bias": True,
+            "attention": {"n_heads": n_heads, "bias": ["q", "k", "v", "o"]},
+            "ffn": {"activation": "relu", "d_ff": r.get("dff", "intermediate_size"), "bias": True},  # CTRLMLP reads dff
+            "norm": {"kind": "layernorm", "bias": True}, "position": {"kind": "sinusoidal"}}
+
+
 def _persimmon(r: ConfigReader) -> dict:
     """Persimmon (Adept; Fuyu's language model): multi-head attention through one biased
     query_key_value, LayerNorms of head_dim on q and k (qk_layernorm), RoPE on half of each head,
     a biased up, ReLU², down MLP, LayerNorms with biases, an untied head without one."""
     spec = _core(r, tie_default=False)
-    n_heads = r.get("num_attention_heads")
-    if r.get("num_key_value_heads", default=n_heads) != n_heads:  # PersimmonAttention never reads it
-        raise InputError(r.path, r.prefix + "num_key_value_heads", f"must equal num_attention_heads ({n_heads}): "
-                         "transformers' Persimmon is multi-head attention")
+    n_heads = _multi_head(r, r.get("num_attention_heads"), "Persimmon")
     att = {"n_heads": n_heads, "bias": ["q", "k", "v", "o"]}
     if r.get("qk_layernorm", default=True):
         att["qk_norm"] = "head"  # nn.LayerNorm(head_dim) on q, one on k, weight and bias
@@ -898,10 +915,7 @@ def _fairseq_decoder(r: ConfigReader, position: dict) -> dict:
     r.ignore("scale_embedding", "multiplies the embedding by sqrt(d_model): no parameter, FLOP or cache byte")
     for key in ("layerdrop", "init_std", "hidden_dropout_prob", "attention_probs_dropout_prob"):
         r.ignore(key, "training-time dropout and initialisation")
-    n_heads = r.get("num_attention_heads", "attention_heads")
-    if r.get("num_key_value_heads", default=n_heads) != n_heads:  # neither attention reads it
-        raise InputError(r.path, r.prefix + "num_key_value_heads", f"must equal the head count ({n_heads}): "
-                         "fairseq's attention is multi-head")
+    n_heads = _multi_head(r, r.get("num_attention_heads", "attention_heads"), "BioGPT / XGLM")
     return {**spec, "max_context": r.get("max_position_embeddings"),
             "attention": {"n_heads": n_heads, "bias": ["q", "k", "v", "o"]},
             "ffn": {"activation": _activation(r, False, "gelu"), "d_ff": r.get("intermediate_size", "ffn_dim"),
@@ -1668,7 +1682,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
     "jamba": _jamba, "nemotron_h": _nemotron_h,
-    "persimmon": _persimmon, "dbrx": _dbrx, "minicpm3": _minicpm3, "cohere2_moe": _cohere2_moe,
+    "persimmon": _persimmon, "dbrx": _dbrx, "ctrl": _ctrl, "minicpm3": _minicpm3, "cohere2_moe": _cohere2_moe,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

@@ -59,7 +59,7 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("intermediate_size", "n_inner", "ffn_hidden_size", "moe_intermediate_size",
                      "shared_expert_intermediate_size", "ffn_dim", "shared_intermediate_size",
                      "intermediate_size_mlp", "block_ff_dim", "moe_shared_expert_intermediate_size", "d_inner",
-                     "mamba_d_ssm", "prefix_dense_intermediate_size"), FFN),
+                     "mamba_d_ssm", "prefix_dense_intermediate_size", "dff"), FFN),
     **dict.fromkeys(("num_hidden_layers", "n_layer", "num_layers", "n_layers"), LAYERS),
     "expansion_ratio": Kind((int, float), 0, 1024, "a number", above=True),
     "vocab_size": Kind((int,), 1, MAX_VOCAB, "an integer"),
