@@ -36,13 +36,18 @@ NO_COST_KEYS = {
     "query_pre_attn_scalar", "logit_scale", "cache_implementation", "attention_softmax_in_fp32",
     "scale_attention_softmax_in_fp32", "scale_attn_weights", "scale_attn_by_inverse_layer_idx",
     "reorder_and_upcast_attn", "use_return_dict", "torchscript", "id2label", "label2id", "max_length",
-    "swiglu_limit", "initial_context_length", "router_jitter_noise", "bos_token", "eos_token",
+    "swiglu_limit", "swiglu_alpha", "initial_context_length", "router_jitter_noise", "bos_token", "eos_token",
     "tokenizer_class", "use_flash_attn", "use_memory_efficient_attention", "rope_interleaved",
     "apply_residual_connection_post_layernorm", "is_decoder", "do_sample", "gradient_checkpointing",
     "image_token_index", "boi_token_index", "eoi_token_index", "unk_token_id", "dropout", "activation_dropout",
     "decoder_start_token_id", "tokenizer_name", "_attn_implementation_autoset", "clip_qkv", "num_logits_to_keep",
     "mm_tokens_per_image", "initializer_factor", "attn_implementation", "eod_token_id",
     "use_mrope",  # Qwen2-VL's split of the rotary dims by section: the same rotations
+    # PretrainedConfig's own attributes, which nested configs (DBRX's) carry when transformers writes them
+    "return_dict", "output_attentions", "output_hidden_states", "chunk_size_feed_forward", "problem_type",
+    "is_encoder_decoder",
+    # kernels and scheduling: Jamba's scan implementation, Nemotron-H's shared-expert overlap
+    "use_associative_scan", "use_mambapy", "moe_shared_expert_overlap",
 }
 
 # Values transformers' config classes fill in when a config.json leaves them
@@ -57,6 +62,8 @@ FAMILY_DEFAULTS = {
     "granite_swa": {"sliding_window": 128}, "granitemoe_swa": {"sliding_window": 128},
     # ExaoneMoeConfig: a 4096-token window on 3 layers of 4 (its layer_types rule from the int pattern 4)
     "exaone_moe": {"sliding_window": 4096, "sliding_window_pattern": 4},
+    # SarvamMoEConfig (Glm4MoeConfig's model): q/k norms, head_dim 64, RoPE base 8e6; IQuestCoderConfig's head_dim
+    "sarvam_moe": {"use_qk_norm": True, "head_dim": 64, "rope_theta": 8_000_000.0}, "iquestcoder": {"head_dim": 128},
     # AfmoeConfig: head_dim 128, a 1,024-token window
     "afmoe": {"head_dim": 128, "sliding_window": 1024},
     # Cohere2MoeConfig's head_dim is 128 whatever the width
@@ -253,7 +260,8 @@ def _window(r: ConfigReader, n_layers: int, *, pattern_key_default: str | None =
         if unknown:
             raise InputError(r.path, "layer_types", f"{sorted(unknown)} not supported; known: {', '.join(names)}")
         kinds = [names[t] for t in layer_types]
-        r.ignore("sliding_window_pattern", "layer_types takes precedence")
+        for key in ("sliding_window_pattern", "_sliding_window_pattern", "max_window_layers"):
+            r.ignore(key, "layer_types takes precedence")
         if "local" not in kinds and not off:
             r.ignore("sliding_window", "no layer_types entry is sliding_attention")
             window = None
@@ -314,10 +322,12 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         if bool(r.get("mlp_bias", "bias", default=False)) != bool(bias):
             raise InputError(r.path, "bias", "must equal qkv_bias: transformers builds InternLM3 as Llama, with one "
                              "bias switch for q/k/v/o and one for the MLP, and refuses them unequal")
-    else:
-        bias = r.get("attention_bias", default=family in ("qwen2", "qwen2_moe", "glm", "jais2"))
-    if family in ("qwen2", "qwen2_moe"):  # q/k/v biases are hard-coded in Qwen2; o has none
-        att["bias"] = ["q", "k", "v"]
+    else:  # (Sarvam-30B's original file says use_qkv_bias, SarvamMoEConfig's alias)
+        bias = r.get("attention_bias", *(("use_qkv_bias",) if family == "glm4_moe" else ()),
+                     default=family in ("qwen2", "qwen2_moe", "glm", "jais2"))
+    if family in ("qwen2", "qwen2_moe"):  # q/k/v biases (Qwen2MoeConfig.qkv_bias, else hard-coded); o has none
+        if family == "qwen2" or r.get("qkv_bias", default=True):
+            att["bias"] = ["q", "k", "v"]
     elif bias and family in QKV_BIAS_ONLY:
         att["bias"] = ["q", "k", "v"]
     elif bias:
@@ -372,6 +382,11 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", *QWEN_HYBRID) or (
             family == "glm4_moe" and r.get("use_qk_norm", default=False)):
         att["qk_norm"] = "head"  # one RMSNorm of head_dim for q, one for k
+    if gemma:  # Gemma's bidirectional switch (EmbeddingGemma): every token attends to every other
+        if r.cfg.get("use_bidirectional_attention"):
+            raise InputError(r.path, r.prefix + "use_bidirectional_attention", "bidirectional attention is not "
+                             "supported: archcalc models causal decoders")
+        r.ignore("use_bidirectional_attention", "null or false: causal, as every Gemma LM")
     if family in ("gemma2", "gemma3", "glm4", "afmoe"):
         norm["placement"] = "both"  # input, post-attention, pre- and post-feedforward norms
     if family in ("gemma2", "vaultgemma"):  # VaultGemma: Gemma 2 without its post-norms
@@ -754,8 +769,16 @@ def _with_layers(moe: dict, layers: list[int], n_layers: int) -> dict:
     return {**moe, "first_dense_layers": first} if first else moe
 
 
+def _no_cross_attention(r: ConfigReader) -> None:
+    """add_cross_attention (GPT-2, XGLM, BioGPT's configs): layers that attend to an encoder's states."""
+    if r.get("add_cross_attention", default=False):
+        raise InputError(r.path, r.prefix + "add_cross_attention", "true is not supported: cross-attention to an "
+                         "encoder is not a decoder-only model")
+
+
 def _gpt2(r: ConfigReader) -> dict:
     spec = _core(r, tie_default=True)
+    _no_cross_attention(r)
     d = spec["d_model"]
     inner = r.get("n_inner", default=None)
     return {**spec, "max_context": r.get("n_positions", "n_ctx", "max_position_embeddings"),
@@ -822,6 +845,8 @@ def _falcon(r: ConfigReader) -> dict:
     else:
         n_kv = 1 if r.get("multi_query", default=True) else n_heads
         n_norms = 1
+        for key in ("num_kv_heads", "num_ln_in_parallel_attn"):
+            r.ignore(key, "read by new_decoder_architecture only (multi_query sets the KV heads here)")
     parallel = r.get("parallel_attn", default=True)
     if not parallel and new_arch:
         raise InputError(r.path, "parallel_attn", "new_decoder_architecture with parallel_attn false is not supported")
@@ -832,7 +857,8 @@ def _falcon(r: ConfigReader) -> dict:
     bias = r.get("bias", default=False)
     return {**spec, "max_context": limit,
             "attention": {"n_heads": n_heads, "n_kv_heads": n_kv, "bias": ["q", "k", "v", "o"] if bias else []},
-            "ffn": {"activation": _activation(r, False, "gelu"), "d_ff": r.get("ffn_hidden_size", default=4 * d),
+            "ffn": {"activation": _activation(r, False, "gelu", ("activation", "hidden_act")),
+                    "d_ff": r.get("ffn_hidden_size", default=4 * d),
                     "bias": bias},
             "norm": {"kind": "layernorm", "bias": True}, "position": pos,
             "residual": {"kind": "parallel", "parallel_norms": n_norms} if parallel else {}}
@@ -909,9 +935,7 @@ def _fairseq_decoder(r: ConfigReader, position: dict) -> dict:
     and fc1, fc2, tied; BioGPT learns its positions (2 spare rows), XGLM adds a sinusoidal table (no
     parameters).  scale_embedding multiplies the embedding by sqrt(D): no count changes."""
     spec = _core(r, tie_default=True)
-    if r.get("add_cross_attention", default=False):
-        raise InputError(r.path, r.prefix + "add_cross_attention", "true is not supported: cross-attention to an "
-                         "encoder is not a decoder-only model")
+    _no_cross_attention(r)
     r.ignore("scale_embedding", "multiplies the embedding by sqrt(d_model): no parameter, FLOP or cache byte")
     for key in ("layerdrop", "init_std", "hidden_dropout_prob", "attention_probs_dropout_prob"):
         r.ignore(key, "training-time dropout and initialisation")
@@ -948,7 +972,8 @@ def _opt(r: ConfigReader) -> dict:
     bias = r.get("enable_bias", default=True)
     pre = r.get("do_layer_norm_before", default=True)
     affine = r.get("layer_norm_elementwise_affine", default=True)
-    final = pre and not r.get("_remove_final_layer_norm", default=False)  # OPTDecoder's rule
+    removed = r.get("_remove_final_layer_norm", default=False)
+    final = pre and not removed  # OPTDecoder's rule
     r.ignore("layerdrop", "training-time layer dropout")
     r.ignore("init_std", "initialisation")
     r.ignore("prefix", "tokenizer detail")
@@ -963,13 +988,17 @@ def _opt(r: ConfigReader) -> dict:
 def _gpt_bigcode(r: ConfigReader) -> dict:
     """SantaCoder / StarCoder 1: GPT-2 with multi-query attention (one K/V head in the fused c_attn)."""
     spec = _core(r, tie_default=True)
+    _no_cross_attention(r)
     n_heads = r.get("n_head", "num_attention_heads")
+    n_kv = 1 if r.get("multi_query", default=True) else n_heads
+    if r.get("num_key_value_heads", default=n_kv) != n_kv:  # GPTBigCodeConfig derives it from multi_query
+        raise InputError(r.path, r.prefix + "num_key_value_heads", f"must be {n_kv}, as multi_query says")
     r.ignore("n_ctx", "duplicate of n_positions, which sets the context")
     for key in ("inference_runner", "max_batch_size", "max_sequence_length", "pad_key_length",
                 "pre_allocate_kv_cache", "validate_runner_input", "runner_max_sequence_length"):
         r.ignore(key, "options of an old inference runner: no parameter")
     return {**spec, "max_context": r.get("n_positions", "max_position_embeddings"),
-            "attention": {"n_heads": n_heads, "n_kv_heads": 1 if r.get("multi_query", default=True) else n_heads,
+            "attention": {"n_heads": n_heads, "n_kv_heads": n_kv,
                           "bias": ["q", "k", "v", "o"]},
             "ffn": {"activation": _activation(r, False, "gelu_pytorch_tanh"),
                     "d_ff": r.get("n_inner", default=None) or 4 * spec["d_model"], "bias": True},
@@ -1010,7 +1039,10 @@ def _dbrx(r: ConfigReader) -> dict:
     att = {"n_heads": r.get("n_heads", "num_attention_heads"), "n_kv_heads": attn.get("kv_n_heads", default=1)}
     r.ignore("num_key_value_heads", "same as attn_config.kv_n_heads")
     attn.ignore("clip_qkv", "clamps Wqkv's output: an elementwise pass in place, not counted")
-    theta = float(attn.get("rope_theta", default=10000.0))
+    params = r.get("rope_parameters", default=None) or {}  # transformers 5 writes the RoPE base here
+    if r.nested(params, "rope_type", "rope_parameters", "default") != "default":
+        raise InputError(r.path, r.prefix + "rope_parameters.rope_type", "only default RoPE is supported for DBRX")
+    theta = float(attn.get("rope_theta", default=r.nested(params, "rope_theta", "rope_parameters", 10000.0)))
     act = ffn.get("ffn_act_fn", default={"name": "silu"})
     name = ffn.nested(act, "name", "ffn_act_fn", "silu")
     if ACTIVATIONS.get(name) not in GATED_FORM:
@@ -1019,6 +1051,9 @@ def _dbrx(r: ConfigReader) -> dict:
     d_expert = ffn.get("ffn_hidden_size", default=3584)  # DbrxFFNConfig's defaults
     moe = {"n_experts": ffn.get("moe_num_experts", default=4), "top_k": ffn.get("moe_top_k", default=1),
            "d_expert": d_expert}
+    if ffn.get("hidden_size", default=spec["d_model"]) != spec["d_model"]:
+        raise InputError(r.path, r.prefix + "ffn_config.hidden_size", f"must equal d_model ({spec['d_model']}): "
+                         "DbrxConfig mirrors it")
     for key in ("moe_normalize_expert_weights", "moe_jitter_eps", "moe_loss_weight", "uniform_expert_assignment"):
         ffn.ignore(key, "routing weights, training noise and losses: the same experts run")
     for reader in (attn, ffn):
@@ -1430,7 +1465,8 @@ def _granitemoehybrid(r: ConfigReader) -> dict:
     if r.get("position_embedding_type", default=None) == "rope":
         pos, limit = _position(r)
     else:
-        r.ignore("rope_theta", "no position encoding (position_embedding_type is not rope)")
+        for key in ("rope_theta", "rope_parameters"):
+            r.ignore(key, "no position encoding (position_embedding_type is not rope)")
         pos, limit = {"kind": "none"}, r.get("max_position_embeddings", default=2048)
     shared = r.get("shared_intermediate_size", default=1024)
     experts = r.get("num_local_experts", default=8)
@@ -1555,11 +1591,20 @@ def _deepseek(r: ConfigReader) -> dict:
     n_layers = spec["n_layers"]
     pos, limit = _position(r)
     r.ignore("num_key_value_heads", "MLA caches one latent per token; the KV head count is meaningless")
-    if r.get("attention_bias", default=False):
-        raise InputError(r.path, "attention_bias", "biases on MLA projections are not supported")
+    for key in ("attention_bias", "mlp_bias"):
+        if r.get(key, default=False):
+            raise InputError(r.path, key, "biases on MLA projections and MLPs are not supported")
+    # every MLA layer attends to the full context (DeepSeek-V3.2's through its indexer: indexed_attention)
+    kind = "indexed_attention" if r.cfg.get("model_type") == "deepseek_v32" else "full_attention"
+    if set(r.get("layer_types", default=None) or [kind]) != {kind}:
+        raise InputError(r.path, "layer_types", f"every layer of this MLA model is {kind}")
     att = {"kind": "mla", "n_heads": r.get("num_attention_heads"), "q_lora_rank": r.get("q_lora_rank", default=None),
            "kv_lora_rank": r.get("kv_lora_rank"), "qk_nope_head_dim": r.get("qk_nope_head_dim"),
            "qk_rope_head_dim": r.get("qk_rope_head_dim"), "v_head_dim": r.get("v_head_dim")}
+    # What transformers 5 writes beside MLA's widths: head_dim (the rotary width), their sum, the pair order
+    _derived_qk_head_dim(r, att["qk_nope_head_dim"] + att["qk_rope_head_dim"])
+    r.ignore("head_dim", "MLA: qk_rope_head_dim and qk_nope_head_dim say the widths")
+    r.ignore("rope_interleave", "the order of the rotated pairs: the same math")
     if r.cfg.get("model_type") == "deepseek_v32":  # DeepSeek Sparse Attention: the lightning indexer
         att["indexer"] = {"n_heads": r.get("index_n_heads"), "head_dim": r.get("index_head_dim"),
                           "topk": r.get("index_topk")}
@@ -1631,7 +1676,7 @@ def _derived_qk_head_dim(r: ConfigReader, width: int) -> None:
 def _mtp(r: ConfigReader) -> dict | None:
     """num_nextn_predict_layers (DeepSeek-V3, GLM-4.5): MTP modules with their own embedding and
     head copies, in the checkpoint only (spec.mtp: reported apart, in no total)."""
-    n = r.get("num_nextn_predict_layers", default=0)
+    n = r.get("num_nextn_predict_layers", "num_mtp_layers", default=0)  # the configs' attribute_map alias
     return {"layers": n, "copies": True} if n else None
 
 
@@ -1643,9 +1688,16 @@ def _deepseek_moe(r: ConfigReader, n_layers: int, layers: list[int] | None = Non
     if layers is None:
         first_dense, freq = r.get("first_k_dense_replace", default=0), r.get("moe_layer_freq", default=1)
         layers = [i for i in range(n_layers) if i >= first_dense and i % freq == 0]
-    moe = {"n_experts": r.get("n_routed_experts"), "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
+        listed = r.get("mlp_layer_types", default=None)  # transformers 5 writes the list these keys imply
+        if listed is not None and [i for i, t in enumerate(listed) if t == "sparse"] != layers:
+            raise InputError(r.path, r.prefix + "mlp_layer_types", "disagrees with first_k_dense_replace and "
+                             "moe_layer_freq")
+    # The aliases are the config classes' attribute_map (DeepseekV3Config, Glm4MoeConfig: num_local_experts;
+    # Sarvam's original files: num_experts, num_shared_experts)
+    moe = {"n_experts": r.get("n_routed_experts", "num_local_experts", "num_experts"),
+           "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
            # The shared experts run as one MLP of n_shared × the expert width.
-           "d_shared": r.get("n_shared_experts", default=0) * d_expert}
+           "d_shared": r.get("n_shared_experts", "num_shared_experts", default=0) * d_expert}
     return _with_layers(moe, layers, n_layers)
 
 
@@ -1680,6 +1732,10 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gpt2": _gpt2, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
+    # Config classes of their own over an existing model (AutoModelForCausalLM builds LlamaForCausalLM,
+    # GPT2LMHeadModel, DeepseekV3ForCausalLM, Glm4MoeForCausalLM): their defaults in FAMILY_DEFAULTS
+    "iquestcoder": lambda r: _llama_like(r, family="llama"), "gpt-sw3": _gpt2, "sarvam_mla": _deepseek,
+    "sarvam_moe": lambda r: _llama_like(r, family="glm4_moe"),
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
     "jamba": _jamba, "nemotron_h": _nemotron_h,
     "persimmon": _persimmon, "dbrx": _dbrx, "ctrl": _ctrl, "minicpm3": _minicpm3, "cohere2_moe": _cohere2_moe,
@@ -1724,11 +1780,12 @@ def _vision(outer: ConfigReader, cfg: dict, report: MappingReport) -> dict:
             raise InputError(outer.path, "vision_config.multi_modal_projector_bias", "true is not supported")
         out.update(kind="llama4", projector_input_dim=v.get("projector_input_dim"),
                    projector_output_dim=v.get("projector_output_dim"), output_dim=v.get("vision_output_dim"))
-        for key in ("pixel_shuffle_ratio", "rope_theta", "norm_eps", "hidden_act", "vision_feature_layer",
+        for key in ("pixel_shuffle_ratio", "rope_theta", "rope_parameters", "norm_eps", "hidden_act", "vision_feature_layer",
                     "vision_feature_select_strategy", "attention_dropout", "projector_dropout", "initializer_range"):
             v.ignore(key, "no parameter: the adapter's widths are given, its 2-D RoPE has no weights")
     else:
         out["head"] = v.get("vision_use_head")
+        v.ignore("hidden_act", "SigLIP's activation: the same MLP widths")
     for key in ("mm_tokens_per_image", "boi_token_index", "eoi_token_index", "image_token_index"):
         outer.ignore(key, "image tokens: no parameter (the projector's pooling has none)")
     v.finish()

@@ -286,6 +286,10 @@ def test_config_json_as_transformers_writes_it(name):
     config = hf_config(name)
     full = json.loads(config.to_json_string(use_diff=False))
     expected = read(full)
+    # save_pretrained's file is read without a warning: every key it holds is read or known to cost
+    # nothing (the vision towers archcalc does not model say so, as they should)
+    saved = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")[1]
+    assert [w for w in saved.warnings if "vision tower" not in w] == []
     assert read({**config.to_diff_dict(), "model_type": full["model_type"]}) == expected
     # The fixture itself (transformers < 5 keys mostly: rope_theta at the top level, not in
     # rope_parameters), where transformers reads it unconverted
@@ -819,6 +823,15 @@ NO_FIXTURE = {
     # CTRL (Salesforce/ctrl's shapes are CTRLConfig's defaults): a ReLU MLP, a sinusoidal buffer, a tied head with a bias
     "ctrl": {"n_embd": 64, "n_layer": 4, "n_head": 4, "dff": 96, "num_key_value_heads": 4},
     "xglm": {"d_model": 64, "num_layers": 4, "attention_heads": 4, "ffn_dim": 96, "num_key_value_heads": 4},
+    # Qwen1.5-MoE without q/k/v biases (Qwen2MoeConfig.qkv_bias, transformers 5; the real file has them)
+    "qwen2_moe unbiased": {"qkv_bias": False, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                           "shared_expert_intermediate_size": 48},
+    # Config classes over existing models (no config.json of theirs found): IQuest-Coder (Llama), Sarvam's MLA (DeepSeek-V3) and MoE (GLM-4.5: q/k norms on by default) models
+    "iquestcoder": {"head_dim": 16},
+    "sarvam_mla": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
+                   "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16,
+                   "num_key_value_heads": 4},
+    "sarvam_moe": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "head_dim": 16},
     # Cohere2-MoE (no public config.json found): Cohere 2's parallel block over Mixtral-style experts, its
     # class defaults (LayerNorm, every 4th layer global and unrotated); and RMSNorm, a dense prefix of 2
     # rotated global layers of their own width, shared experts
