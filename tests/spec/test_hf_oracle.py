@@ -973,6 +973,18 @@ def test_fairseq_decoders_at_full_size(model_type, published_m):
     assert not report.warnings
 
 
+def test_gpt_sw3_is_gpt2():
+    """model_type gpt-sw3 (AI Sweden's GPT-SW3): transformers' AutoConfig gives GPT2Config and
+    AutoModelForCausalLM GPT2LMHeadModel, so the gpt2 fixture under that name is the same spec."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    assert (CONFIG_MAPPING_NAMES["gpt-sw3"], MODEL_FOR_CAUSAL_LM_MAPPING_NAMES["gpt-sw3"]) == ("GPT2Config", "GPT2LMHeadModel")
+    as_gpt2 = spec_dict_from_config(_raw("gpt2"), "config.json")[0]
+    assert spec_dict_from_config({**_raw("gpt2"), "model_type": "gpt-sw3"}, "config.json")[0] == \
+        {**as_gpt2, "architecture": "gpt-sw3"}
+
+
 def test_fuyu_is_its_persimmon_language_model_and_says_so():
     """Fuyu (text_config: persimmon) has no vision_config, yet its image patches go through a linear
     of its own: the spec counts the language model, transformers' FuyuForCausalLM less that
