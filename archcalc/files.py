@@ -3,13 +3,11 @@ YAML with one-line errors, names resolved with "did you mean"."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import os
 import re
 import stat
-import tempfile
 from pathlib import Path
 
 import yaml
@@ -60,6 +58,8 @@ def write_atomic(path: Path, data: str | bytes, *, make_folder: bool = False) ->
         path.parent.mkdir(parents=True, exist_ok=True)
     check_output(path)
     folder = path.parent if str(path.parent) else Path(".")
+    import tempfile  # here: only writers need it, and it costs every command's start ~8 ms (random, hashlib)
+
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as e:
@@ -126,6 +126,8 @@ def suggestions(key: str, choices: list[str], n: int = 3) -> list[str]:
     kin = [c for c in choices if family and _family(c) == family and c not in extends]
     size = _size(key)
     kin.sort(key=lambda c: (abs(math.log(_size(c) / size)) if size and _size(c) else math.inf, c))
+    import difflib  # here: only a misspelt name needs it
+
     spelled = difflib.get_close_matches(key, choices, n=n, cutoff=0.6)
     return list(dict.fromkeys(extends + kin + spelled))[:n]
 

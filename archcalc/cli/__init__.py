@@ -11,6 +11,7 @@ instead of failing."""
 from __future__ import annotations
 
 import codecs
+import os
 import sys
 from importlib import import_module
 
@@ -113,4 +114,8 @@ def cli() -> None:
 
 
 def main() -> None:
+    # pydantic looks for plugins (observability hooks) by scanning every installed distribution's entry
+    # points when archcalc's first model class is built: ~100 ms of each command's start in an environment
+    # with torch and transformers, for hooks archcalc has no use for.  A user's own setting is kept.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     cli()

@@ -39,13 +39,13 @@ def load_model(ref: str) -> tuple[ModelSpec, MappingReport | None]:
         return _from_config(path, str(path), name)
     if path.suffix in (".yaml", ".yml") or exists:
         return spec_from_dict(read_yaml(path), str(path)), None
+    if "/" not in ref and "\\" not in ref:  # a bundled name (a Hub id is owner/name)
+        return spec_from_dict(read_yaml(resolve_name(ref, "specs")), ref), None
     from archcalc.spec.hub import hub_config, looks_like_hub_id
 
     if looks_like_hub_id(ref):
         return _from_config(hub_config(ref), ref, ref.split("/")[1])
-    if "/" in ref or "\\" in ref:
-        raise InputError(ref, None, "file not found")
-    return spec_from_dict(read_yaml(resolve_name(ref, "specs")), ref), None
+    raise InputError(ref, None, "file not found")
 
 
 def _from_config(path: Path, source: str, name: str) -> tuple[ModelSpec, MappingReport]:

@@ -10,7 +10,6 @@ connect once to fill the cache).
 
 from __future__ import annotations
 
-import logging
 import re
 from pathlib import Path
 
@@ -38,6 +37,8 @@ def hub_config(repo_id: str, revision: str | None = None) -> Path:
     except ImportError:
         raise InputError(repo_id, None, "no such file; to read a Hugging Face Hub id, pip install "
                                         "'archcalc[hub]' (huggingface_hub)") from None
+    import logging
+
     quiet = logging.getLogger("huggingface_hub")  # its retry warnings would be a second line
     level, quiet.level = quiet.level, logging.CRITICAL
     try:
