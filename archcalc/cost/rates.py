@@ -124,6 +124,11 @@ class Rates:
     overlap: bool = False
     row_bandwidth: dict[str, Curve] = field(default_factory=dict)  # row kernel kind -> bytes/s over bytes
 
+    def value_key(self) -> tuple:
+        """Every field by value, hashable (its dicts as sorted items): equal for rate sets that time every op
+        alike, whichever call built them (a cache key)."""
+        return tuple(tuple(sorted(v.items())) if isinstance(v, dict) else v for v in vars(self).values())
+
     @property
     def ridge(self) -> float:
         """FLOPs per byte where large matmuls take as long in math as in memory."""

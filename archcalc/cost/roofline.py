@@ -13,6 +13,7 @@ Letters: B batch, S context, P FLOP/s, W bytes/s.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from math import floor
 
@@ -73,12 +74,12 @@ def time_op(op: Op, rates: Rates) -> OpTime:
                   n * rates.launch * rates.kernels(op))
 
 
-def host_time(times: list[OpTime], rates: Rates) -> float:
-    """The framework's host time for a step: a fixed cost per step plus its dispatch per compute kernel (a
-    collective is NCCL's, timed on the link)."""
+def host_time(ops: Iterable[Op], rates: Rates) -> float:
+    """The framework's host time for a step of these ops: a fixed cost per step plus its dispatch per compute
+    kernel (a collective is NCCL's, timed on the link).  It depends on which kernels run, not how long."""
     if not rates.dispatch:
         return rates.step_host
-    calls = sum(o.op.count * rates.host_calls(o.op) for o in times if o.op.kind != "collective")
+    calls = sum(op.count * rates.host_calls(op) for op in ops if op.kind != "collective")
     return rates.step_host + rates.dispatch * calls
 
 
@@ -93,7 +94,7 @@ def step_time(times: list[OpTime], rates: Rates) -> float:
     CPU) or, on an asynchronous one (a GPU: the host issues kernels ahead of it), overlaps them, so the
     step takes whichever is longer: the device's kernels or the host's issuing."""
     kernels = sum(slowdown_scale(o.op, rates) * o.time for o in times)
-    host = host_time(times, rates)
+    host = host_time((o.op for o in times), rates)
     return greater(kernels, host) if rates.overlap else kernels + host
 
 
@@ -201,7 +202,7 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     cuts = sorted({lo, hi + 1} | {w for w in windows if w and lo < w <= hi} | chunks)
     total = 0.0
     for a, b in zip(cuts, cuts[1:]):  # [a, b): every op affine in c here
-        host = host_time([time_op(op, rates) for op in _decode_ops(spec, a, batch, rates, tp, dtypes)], rates)
+        host = host_time(_decode_ops(spec, a, batch, rates, tp, dtypes), rates)
         if not rates.overlap:
             total += (b - a) * host + _kernel_sum(spec, a, b, batch, rates, tp, dtypes)
             continue
@@ -222,15 +223,23 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
 
 def _kernel_sum(spec: ModelSpec, a: int, b: int, batch: int, rates: Rates, tp: int, dtypes: dict) -> float:
     """Σ over contexts c in [a, b) of a decode step's kernel time (with the in-step slowdown), every op
-    affine in c on the range, in closed form."""
+    affine in c on the range, in closed form: each line through its ends, c = a and c = b − 1 (the
+    last is the decode step `predict` shows at its default context, so its op list is built once)."""
     at_a = [time_op(op, rates) for op in _decode_ops(spec, a, batch, rates, tp, dtypes)]
-    at_next = [time_op(op, rates) for op in _decode_ops(spec, a + 1, batch, rates, tp, dtypes)]
+    steps = b - 1 - a  # from the first context to the last
+    at_end = [time_op(op, rates) for op in _decode_ops(spec, b - 1, batch, rates, tp, dtypes)] if steps else at_a
+
+    def slope(first: float, last: float) -> float:  # per context
+        return (last - first) / steps if steps else 0.0
+
     total = 0.0
-    for x, y in zip(at_a, at_next):
+    for x, y in zip(at_a, at_end):
         if x.serial:
-            varying = _sum_affine(x.t_math + x.t_memory, y.t_math + y.t_memory - x.t_math - x.t_memory, b - a)
+            x_sum, y_sum = x.t_math + x.t_memory, y.t_math + y.t_memory
+            varying = _sum_affine(x_sum, slope(x_sum, y_sum), b - a)
         else:
-            varying = _sum_max_affine(x.t_math, y.t_math - x.t_math, x.t_memory, y.t_memory - x.t_memory, b - a)
+            varying = _sum_max_affine(x.t_math, slope(x.t_math, y.t_math), x.t_memory, slope(x.t_memory, y.t_memory),
+                                      b - a)
         total += slowdown_scale(x.op, rates) * ((b - a) * x.t_fixed + varying)
     return total
 
@@ -269,20 +278,19 @@ def critical_batch(spec: ModelSpec, context: int, rates: Rates, *, weights_only:
     """Smallest batch at which decode turns compute-bound: the weight matmuls
     (weights_only, the classic P/W·bytes-per-weight/2 figure) or the whole
     step.  None when it stays memory-bound up to `limit` (long-context KV
-    reads grow with the batch too).  The weight matmuls do not depend on the
-    context, so their answer is cached per spec, rates, dtypes and TP."""
-    if weights_only:
-        key = (id(spec), rates.label, rates.matmul, rates.vector, rates.bandwidth, limit, tp,
-               tuple(sorted(dtypes.items())))
-        hit = _CRITICAL_CACHE.get(key)
-        if hit is not None and hit[0] is spec:
-            return hit[1]
-        if len(_CRITICAL_CACHE) > 4096:
-            _CRITICAL_CACHE.clear()
-        value = _critical_batch(spec, context, rates, True, limit, tp, dtypes)
-        _CRITICAL_CACHE[key] = (spec, value)
-        return value
-    return _critical_batch(spec, context, rates, False, limit, tp, dtypes)
+    reads grow with the batch too).  Neither depends on the batch asked about, so the answer is
+    cached per spec, rates, dtypes and TP (a sweep over batches searches once), and for the whole
+    step per context too; the weight matmuls do not depend on the context."""
+    key = (id(spec), rates.value_key(), weights_only, limit, tp, tuple(sorted(dtypes.items())),
+           None if weights_only else context)
+    hit = _CRITICAL_CACHE.get(key)
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    if len(_CRITICAL_CACHE) > 4096:
+        _CRITICAL_CACHE.clear()
+    value = _critical_batch(spec, context, rates, weights_only, limit, tp, dtypes)
+    _CRITICAL_CACHE[key] = (spec, value)
+    return value
 
 
 def _critical_batch(spec: ModelSpec, context: int, rates: Rates, weights_only: bool, limit: int, tp: int,

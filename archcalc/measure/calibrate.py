@@ -229,7 +229,8 @@ def calibrate(device: str = "auto", dtype: str = "bf16", quick: bool = False,
                                  "dispatch_source": f"{source}, {', '.join(map(str, DEBUG_DEPTHS))} layers"})
     measured, predicted, rates, source = _eager_step(cal, STEP_LLAMA, dev, tdtype, "width 1536, 2 layers",
                                                      grid.repeats)
-    slowdown = in_step_slowdown(measured, predicted.kernel_time, host_time(predicted.ops, rates), overlap)
+    host = host_time((o.op for o in predicted.ops), rates)
+    slowdown = in_step_slowdown(measured, predicted.kernel_time, host, overlap)
     if slowdown is None:
         slowdown, source = 0.0, f"{source}: host-bound, the kernels' slowdown hidden (0)"
     return cal.model_copy(update={"step_slowdown": min(MAX_SLOWDOWN, max(0.0, slowdown)),

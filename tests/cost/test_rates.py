@@ -414,12 +414,21 @@ def test_critical_batch_search_is_exact_and_short(monkeypatch, name, hw, weights
         assert margin(1 << 16) < 0
     else:
         assert margin(value) >= 0 and (value == 1 or margin(value - 1) < 0)
-    # the weight matmuls' answer holds at any context (cached per spec); another spec is not served it
+    # the weight matmuls' answer holds at any context (cached per spec); another spec is not served it; equal
+    # rates built by another call are served it, with no search
     again = 4096 if weights_only else 2048
-    assert roofline.critical_batch(spec, again, peak, weights_only=weights_only, limit=1 << 16) == value
+    calls.clear()
+    monkeypatch.setattr(roofline, "_decode_ops", decode_ops)
+    rebuilt = rate_sets(load_hardware(hw), Workload())[0]
+    assert rebuilt is not peak
+    assert roofline.critical_batch(spec, again, rebuilt, weights_only=weights_only, limit=1 << 16) == value
+    assert calls == []
+    monkeypatch.setattr(roofline, "_decode_ops", counting)
     if weights_only:
         other = spec_of("qwen2.5-0.5b")
         assert roofline.critical_batch(other, 2048, peak, limit=1 << 16) != value
+        # the whole step's answer is not the weight matmuls' (both cached, for the same spec and rates)
+        assert roofline.critical_batch(spec, 2048, peak, weights_only=False, limit=1 << 16) != value
 
 
 def test_predict_passes_tp_and_dtypes_to_every_part():
@@ -620,6 +629,14 @@ def test_the_step_critical_batch_is_for_the_step_predicted():
                                                        **dtypes)
     assert len({predict(spec, H100, prompt=32, context=64, gen=32, batch=1, tp=tp, **d)[0].step_critical_batch
                 for tp, d in ((1, {}), (2, {}), (1, {"weight_dtype": "int4"}))}) == 3
+    # and at the context predicted (the answer is cached per context): each sequence of a longer one reads
+    # more KV per row of math, so more rows are needed, as an uncached search finds
+    from archcalc.cost.roofline import _critical_batch
+
+    short, long = (predict(spec, H100, prompt=32, context=c, gen=32, batch=1)[0].step_critical_batch
+                   for c in (64, 256))
+    assert short == _critical_batch(spec, 64, peak, False, 1 << 16, 1, {})
+    assert long == _critical_batch(spec, 256, peak, False, 1 << 16, 1, {}) and long > short
 
 
 @pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-30b-a3b"])
