@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from archcalc.cli import cli
 from archcalc.errors import InputError
 from archcalc.spec.hf import read_config, spec_dict_from_config
-from archcalc.spec.hf_keys import KEYS
+from archcalc.spec.hf.keys import KEYS
 from tests.conftest import BUNDLED, spec_of
 
 HF = Path(__file__).parent / "data" / "hf"

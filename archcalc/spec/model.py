@@ -39,7 +39,7 @@ GATED_FF_RATIO = 8.0 / 3.0
 # Upper bounds far past every released model (d_model 18,432 in PaLM, 126 layers in Llama 3.1 405B,
 # 256k vocabularies, 10M-token contexts in Llama 4 Scout, 384 experts in Kimi K2), there so that no
 # input makes the arithmetic run away (2**70 layers) while any model anyone trains still fits.
-# spec/hf_keys.py bounds config.json keys by the same numbers.
+# spec/hf/keys.py bounds config.json keys by the same numbers.
 MAX_WIDTH, MAX_FFN, MAX_LAYERS, MAX_HEADS, MAX_EXPERTS, MAX_VOCAB = 2**20, 2**24, 2**14, 2**14, 2**16, 2**24
 MAX_POSITIVE = 1e15
 Width = Annotated[int, Field(ge=1, le=MAX_WIDTH)]  # d_model, head dims, latent ranks

@@ -1,0 +1,139 @@
+"""Hugging Face config.json -> ModelSpec, with a mapping report.
+
+Every key of the config ends up in exactly one list of the report: used (it
+shaped the spec), defaulted (absent, so the family's default was taken), or
+ignored (it changes no number archcalc computes, with the reason).  A key
+nobody recognises is a visible warning; an unknown model_type, or a value
+that would change the math in a way archcalc cannot express, is an error.
+The traps handled are listed in reference/anchors-memory-flops.md §C."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from archcalc.errors import InputError
+from archcalc.files import read_json
+from archcalc.spec.hf.gpt import (
+    _bloom, _ctrl, _dbrx, _fairseq_decoder, _falcon, _gpt2, _gpt_bigcode, _gpt_neo, _gpt_neox, _mpt, _nemotron,
+    _opt, _parallel_gptj, _persimmon, _phi, _starcoder2,
+)
+from archcalc.spec.hf.hybrid import (
+    _bamba, _falcon_h1, _granitemoehybrid, _jamba, _lfm2, _lfm2_moe, _mamba2_lm, _mamba_lm, _minimax, _nemotron_h,
+)
+from archcalc.spec.hf.llama import _llama_like
+from archcalc.spec.hf.mla import _deepseek, _minicpm3
+from archcalc.spec.hf.moe import _cohere2_moe, _gpt_oss, _llama4
+from archcalc.spec.hf.reader import ConfigReader, MappingReport
+from archcalc.spec.hf.vision import VISION_PROJECTORS, VISION_WITHOUT_CONFIG, _vision
+from archcalc.spec.hf.keys import checked
+
+
+# Values transformers' config classes fill in when a config.json leaves them
+# out (multimodal text_config blocks often do).  From Gemma3TextConfig.
+FAMILY_DEFAULTS = {
+    "gemma3_text": {"vocab_size": 262208, "max_position_embeddings": 131072, "rope_theta": 1_000_000.0,
+                    "rope_local_base_freq": 10_000.0, "sliding_window_pattern": 6,
+                    "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True},
+    # BambaConfig's context default; Bamba-9B's config.json has no max_position_embeddings.
+    "bamba": {"max_position_embeddings": 262144},
+    # GraniteSWAConfig / GraniteMoeSWAConfig: a 128-token window (their layer_types default is _granite_swa's).
+    "granite_swa": {"sliding_window": 128}, "granitemoe_swa": {"sliding_window": 128},
+    # ExaoneMoeConfig: a 4096-token window on 3 layers of 4 (its layer_types rule from the int pattern 4)
+    "exaone_moe": {"sliding_window": 4096, "sliding_window_pattern": 4},
+    # SarvamMoEConfig (Glm4MoeConfig's model): q/k norms, head_dim 64, RoPE base 8e6; IQuestCoderConfig's head_dim
+    "sarvam_moe": {"use_qk_norm": True, "head_dim": 64, "rope_theta": 8_000_000.0}, "iquestcoder": {"head_dim": 128},
+    # AfmoeConfig: head_dim 128, a 1,024-token window
+    "afmoe": {"head_dim": 128, "sliding_window": 1024},
+    # Cohere2MoeConfig's head_dim is 128 whatever the width
+    "cohere2_moe": {"head_dim": 128},
+}
+
+
+FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
+    **{f: (lambda r, f=f: _llama_like(r, family=f)) for f in (
+        "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2",
+        "olmo2", "phi3", "cohere", "granite", "smollm3", "stablelm", "exaone4", "olmoe",
+        "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
+        "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "exaone", "apertus", "helium", "arcee", "minimax_m2",
+        "ministral", "ministral3", "vaultgemma", "glm", "internlm3", "solar_open", "nanochat", "jais2", "flex_olmo",
+        "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe", "afmoe", "hy_v3")},
+    # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
+    "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
+    "gemma3": lambda r: _llama_like(r, family="gemma3"),
+    "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
+    "gpt2": _gpt2, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
+    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm4_moe_lite": _deepseek,
+    "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
+    # Config classes of their own over an existing model (AutoModelForCausalLM builds LlamaForCausalLM,
+    # GPT2LMHeadModel, DeepseekV3ForCausalLM, Glm4MoeForCausalLM): their defaults in FAMILY_DEFAULTS
+    "iquestcoder": lambda r: _llama_like(r, family="llama"), "gpt-sw3": _gpt2, "sarvam_mla": _deepseek,
+    "sarvam_moe": lambda r: _llama_like(r, family="glm4_moe"),
+    "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
+    "jamba": _jamba, "nemotron_h": _nemotron_h,
+    "persimmon": _persimmon, "dbrx": _dbrx, "ctrl": _ctrl, "minicpm3": _minicpm3, "cohere2_moe": _cohere2_moe,
+    "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
+    "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
+    "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,
+    "mamba": _mamba_lm, "falcon_mamba": _mamba_lm, "mamba2": _mamba2_lm, "bamba": _bamba, "granitemoehybrid": _granitemoehybrid, "falcon_h1": _falcon_h1,
+}
+
+
+def read_config(path: str | Path) -> dict:
+    p = Path(path)
+    if p.is_dir():
+        if not (p / "config.json").exists():
+            raise InputError(str(path), None, "is a folder without a config.json")
+        p = p / "config.json"
+    return read_json(p, non_finite=True)
+
+
+def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
+    """The ModelSpec fields a config.json describes, and how each key was used."""
+    report = MappingReport()
+    outer = ConfigReader(cfg, path, report)
+    model_type = None
+    if cfg.get("model_type") is not None:
+        model_type = checked(path, "model_type", "model_type", cfg["model_type"])
+    r = outer
+    if cfg.get("text_config"):
+        text = checked(path, "text_config", "text_config", cfg["text_config"])
+        report.used["text_config"] = "language-model fields read from here"
+        if text.get("model_type") is not None:
+            model_type = checked(path, "text_config.model_type", "model_type", text["model_type"])
+        r = ConfigReader(text, path, report, prefix="text_config.", family_defaults=FAMILY_DEFAULTS.get(model_type))
+        for key in cfg:
+            if key not in ("text_config", "model_type", "vision_config"):
+                outer.ignore(key, "outside text_config: changes no parameter of the language model")
+    if model_type is None:
+        raise InputError(path, "model_type", "missing; archcalc needs it to read the config")
+    if r is outer and model_type in FAMILY_DEFAULTS:
+        r.family_defaults = FAMILY_DEFAULTS[model_type]
+    if model_type not in FAMILIES:
+        raise InputError(path, "model_type", f"{model_type!r} is not supported; supported: {', '.join(sorted(FAMILIES))}")
+    report.used[r.prefix + "model_type" if "model_type" in r.cfg else "model_type"] = model_type
+    spec = {**FAMILIES[model_type](r), "architecture": model_type}
+    if cfg.get("vision_config") is not None and cfg.get("model_type") not in VISION_PROJECTORS:
+        outer.ignore("vision_config", "a vision tower archcalc does not model: not in any total, nor in fit's weights")
+        report.warnings.append(f"{path}: the {cfg.get('model_type')} vision tower (vision_config) is not modelled; "
+                               "sizes are the language model's alone")
+    elif cfg.get("vision_config") is not None:
+        spec["vision"] = _vision(outer, cfg, report)
+    if cfg.get("model_type") in VISION_WITHOUT_CONFIG:
+        report.warnings.append(f"{path}: {VISION_WITHOUT_CONFIG[cfg['model_type']]} is not modelled; "
+                               "sizes are the language model's alone")
+    spec = {k: v for k, v in spec.items() if v not in ({}, None)}
+    if r.has("quantization_config"):
+        q = checked(path, r.prefix + "quantization_config", "quantization_config", r.cfg["quantization_config"])
+        method = r.nested(q, "quant_method", "quantization_config", "?")
+        fmt = {"awq": "awq", "gptq": "gptq"}.get(method) or ("fp8-block" if method == "fp8" and q.get("weight_block_size")
+                                                              == [128, 128] else None)
+        if (method == "modelopt" and q.get("quant_algo") == "NVFP4") or \
+                (method == "compressed-tensors" and q.get("format") == "nvfp4-pack-quantized"):
+            fmt = "nvfp4"
+        how = f"--weights {fmt}" if fmt else "--dtype"
+        r.ignore("quantization_config", f"checkpoint stored as {method}; size it with {how}")
+    r.finish()
+    if r is not outer:
+        outer.finish()
+    return spec, report

@@ -1,0 +1,443 @@
+"""Linear-attention and state-space layers beside (or instead of) attention: LFM2's short
+convolutions, MiniMax's lightning attention, Mamba and Mamba-2 in Jamba, Nemotron-H, Bamba,
+Falcon-H1, Granite 4.0-H, and the pure Mamba models."""
+
+from __future__ import annotations
+
+from archcalc.errors import InputError
+from archcalc.limits import MAX_CONTEXT
+from archcalc.spec.hf.common import (
+    _activation, _built_so, _core, _heads, _ignore_multipliers, _position, _rotary_fraction, _state_dtype,
+    _with_layers,
+)
+from archcalc.spec.hf.reader import ConfigReader
+
+
+def _lfm2_moe(r: ConfigReader) -> dict:
+    """LFM2-MoE (LFM2-8B-A1B): LFM2's conv and attention layers; the first num_dense_layers keep a
+    SwiGLU MLP of intermediate_size (Lfm2MoeMLP, no width adjustment), the others an MoE of
+    num_experts SwiGLU experts with a bias-free router; use_expert_bias adds a routing buffer,
+    expert_bias (nn.Buffer: not a parameter)."""
+    spec = _lfm2(r, adjust_ff=False)
+    for key, why in (("norm_topk_prob", "renormalises the top-k weights"),
+                     ("routed_scaling_factor", "scales the routed output"),
+                     ("use_expert_bias", "a routing buffer (expert_bias), not a parameter")):
+        r.ignore(key, why)
+    spec["ffn"]["moe"] = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"),
+                          "d_expert": r.get("moe_intermediate_size"),
+                          "first_dense_layers": r.get("num_dense_layers", default=2)}
+    return spec
+
+
+def _lfm2(r: ConfigReader, adjust_ff: bool = True) -> dict:
+    """LFM2: gated short-conv layers (the linear kind) and GQA layers with per-head q/k norms, each
+    followed by a SwiGLU MLP whose width Lfm2MLP derives from block_ff_dim."""
+    spec = _core(r, tie_default=True)
+    L, D = spec["n_layers"], spec["d_model"]
+    if r.has("layer_types"):
+        r.ignore("full_attn_idxs", "layer_types lists the layers")
+        names = {"conv": "linear", "full_attention": "global"}
+        types = r.get("layer_types")
+        if set(types) - set(names) or len(types) != L:
+            raise InputError(r.path, "layer_types", f"{L} entries of conv or full_attention expected")
+        kinds = [names[t] for t in types]
+    else:  # Lfm2Config: the layers in full_attn_idxs attend, the others are conv (absent: all attend)
+        idxs = set(r.get("full_attn_idxs", default=list(range(L))))
+        kinds = ["global" if i in idxs else "linear" for i in range(L)]
+    _built_so(r, "LFM2", block_use_swiglu=True, use_pos_enc=True)
+    for key in ("block_dim", "conv_dim", "conv_dim_out"):
+        if r.get(key, default=D) != D:
+            raise InputError(r.path, key, f"{r.cfg[key]} differs from hidden_size {D}; transformers' LFM2 uses hidden_size")
+    for key in ("block_mlp_init_scale", "block_out_init_scale", "block_use_xavier_init", "conv_use_xavier_init",
+                "block_norm_eps"):
+        r.ignore(key, "initialisation or an epsilon")
+    r.ignore("num_heads", "same as num_attention_heads")
+    # Lfm2MLP: with block_auto_adjust_ff_dim, F = int(2/3 · block_ff_dim), times the multiplier,
+    # rounded up to block_multiple_of (LFM2-1.2B: 12,288 -> 8,192).
+    d_ff = int(r.get("intermediate_size", "block_ff_dim", default=12288))
+    if adjust_ff and r.get("block_auto_adjust_ff_dim", default=True):
+        d_ff = int(2 * d_ff / 3)
+        multiplier = r.get("block_ffn_dim_multiplier", default=1.0)
+        if multiplier is not None:
+            step = int(r.get("block_multiple_of", default=256))
+            d_ff = step * -(-int(multiplier * d_ff) // step)
+    else:
+        r.ignore("block_ffn_dim_multiplier", "the MLP is intermediate_size wide")
+        r.ignore("block_multiple_of", "the MLP is intermediate_size wide")
+    pos, limit = _position(r)
+    att = {**_heads(r), "qk_norm": "head"}  # q_layernorm, k_layernorm: RMSNorms of head_dim
+    if "linear" in kinds:
+        att["layer_types"] = kinds
+        spec["linear"] = {"kind": "short_conv", "conv_kernel": r.get("conv_L_cache", default=3),
+                          "bias": bool(r.get("conv_bias", default=False))}
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": "swiglu", "d_ff": d_ff}}
+
+
+def _minimax(r: ConfigReader) -> dict:
+    """MiniMax-01 (MiniMax-Text-01, MiniMax-M1): lightning-attention layers (the linear kind) and GQA
+    layers, an MoE FFN (num_local_experts experts, no shared one) in every layer.  transformers' format
+    (model_type minimax: layer_types, *_alpha_factor) or the released remote-code one (minimax_text_01,
+    minimax_m1: attn_type_list with 0 = lightning and 1 = full attention, layernorm_*_alpha,
+    rotary_dim), read as transformers migrates the latter."""
+    spec = _core(r, tie_default=False)
+    L = spec["n_layers"]
+    att = _heads(r)
+    if r.has("attn_type_list"):
+        codes = r.get("attn_type_list")
+        if len(codes) != L or set(codes) - {0, 1}:
+            raise InputError(r.path, "attn_type_list", f"{L} entries of 0 (lightning) or 1 (full attention) expected")
+        kinds = ["global" if c == 1 else "linear" for c in codes]
+        r.ignore("layer_types", "attn_type_list lists the layers")
+    elif r.has("layer_types"):
+        names = {"full_attention": "global", "linear_attention": "linear"}
+        types = r.get("layer_types")
+        if len(types) != L or set(types) - set(names):
+            raise InputError(r.path, "layer_types", f"{L} entries of full_attention or linear_attention expected")
+        kinds = [names[t] for t in types]
+    else:  # MiniMaxConfig's default: full attention on even layers, lightning on odd ones
+        kinds = ["global" if i % 2 == 0 else "linear" for i in range(L)]
+    if r.cfg.get("sliding_window") is not None:
+        raise InputError(r.path, "sliding_window", "MiniMax with a sliding window is not supported")
+    r.ignore("sliding_window", "null")
+    if r.get("hidden_act", default="silu") != "silu":  # the experts' gate and the lightning q/k/v
+        raise InputError(r.path, "hidden_act", "only silu is supported (the experts and lightning attention use it)")
+    _built_so(r, "MiniMax", postnorm=True)  # the residual taken after each norm: the same ops
+    shared = r.cfg.get("shared_intermediate_size")  # the remote code's shared expert; 0 (or [0]) builds none
+    if not (shared is None or (type(shared) is int and shared == 0) or shared == [0]):
+        raise InputError(r.path, "shared_intermediate_size", f"{shared!r}: transformers' MiniMax builds no shared "
+                                                             "expert; 0 expected")
+    r.ignore("shared_intermediate_size", "0: no shared expert")
+    r.ignore("shared_moe_mode", "no shared expert")
+    for old, new in (("layernorm_full_attention", "full_attn"), ("layernorm_linear_attention", "linear_attn"),
+                     ("layernorm_mlp", "mlp")):
+        for part in ("alpha", "beta"):
+            r.ignore(f"{old}_{part}", "scales the residual stream: no parameter, FLOP or cache byte")
+            r.ignore(f"{new}_{part}_factor", "scales the residual stream: no parameter, FLOP or cache byte")
+    head_dim = att.get("head_dim") or spec["d_model"] // att["n_heads"]
+    if "linear" in kinds:  # MiniMaxLightningAttention: the attention's heads and head_dim
+        att["layer_types"] = kinds
+        spec["linear"] = {"kind": "lightning", "n_heads": att["n_heads"], "head_dim": head_dim,
+                          "block": r.get("block_size", default=256)}
+    else:
+        r.ignore("block_size", "no lightning-attention layer")
+    # RoPE on rotary_dim of each head (the remote code; transformers: partial_rotary_factor)
+    rotary = r.get("rotary_dim") / head_dim if r.has("rotary_dim") else _rotary_fraction(r, 1.0)
+    pos, limit = _position(r, rotary_fraction=rotary)
+    nested = r.cfg.get("rope_parameters")
+    if not r.has("rope_theta") and isinstance(nested, dict) and nested.get("rope_theta") is not None:
+        pos["theta"] = float(r.nested(nested, "rope_theta", "rope_parameters"))  # transformers 5's place for it
+    d = r.get("intermediate_size")
+    moe = {"n_experts": r.get("num_local_experts", "num_experts"), "top_k": r.get("num_experts_per_tok"),
+           "d_expert": d}
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": "swiglu", "d_ff": d, "moe": moe}}
+
+
+def _jamba(r: ConfigReader) -> dict:
+    """Jamba: Mamba layers (the linear kind) with an attention layer every attn_layer_period from
+    attn_layer_offset, and an MoE FFN every expert_layer_period from expert_layer_offset; no
+    position encoding anywhere (its attention has no RoPE)."""
+    spec = _core(r, tie_default=False)
+    L = spec["n_layers"]
+    period, offset = r.get("attn_layer_period", default=8), r.get("attn_layer_offset", default=4)
+    kinds = ["global" if i % period == offset else "linear" for i in range(L)]
+    att = _heads(r)
+    if "linear" in kinds:
+        att["layer_types"] = kinds
+        spec["linear"] = {"kind": "mamba", "d_state": r.get("mamba_d_state", default=16),
+                          "d_conv": r.get("mamba_d_conv", default=4), "expand": r.get("mamba_expand", default=2),
+                          "dt_rank": _dt_rank(r, spec["d_model"]), "conv_bias": r.get("mamba_conv_bias", default=True),
+                          "proj_bias": r.get("mamba_proj_bias", default=False), "bc_norms": True}
+    for key in ("use_mamba_kernels", "num_logits_to_keep"):
+        r.ignore(key, "a kernel or generation switch: the same math")
+    if r.cfg.get("sliding_window") is not None:
+        raise InputError(r.path, "sliding_window", "Jamba with a sliding window is not supported")
+    r.ignore("sliding_window", "null")
+    e_period, e_offset = r.get("expert_layer_period", default=2), r.get("expert_layer_offset", default=1)
+    ffn: dict = {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size")}
+    n_experts = r.get("num_experts", default=16)
+    if n_experts > 1:
+        moe = {"n_experts": n_experts, "top_k": r.get("num_experts_per_tok", default=2),
+               "d_expert": r.get("intermediate_size")}
+        ffn["moe"] = _with_layers(moe, [i for i in range(L) if i % e_period == e_offset], L)
+    return {**spec, "max_context": r.get("max_position_embeddings", default=262144), "attention": att,
+            "position": {"kind": "none"}, "ffn": ffn}
+
+
+def _nemotron_h(r: ConfigReader) -> dict:
+    """Nemotron-H: a stack of single-sublayer blocks (hybrid_override_pattern / layers_block_type:
+    M Mamba-2, * attention, E MoE, - MLP), each x + mixer(RMSNorm(x)).  archcalc pairs them into
+    layers of a mixer and the FFN block right after it; a mixer followed by another mixer is a layer
+    without an FFN, an FFN block after an FFN block a layer without a mixer.  No position encoding;
+    relu2 MLPs and experts (up, down), the MoE with a shared expert and a sigmoid router whose
+    e_score_correction_bias is a buffer (not counted)."""
+    # transformers 5 writes layers_block_type and no num_hidden_layers: the blocks are the depth
+    spec = _core(r, tie_default=False, layers=False)
+    if r.has("layers_block_type"):
+        r.ignore("hybrid_override_pattern", "layers_block_type lists the blocks")
+        blocks = r.get("layers_block_type")
+    else:
+        chars = {"M": "linear_attention", "*": "full_attention", "E": "moe", "-": "mlp"}
+        pattern = r.get("hybrid_override_pattern")
+        if set(pattern) - set(chars):
+            raise InputError(r.path, "hybrid_override_pattern", f"{pattern!r}: blocks are M, *, E or -")
+        blocks = [chars[ch] for ch in pattern]
+    r.ignore("num_hidden_layers", "the blocks listed are the layers transformers builds")
+    r.ignore("mtp_layers_block_type", "the MTP module's blocks (num_nextn_predict_layers): in no total")
+    mixers, ffns = {"linear_attention": "linear", "full_attention": "global"}, {"moe": "moe", "mlp": "dense"}
+    if set(blocks) - set(mixers) - set(ffns):
+        raise InputError(r.path, "layers_block_type", "blocks are linear_attention, full_attention, moe or mlp")
+    layers: list[list] = []  # [mixer kind or "none", FFN kind or "none"]
+    for block in blocks:
+        if block in mixers:
+            layers.append([mixers[block], "none"])
+        elif layers and layers[-1][1] == "none" and layers[-1][0] != "none":
+            layers[-1][1] = ffns[block]
+        else:
+            layers.append(["none", ffns[block]])
+    L = len(layers)
+    spec["n_layers"] = L
+    att = _heads(r)
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    att["layer_types"] = [mixer for mixer, _ in layers]
+    spec["linear"] = {"kind": "mamba2", "n_heads": r.get("mamba_num_heads"), "head_dim": r.get("mamba_head_dim"),
+                      "d_state": r.get("ssm_state_size"), "n_groups": r.get("n_groups", default=1),
+                      "conv_kernel": r.get("conv_kernel", default=4), "chunk": r.get("chunk_size", default=256),
+                      "conv_bias": bool(r.get("use_conv_bias", default=True)),
+                      "proj_bias": bool(r.get("use_bias", default=False))}
+    if r.get("mamba_hidden_act", default="silu") != "silu":
+        raise InputError(r.path, "mamba_hidden_act", "only silu (the conv's activation) is supported")
+    if r.get("moe_latent_size", default=None) is not None:
+        raise InputError(r.path, "moe_latent_size", "Nemotron-H's latent MoE projections are not supported")
+    spec["linear"]["state_dtype"] = _state_dtype(r, "mamba_ssm_cache_dtype")  # vLLM's default for Nemotron-H: fp16
+    for key in ("time_step_min", "time_step_max", "time_step_floor", "time_step_limit",
+                "rescale_prenorm_residual", "residual_in_fp32", "use_mamba_kernels", "num_logits_to_keep",
+                "mtp_layers_block_type", "mtp_hybrid_override_pattern", "num_nextn_predict_layers"):
+        r.ignore(key, "a kernel, initialisation, cache-dtype or multi-token-prediction setting: no parameter of the "
+                 "model transformers builds")
+    r.ignore("expand", "transformers' Mamba-2 mixer is mamba_num_heads × mamba_head_dim wide, whatever expand says")
+    r.ignore("mamba_proj_bias", "transformers' NemotronH biases in_proj and out_proj by use_bias")
+    if r.get("mlp_bias", default=False):
+        raise InputError(r.path, "mlp_bias", "Nemotron-H with MLP biases (its experts have none) is not supported")
+    r.ignore("partial_rotary_factor", "Nemotron-H's attention has no position encoding")
+    r.ignore("rope_theta", "Nemotron-H's attention has no position encoding")
+    r.ignore("sliding_window", "null")
+    ffn: dict = {"activation": _activation(r, False, "relu2", keys=("mlp_hidden_act",)),
+                 "d_ff": r.get("intermediate_size")}
+    none = [i for i, (_, f) in enumerate(layers) if f == "none"]
+    if none:
+        ffn["none_layers"] = none
+    moe_layers = [i for i, (_, f) in enumerate(layers) if f == "moe"]
+    if moe_layers:
+        d_expert = r.get("moe_intermediate_size")
+        moe = {"n_experts": r.get("n_routed_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+               "d_expert": d_expert, "d_shared": r.get("moe_shared_expert_intermediate_size", default=0)
+               * r.get("n_shared_experts", default=1)}
+        ffn["moe"] = {**moe, "layers": moe_layers}
+    else:
+        for key in ("moe_intermediate_size", "n_routed_experts", "num_local_experts", "num_experts_per_tok",
+                    "moe_shared_expert_intermediate_size", "n_shared_experts", "moe_shared_expert_overlap"):
+            r.ignore(key, "no MoE block (E) in the pattern")
+    return {**spec, "max_context": r.get("max_position_embeddings"), "attention": att,
+            "position": {"kind": "none"}, "ffn": ffn}
+
+
+def _mamba2_mixer(r: ConfigReader, d_model: int) -> dict:
+    """The mamba_* keys of Bamba and Granite 4.0-H: a Mamba-2 mixer (mamba_d_head "auto": expand · D / heads)."""
+    heads = r.get("mamba_n_heads", default=128)
+    head_dim = r.cfg.get("mamba_d_head", "auto")
+    if head_dim == "auto":
+        r.report.used[r.prefix + "mamba_d_head"] = "auto"
+        head_dim = r.get("mamba_expand", default=2) * d_model // heads
+    else:
+        head_dim = r.get("mamba_d_head")
+        r.ignore("mamba_expand", "mamba_d_head is given")
+    for key in ("time_step_limit", "z_loss_coefficient", "num_logits_to_keep"):
+        r.ignore(key, "a scan clamp, a training loss or a generation switch: no parameter, FLOP or state byte")
+    return {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim, "d_state": r.get("mamba_d_state", default=256),
+            "n_groups": r.get("mamba_n_groups", default=1), "conv_kernel": r.get("mamba_d_conv", default=4),
+            "chunk": r.get("mamba_chunk_size", default=256), "conv_bias": bool(r.get("mamba_conv_bias", default=True)),
+            "proj_bias": bool(r.get("mamba_proj_bias", default=False))}
+
+
+HYBRID_BLOCKS = {"mamba": "linear", "linear_attention": "linear", "attention": "global", "full_attention": "global"}
+
+
+def _hybrid_kinds(r: ConfigReader, n_layers: int, default: str) -> list[str]:
+    """Each layer's mixer from layer_types / layers_block_type, else attn_layer_indices (the rest Mamba)."""
+    types = r.get("layer_types", "layers_block_type", default=None)
+    if types is None:
+        idxs = set(r.get("attn_layer_indices", default=[]) or [])
+        return ["global" if i in idxs else default for i in range(n_layers)]
+    r.ignore("attn_layer_indices", "layer_types lists the layers")
+    if set(types) - set(HYBRID_BLOCKS) or len(types) != n_layers:
+        raise InputError(r.path, "layer_types", f"{n_layers} entries of {', '.join(HYBRID_BLOCKS)} expected")
+    return [HYBRID_BLOCKS[t] for t in types]
+
+
+def _bamba(r: ConfigReader) -> dict:
+    """Bamba: Mamba-2 layers and attention layers (RoPE on half of each head, hard-coded in
+    BambaConfig), each followed by a SwiGLU MLP."""
+    spec = _core(r, tie_default=False)
+    kinds = _hybrid_kinds(r, spec["n_layers"], "linear")
+    att = {**_heads(r), "layer_types": kinds}
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    r.ignore("partial_rotary_factor", "BambaConfig hard-codes 0.5")
+    # Bamba-9B's file still names the rotary width of its original code; BambaConfig ignores it, so it
+    # must be the half of each head that transformers rotates.
+    rotated = r.get("attn_rotary_emb", default=None)
+    if rotated is not None and rotated * 2 != spec["d_model"] // att["n_heads"]:
+        raise InputError(r.path, "attn_rotary_emb", "must be half of head_dim: BambaConfig hard-codes "
+                         "partial_rotary_factor 0.5")
+    r.ignore("mamba_dt_rank", "Mamba-1's dt projection rank; a Mamba-2 mixer has one dt per head")
+    r.ignore("use_mamba_kernels", "a kernel choice: the same weights")
+    pos, limit = _position(r, rotary_fraction=0.5)
+    out = {**spec, "max_context": limit, "attention": att, "position": pos,
+           "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
+                   "bias": bool(r.get("mlp_bias", default=False))}}
+    if "linear" in kinds:
+        out["linear"] = _mamba2_mixer(r, spec["d_model"])
+    return out
+
+
+# Falcon-H1's µP multipliers: scalars on activations, scores and logits (the mup_vector they build is a buffer).
+FALCON_H1_MULTIPLIERS = ("lm_head_multiplier", "embedding_multiplier", "mlp_multipliers", "key_multiplier",
+                         "attention_out_multiplier", "attention_in_multiplier", "ssm_multipliers",
+                         "ssm_in_multiplier", "ssm_out_multiplier")
+
+
+def _falcon_h1(r: ConfigReader) -> dict:
+    """Falcon-H1: every layer runs attention and a Mamba-2 mixer side by side on the same normed
+    input (FalconH1DecoderLayer), then a SwiGLU MLP.  The mixer is mamba_d_ssm wide (else
+    mamba_expand · D), its in_proj biased by mamba_proj_bias and its out_proj by projectors_bias,
+    and its gated RMSNorm present only with mamba_rms_norm (else y ⊙ silu(z))."""
+    spec = _core(r, tie_default=False)
+    att = _heads(r)
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    pos, limit = _position(r)
+    for key in FALCON_H1_MULTIPLIERS:
+        r.ignore(key, "scales activations, scores or logits: no parameter, FLOP or byte changes")
+    linear = _mamba2_mixer(r, spec["d_model"])
+    heads, head_dim = linear["n_heads"], linear["head_dim"]
+    width = r.get("mamba_d_ssm", default=None) or r.get("mamba_expand", default=2) * spec["d_model"]
+    if width != heads * head_dim:
+        raise InputError(r.path, "mamba_d_ssm", f"{width} is not mamba_n_heads × mamba_d_head = {heads * head_dim}, "
+                         "the width FalconH1Mixer's heads read")
+    # Keys of TII's original code in the released files; FalconH1Config does not read them.
+    _built_so(r, "FalconH1", mamba_use_mlp=True)  # FalconH1DecoderLayer always has its MLP
+    if r.get("attn_layer_indices", default=None) is not None:
+        raise InputError(r.path, "attn_layer_indices", "must be null: every Falcon-H1 layer has attention")
+    r.ignore("mlp_expansion_factor", "intermediate_size gives the MLP width transformers builds")
+    norm = bool(r.get("mamba_rms_norm", default=False))
+    r.ignore("mamba_norm_before_gate", "the norm's order around the gate changes no count" if norm
+             else "no mixer norm (mamba_rms_norm false)")
+    linear.update(out_bias=bool(r.get("projectors_bias", default=False)), norm=norm, parallel=True)
+    return {**spec, "max_context": limit, "attention": att, "position": pos, "linear": linear,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
+                    "bias": bool(r.get("mlp_bias", default=False))}}
+
+
+def _granitemoehybrid(r: ConfigReader) -> dict:
+    """Granite 4.0-H: Mamba-2 and attention layers, each followed by a shared SwiGLU MLP
+    (shared_intermediate_size) beside, when num_local_experts > 0, an MoE of intermediate_size
+    experts; Granite's multipliers; RoPE only with position_embedding_type "rope"."""
+    spec = _core(r, tie_default=False)
+    kinds = _hybrid_kinds(r, spec["n_layers"], "linear")
+    att = {**_heads(r), "layer_types": kinds}
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    _ignore_multipliers(r)
+    if r.get("position_embedding_type", default=None) == "rope":
+        pos, limit = _position(r)
+    else:
+        for key in ("rope_theta", "rope_parameters"):
+            r.ignore(key, "no position encoding (position_embedding_type is not rope)")
+        pos, limit = {"kind": "none"}, r.get("max_position_embeddings", default=2048)
+    shared = r.get("shared_intermediate_size", default=1024)
+    experts = r.get("num_local_experts", default=8)
+    ffn: dict = {"activation": _activation(r, True, "silu")}
+    if experts:
+        ffn["moe"] = {"n_experts": experts, "top_k": r.get("num_experts_per_tok", default=2),
+                      "d_expert": r.get("intermediate_size"), "d_shared": shared}
+    else:
+        ffn["d_ff"] = shared
+        r.ignore("intermediate_size", "no experts: the shared MLP is the FFN")
+        r.ignore("num_experts_per_tok", "no experts to route to")  # Granite 4.0-H-1B: 0
+    out = {**spec, "max_context": limit, "attention": att, "position": pos, "ffn": ffn}
+    if "linear" in kinds:
+        out["linear"] = _mamba2_mixer(r, spec["d_model"])
+    return out
+
+
+def _pure_ssm(r: ConfigReader, mixer: dict) -> dict:
+    """A stack of Mamba blocks, each x + mixer(RMSNorm(x)) with no attention and no FFN: every layer
+    linear, none with an FFN.  attention.n_heads is a placeholder the schema needs; no layer uses it."""
+    spec = _core(r, tie_default=r.cfg.get("model_type") in ("mamba", "falcon_mamba"))
+    L = spec["n_layers"]
+    for key in ("residual_in_fp32", "rescale_prenorm_residual", "time_step_min", "time_step_max", "time_step_floor",
+                "time_step_limit", "time_step_init_scheme", "time_step_scale", "use_mambapy", "use_cache",
+                "layer_norm_epsilon", "num_logits_to_keep"):
+        r.ignore(key, "initialisation, precision or kernel choice: no parameter, FLOP or state byte")
+    if r.get("hidden_act", default="silu") != "silu":
+        raise InputError(r.path, "hidden_act", "only silu (the conv's activation) is supported")
+    # transformers always builds RMSNorms: these legacy mamba_ssm keys change nothing it builds.
+    _built_so(r, "Mamba", rms_norm=True)  # RMSNorms always
+    for key in ("fused_add_norm", "norm_before_gate", "ssm_cfg"):
+        r.ignore(key, "a mamba_ssm kernel or layout option: the same weights")
+    r.ignore("pad_vocab_size_multiple", "vocab_size is already the padded size")
+    return {**spec, "max_context": r.get("max_position_embeddings", default=MAX_CONTEXT),
+            "attention": {"n_heads": 1, "layer_types": ["linear"] * L}, "linear": mixer,
+            "ffn": {"none_layers": list(range(L))}, "position": {"kind": "none"}}
+
+
+def _mamba_lm(r: ConfigReader) -> dict:
+    """Mamba-1 (state-spaces/mamba-*-hf) and Falcon-Mamba: MambaMixer blocks of E inner channels:
+    intermediate_size when the config gives it (transformers' config keeps it over expand: Falcon-
+    Mamba-7B says expand 16 and builds 8,192 = 2 · 4,096), else expand · D.  Falcon-Mamba adds
+    weightless RMSNorms on Δ, B and C."""
+    d = r.get("hidden_size", "d_model")
+    inner = r.get("intermediate_size", "d_inner", default=None)
+    if inner is None:
+        inner = r.get("expand", default=2) * d
+    else:
+        r.ignore("expand", "intermediate_size gives the mixer's width")
+    if inner % d:
+        raise InputError(r.path, "intermediate_size", f"{inner} is not a multiple of hidden_size {d}")
+    falcon = r.cfg.get("model_type") == "falcon_mamba"
+    for key in ("use_falcon_mambapy", "use_associative_scan", "mixer_rms_eps"):
+        r.ignore(key, "a scan implementation or an epsilon: the same math")
+    return _pure_ssm(r, {"kind": "mamba", "d_state": r.get("state_size", default=16),
+                         "d_conv": r.get("conv_kernel", default=4), "expand": inner // d,
+                         "dt_rank": _dt_rank(r, d, key="time_step_rank"),
+                         "conv_bias": bool(r.get("use_conv_bias", default=True)),
+                         "proj_bias": bool(r.get("use_bias", default=False)),
+                         "bc_norms": falcon, "bc_norm_weight": not falcon})
+
+
+def _mamba2_lm(r: ConfigReader) -> dict:
+    """Mamba-2 (Mamba-Codestral, mamba2-*-hf): Mamba2Mixer blocks."""
+    heads, head_dim, d = r.get("num_heads", default=128), r.get("head_dim", default=64), r.get("hidden_size")
+    if r.get("expand", default=2) * d != heads * head_dim:
+        raise InputError(r.path, "expand", f"expand × hidden_size must be num_heads × head_dim ({heads * head_dim})")
+    if r.cfg.get("intermediate_size") is not None and r.get("intermediate_size") != heads * head_dim:
+        raise InputError(r.path, "intermediate_size", f"{r.cfg['intermediate_size']} differs from num_heads × "
+                         f"head_dim = {heads * head_dim}, which transformers builds")
+    r.ignore("time_step_rank", "Mamba-2 has one Δ per head, no time-step projection")
+    return _pure_ssm(r, {"kind": "mamba2", "n_heads": heads, "head_dim": head_dim,
+                         "d_state": r.get("state_size", default=128), "n_groups": r.get("n_groups", default=8),
+                         "conv_kernel": r.get("conv_kernel", default=4), "chunk": r.get("chunk_size", default=256),
+                         "conv_bias": bool(r.get("use_conv_bias", default=True)),
+                         "proj_bias": bool(r.get("use_bias", default=False))})
+
+
+def _dt_rank(r: ConfigReader, d_model: int, key: str = "mamba_dt_rank") -> int:
+    """The time-step rank, or Mamba's "auto": ceil(d_model / 16)."""
+    rank = r.cfg.get(key, "auto")
+    if rank == "auto":
+        r.report.used[r.prefix + key] = "auto"
+        return -(-d_model // 16)
+    return r.get(key)

@@ -1,0 +1,306 @@
+"""The Llama-shaped families (q/k/v/o, a gated MLP, pre-norm unless said) and their switches."""
+
+from __future__ import annotations
+
+from archcalc.errors import InputError
+from archcalc.spec.hf.common import (
+    _activation, _built_so, _core, _heads, _ignore_multipliers, _position, _rope_base, _rotary_fraction,
+    _state_dtype, _window,
+)
+from archcalc.spec.hf.moe import _moe, _mtp
+from archcalc.spec.hf.reader import ConfigReader
+
+
+def _llama_like(r: ConfigReader, *, family: str) -> dict:
+    """The Llama-shaped families (q/k/v/o, a gated MLP, pre-norm unless said): llama, mistral, mixtral,
+    qwen2/3 (+ MoE, Qwen3-Next), gemma 1/2/3, olmo 1/2/3, olmoe, phi3, phimoe, cohere 1/2, granite (+ MoE, + SWA),
+    smollm3, stablelm, exaone4, ernie4_5 (+ MoE), seed_oss, glm4 (+ MoE), dots1, hunyuan (+ MoE), apertus,
+    ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo; each
+    family's differences are the branches below."""
+    gemma = family.startswith("gemma") or family == "vaultgemma"
+    # Cohere2Config ties by default too (command-r7b-12-2024 leaves tie_word_embeddings out).
+    spec = _core(r, tie_default=gemma or family in ("cohere", "cohere2", "smollm3", "granite_swa"))
+    att = _heads(r)
+    if family in NO_ATTENTION_BIAS:  # transformers hard-codes bias-free q/k/v/o whatever the config says
+        _built_so(r, NO_ATTENTION_BIAS[family], attention_bias=False)
+    if family == "internlm3":  # InternLM3Config maps qkv_bias -> attention_bias, bias -> mlp_bias
+        bias = r.get("attention_bias", "qkv_bias", default=False)
+        if bool(r.get("mlp_bias", "bias", default=False)) != bool(bias):
+            raise InputError(r.path, "bias", "must equal qkv_bias: transformers builds InternLM3 as Llama, with one "
+                             "bias switch for q/k/v/o and one for the MLP, and refuses them unequal")
+    else:  # (Sarvam-30B's original file says use_qkv_bias, SarvamMoEConfig's alias)
+        bias = r.get("attention_bias", *(("use_qkv_bias",) if family == "glm4_moe" else ()),
+                     default=family in ("qwen2", "qwen2_moe", "glm", "jais2"))
+    if family in ("qwen2", "qwen2_moe"):  # q/k/v biases (Qwen2MoeConfig.qkv_bias, else hard-coded); o has none
+        if family == "qwen2" or r.get("qkv_bias", default=True):
+            att["bias"] = ["q", "k", "v"]
+    elif bias and family in QKV_BIAS_ONLY:
+        att["bias"] = ["q", "k", "v"]
+    elif bias:
+        att["bias"] = ["q", "k", "v", "o"]
+    if family == "seed_oss" and r.get("attention_out_bias", default=False):
+        att["bias"] = [*att.get("bias", []), "o"]
+    # Apertus' MLP is up, xIELU, down; Arcee's (AFM-4.5B), NanoChat's and Jais 2's up, ReLU², down: not gated.
+    ffn = {"activation": _activation(r, family not in UNGATED, FAMILY_ACTIVATION.get(family) or
+                                     ("gelu_pytorch_tanh" if gemma else "silu")),
+           "d_ff": None if family == "solar_open" else r.get("intermediate_size", default=None)}
+    if family == "solar_open":  # SolarOpenConfig removes intermediate_size: every layer is MoE
+        r.ignore("intermediate_size", "no dense MLP: transformers' Solar Open is MoE in every layer")
+    if family in NO_MLP_BIAS:
+        _built_so(r, NO_MLP_BIAS[family], mlp_bias=False)
+    if r.get(*(("mlp_bias", "bias") if family == "internlm3" else ("mlp_bias",)), default=family == "jais2"):
+        ffn["bias"] = True
+    if family == "ernie4_5" and r.get("use_bias", default=False):  # one switch for every projection
+        att["bias"], ffn["bias"] = ["q", "k", "v", "o"], True
+    if family == "ernie4_5_moe" and r.get("use_bias", default=False):
+        raise InputError(r.path, "use_bias", "biases in ERNIE 4.5 MoE (attention, dense MLPs, lm_head, not the "
+                         "experts) are not supported")
+    norm: dict = {}
+    residual: dict = {}
+    scaled_final = False
+    if family in QWEN_HYBRID:
+        att["output_gate"] = True  # Qwen3NextAttention's q_proj is 2·H·head_dim: the query and its gate
+        if not r.get("attn_output_gate", default=True):  # Qwen3.5 states it; transformers gates regardless
+            raise InputError(r.path, r.prefix + "attn_output_gate", "false is not supported: transformers' "
+                             "Qwen3.5 attention always gates its output")
+        if family != "qwen3_next":  # Qwen3.5's MTP modules (mtp.* in the checkpoint, sharing embedding and head)
+            if r.get("mtp_use_dedicated_embeddings", default=False):
+                raise InputError(r.path, r.prefix + "mtp_use_dedicated_embeddings",
+                                 "true is not supported (an MTP module with its own embedding)")
+            n = r.get("mtp_num_hidden_layers", default=0)
+            spec["mtp"] = {"layers": n} if n else None
+
+        if family == "qwen3_5":
+            r.ignore("mlp_only_layers", "no experts: every layer's MLP is dense")
+        spec["linear"] = {"n_heads": r.get("linear_num_value_heads"), "n_key_heads": r.get("linear_num_key_heads"),
+                          "key_head_dim": r.get("linear_key_head_dim"),
+                          "value_head_dim": r.get("linear_value_head_dim"),
+                          "conv_kernel": r.get("linear_conv_kernel_dim", default=4),
+                          # Qwen3-Next stores in_proj_qkvz and in_proj_ba; Qwen3.5 in_proj_qkv, _z, _b and _a
+                          **({"fused_projections": False} if family != "qwen3_next" else {}),
+                          # Qwen3.5 names the recurrent state's dtype for engines (vLLM keeps it so)
+                          **({"state_dtype": _state_dtype(r, "mamba_ssm_dtype")} if family != "qwen3_next" else {})}
+        if r.has("layer_types"):
+            r.ignore("full_attention_interval", "layer_types lists the layers")
+        else:  # Qwen3NextConfig: every full_attention_interval-th layer is full attention
+            interval = int(r.get("full_attention_interval", default=4))
+            att["layer_types"] = ["global" if (i + 1) % interval == 0 else "linear" for i in range(spec["n_layers"])]
+    if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", *QWEN_HYBRID) or (
+            family == "glm4_moe" and r.get("use_qk_norm", default=False)):
+        att["qk_norm"] = "head"  # one RMSNorm of head_dim for q, one for k
+    if gemma:  # Gemma's bidirectional switch (EmbeddingGemma): every token attends to every other
+        if r.cfg.get("use_bidirectional_attention"):
+            raise InputError(r.path, r.prefix + "use_bidirectional_attention", "bidirectional attention is not "
+                             "supported: archcalc models causal decoders")
+        r.ignore("use_bidirectional_attention", "null or false: causal, as every Gemma LM")
+    if family in ("gemma2", "gemma3", "glm4", "afmoe"):
+        norm["placement"] = "both"  # input, post-attention, pre- and post-feedforward norms
+    if family in ("gemma2", "vaultgemma"):  # VaultGemma: Gemma 2 without its post-norms
+        att["softcap"] = r.get("attn_logit_softcapping", default=None)
+        spec["final_softcap"] = r.get("final_logit_softcapping", default=None)
+    if family == "nanochat":
+        # Every norm is weightless (NanoChatRMSNorm is Llama 4's L2 norm), one more follows the embedding,
+        # q and k are normalised per head after RoPE, and the logits are soft-capped (default 15).
+        norm.update(weight=False, embedding=True)
+        att["qk_norm"] = "l2"
+        spec["final_softcap"] = r.get("final_logit_softcapping", default=15.0)
+    if family == "jais2":
+        norm.update(kind="layernorm", bias=True)  # nn.LayerNorm with its bias, despite Llama's shape
+    if family == "ministral3":
+        _ministral3(r)
+    elif family == "gemma3":
+        for key in ("attn_logit_softcapping", "final_logit_softcapping"):
+            if r.cfg.get(key) is not None:
+                raise InputError(r.path, key, "soft-capping is not expected on gemma3; remove it or use gemma2")
+            r.ignore(key, "null")
+        scaled_final = True  # Gemma 3's max_position_embeddings already includes the linear scaling
+    if family in ("olmo2", "olmo3", "olmoe", "flex_olmo"):
+        att["qk_norm"] = "full"  # q_norm over H·d, k_norm over K·d
+    if family == "olmo":  # OlmoLayerNorm: F.layer_norm with neither weight nor bias
+        norm.update(kind="layernorm", weight=False)
+    if family == "phimoe":
+        norm.update(kind="layernorm", bias=True)  # nn.LayerNorm, despite the rms_norm_eps key
+        spec["lm_head_bias"] = bool(r.get("lm_head_bias", default=False))
+        r.ignore("input_jitter_noise", "training-time noise")
+    if family in ("olmo2", "olmo3", "exaone4", "flex_olmo"):
+        norm["placement"] = "post"  # no input norm: x + N(F(x))
+    if family in ("exaone4", "exaone_moe", "afmoe", "hy_v3"):
+        att["qk_norm"] = "head"
+    if family == "afmoe":  # AfmoeAttention: a gate_proj of H·d beside q_proj, sigmoid on the output
+        att["output_gate"] = True
+        for key in ("route_scale", "mup_enabled"):
+            r.ignore(key, "scalings (the routed output, µP's embedding scale): no parameter, FLOP or cache byte")
+    if family == "apertus":
+        att["qk_norm"] = "head"  # ApertusAttention's q_norm, k_norm: RMSNorms of head_dim
+        _built_so(r, "Apertus", qk_norm=True, post_norm=False)
+    if family in ("hunyuan_v1_dense", "hunyuan_v1_moe"):
+        # Tencent's remote-code switches: transformers' HunYuan always has qk-norm and RoPE and no
+        # cross-layer attention, so a config that turns them the other way is not this model.
+        _built_so(r, "HunYuan", use_qk_norm=True, use_rotary_pos_emb=True, use_cla=False)
+        r.ignore("cla_share_factor", "use_cla is false")
+        if r.get("norm_type", default="rms") not in ("rms", "hf_rms"):
+            raise InputError(r.path, "norm_type", f"{r.cfg['norm_type']!r} is not supported; HunYuan uses RMSNorm")
+        for key in ("add_classification_head", "class_num", "pool_type"):
+            r.ignore(key, "a classification head, not part of the causal LM")
+        for key in ("dense_list", "org_vocab_size", "im_start_id", "im_end_id", "im_newline_id", "mask_init_id",
+                    "pad_id", "text_start_id", "text_end_id"):
+            r.ignore(key, "token ids and remote-code bookkeeping")
+    if family in ("granite", "granitemoe", "granitemoeshared", *GRANITE_SWA):
+        _ignore_multipliers(r)
+    if family in GRANITE_SWA:
+        _granite_swa(r, att, spec["n_layers"])
+    if family == "smollm3":
+        # One flag per layer, 1 = RoPE; absent, every no_rope_layer_interval-th layer is NoPE (HF's rule).
+        interval = int(r.get("no_rope_layer_interval", default=4))
+        flags = r.get("no_rope_layers", default=None)
+        if flags is None:
+            flags = [int((i + 1) % interval != 0) for i in range(spec["n_layers"])]
+        else:
+            r.ignore("no_rope_layer_interval", "no_rope_layers lists the layers")
+        if len(flags) != spec["n_layers"]:
+            raise InputError(r.path, "no_rope_layers", f"lists {len(flags)} layers, num_hidden_layers is {spec['n_layers']}")
+        if any(flag not in (0, 1) for flag in flags):
+            raise InputError(r.path, "no_rope_layers", "entries must be 1 (RoPE) or 0 (NoPE)")
+        att["nope_layers"] = [i for i, flag in enumerate(flags) if not flag]
+    if family == "stablelm":
+        norm.update(kind="layernorm", bias=True)
+        att["bias"] = ["q", "k", "v"] if r.get("use_qkv_bias", default=False) else []
+        if r.get("qk_layernorm", default=False):
+            raise InputError(r.path, "qk_layernorm", "StableLM's per-head q/k LayerNorms are not supported")
+        if r.get("use_parallel_residual", default=False):
+            residual = {"kind": "parallel", "parallel_norms": 1}  # input_layernorm feeds both
+    if family in ("cohere", "cohere2"):
+        norm.update(kind="layernorm", bias=False)  # CohereLayerNorm has no bias
+        residual = {"kind": "parallel", "parallel_norms": 1}
+        if r.get("use_qk_norm", default=False):
+            att["qk_norm"] = "full"  # a LayerNorm weight of [heads, head_dim]: H·d and K·d values
+    if family == "cohere2":
+        _cohere2_remote_keys(r)
+    rotary = _rotary_fraction(r, ROTARY_DEFAULTS.get(family, 1.0))
+    if family == "minimax_m2":
+        rotary = _minimax_m2(r, att)
+    pos, limit = _position(r, rotary_fraction=rotary, scaled_limit_is_final=scaled_final)
+    if family == "gemma3":
+        pos["local_theta"] = _rope_base(r, "sliding_attention")
+    if family == "cohere" and r.has("model_max_length"):
+        limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
+    window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family in ("gemma2", "vaultgemma") else None,
+                     default_types=_granite_swa_types(spec["n_layers"]) if family in GRANITE_SWA else
+                     _afmoe_types(r, spec["n_layers"]) if family == "afmoe" else None)
+    att.update({k: v for k, v in window.items() if v is not None})
+    if family == "afmoe":  # AfmoeAttention rotates its sliding layers only, window or not
+        kinds = att.get("layer_types") or ["global"] * spec["n_layers"]
+        if "global" in kinds:
+            att["nope_layers"] = [i for i, k in enumerate(kinds) if k == "global"]
+    if family in ("exaone4", "exaone_moe") and window.get("sliding_window") or family == "cohere2":
+        att["global_rope"] = False  # RoPE on the sliding layers only (Exaone4Attention, Cohere2Attention)
+    moe = _moe(r, family, spec["n_layers"])
+    if moe:
+        ffn["moe"] = moe
+    if family in ("glm4_moe", "dots1", "solar_open"):
+        spec["mtp"] = _mtp(r)
+    return {**spec, "max_context": limit, "attention": att, "ffn": ffn, "norm": norm, "position": pos,
+            "residual": residual}
+
+
+GRANITE_SWA = ("granite_swa", "granitemoe_swa")
+
+
+def _granite_swa_types(n_layers: int) -> list[str]:
+    """GraniteSWAConfig's layer_types when the config has none: layer i is global iff i % 4 == 0."""
+    return ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(n_layers)]
+
+
+def _afmoe_types(r: ConfigReader, n_layers: int) -> list[str]:
+    """AfmoeConfig's layer_types when absent: every global_attn_every_n_layers-th layer global."""
+    every = int(r.get("global_attn_every_n_layers", default=4))
+    return ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n_layers)]
+
+
+def _granite_swa(r: ConfigReader, att: dict, n_layers: int) -> None:
+    """Granite SWA: a learned sink per head (GraniteSWAAttention.sinks, [num_attention_heads]) and
+    layer_rope_theta, one RoPE base per layer where 0 means the layer has no RoPE."""
+    att["sinks"] = True
+    thetas = r.get("layer_rope_theta", default=None)  # absent: every layer at rope_theta
+    if thetas is None:
+        return
+    if len(thetas) != n_layers:
+        raise InputError(r.path, r.prefix + "layer_rope_theta", f"lists {len(thetas)} layers, "
+                         f"num_hidden_layers is {n_layers}")
+    nope = [i for i, theta in enumerate(thetas) if theta == 0]
+    if nope:
+        att["nope_layers"] = nope
+    # The other bases change which frequencies rotate, not how many values: no count changes.
+
+
+def _cohere2_remote_keys(r: ConfigReader) -> None:
+    """The switches of Cohere's own code that command-r7b-12-2024's config.json still carries;
+    Cohere2Config does not read them, so each must describe what transformers' Cohere2 builds."""
+    # Cohere2DecoderLayer: attention and a gated (SwiGLU) MLP in parallel off one LayerNorm.
+    _built_so(r, "Cohere2", use_parallel_block=True, use_gated_activation=True)
+    if r.get("rotary_pct", default=1.0) != 1.0:  # Cohere2's RoPE turns every dim of the head
+        raise InputError(r.path, "rotary_pct", "must be 1.0: transformers' Cohere2 rotates whole heads")
+    # (i + 1) % sliding_window_pattern: three sliding layers, then the global one.
+    if r.get("order_of_interleaved_layers", default="local_attn_first") != "local_attn_first":
+        raise InputError(r.path, "order_of_interleaved_layers",
+                         "must be local_attn_first: transformers' Cohere2 puts the global layer last")
+    r.ignore("layer_switch", "the remote code's name for sliding_window_pattern, which is read")
+    r.ignore("position_embedding_type", "rope_gptj: the interleaved rotation Cohere2 applies; no parameter or count")
+    r.ignore("use_embedding_sharing", "tie_word_embeddings decides the tying transformers builds")
+    r.ignore("use_parallel_embedding", "a tensor-parallel layout of the same embedding")
+
+
+def _ministral3(r: ConfigReader) -> None:
+    """Ministral 3 / Devstral 2 (the text_config of mistral3): Mistral's layers, and a Llama-4-style
+    scaling of the queries by position (rope_parameters.llama_4_scaling_beta: an elementwise product,
+    no parameter).  Its attention ignores layer_types (transformers warns; every layer uses
+    sliding_window when one is set), so only an all-full list reads the same either way."""
+    types = r.cfg.get("layer_types")
+    if types is not None and (r.cfg.get("sliding_window") is not None or set(types) != {"full_attention"}):
+        raise InputError(r.path, r.prefix + "layer_types", "transformers' Ministral3 ignores layer_types (every "
+                         "layer uses sliding_window when it is set); per-layer windows are model_type ministral")
+
+
+def _minimax_m2(r: ConfigReader, att: dict) -> float:
+    """MiniMax-M2: full attention in every layer (attn_type_list all 1; 0 would be MiniMax-Text-01's
+    lightning attention), q_norm / k_norm over all heads (qk_norm_type per_layer), RoPE on
+    rotary_dim of each head; returns the rotary fraction."""
+    if any(t != 1 for t in r.get("attn_type_list", default=[])):
+        raise InputError(r.path, "attn_type_list", "a 0 is a lightning-attention layer, not supported; "
+                                                   "MiniMax-M2 lists 1 (full attention) for every layer")
+    if r.get("use_qk_norm", default=True):
+        if r.get("qk_norm_type", default="per_layer") != "per_layer":
+            raise InputError(r.path, "qk_norm_type", "per_layer (one norm over all heads) is what transformers builds")
+        att["qk_norm"] = "full"  # MiniMaxM2Attention: RMSNorms of H·d and K·d
+    for key, why in (("scoring_func", "the router's score function: no parameter changes"),
+                     ("use_routing_bias", "e_score_correction_bias is a buffer, not a parameter"),
+                     ("use_mtp", "MTP modules (num_mtp_modules) are not modelled: in no total, and --mtp adds none"),
+                     ("num_mtp_modules", "MTP modules are not modelled"),
+                     ("mtp_transformer_layers", "MTP modules are not modelled")):
+        r.ignore(key, why)
+    shared = r.cfg.get("shared_intermediate_size")
+    if not (shared is None or (type(shared) is int and shared == 0)):
+        raise InputError(r.path, "shared_intermediate_size", f"{shared!r}: transformers' MiniMax-M2 builds no shared "
+                                                             "expert; 0 expected")
+    r.ignore("shared_intermediate_size", "0: no shared expert")
+    head_dim = att.get("head_dim") or r.get("hidden_size") // att["n_heads"]
+    return r.get("rotary_dim", default=head_dim) / head_dim
+
+
+# Families whose attention_bias puts biases on q, k and v but not on o_proj.
+QKV_BIAS_ONLY = ("glm4", "glm4_moe", "seed_oss", "glm", "solar_open")
+# Families whose transformers attention is bias-free whatever attention_bias says (MinistralAttention
+# rebuilds q/k/v without one; Mistral's o_proj has none): a true value is not that model.
+NO_ATTENTION_BIAS = {"ministral": "Ministral", "ministral3": "Ministral3"}
+# Families whose MLP has no bias switch (GlmMLP is Phi-3's fused gate_up, bias-free).
+NO_MLP_BIAS = {"glm": "GLM", "ministral": "Ministral", "ministral3": "Ministral3", "solar_open": "Solar Open",
+               "nanochat": "NanoChat"}
+# Llama-shaped families whose MLP is up, activation, down (no gate).
+UNGATED = ("apertus", "arcee", "nanochat", "jais2")
+# hidden_act when a config leaves it out, where the config class's default is not silu.
+FAMILY_ACTIVATION = {"nanochat": "relu2", "jais2": "relu2"}
+# partial_rotary_factor when a config leaves it out (the config classes' defaults).
+ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5, "glm": 0.5,
+                   **{f: 0.25 for f in ("qwen3_next", "qwen3_5", "qwen3_5_moe")}}
+# Qwen3-Next and Qwen3.5: Gated DeltaNet layers between gated full-attention ones.
+QWEN_HYBRID = ("qwen3_next", "qwen3_5", "qwen3_5_moe")

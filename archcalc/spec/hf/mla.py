@@ -1,0 +1,95 @@
+"""Multi-head latent attention (MLA): DeepSeek-V2/V3/V3.2, MiniCPM3, GLM-4.7-Flash."""
+
+from __future__ import annotations
+
+from archcalc.errors import InputError
+from archcalc.spec.hf.common import _activation, _core, _position, _rotary_fraction
+from archcalc.spec.hf.moe import _deepseek_moe, _mtp
+from archcalc.spec.hf.reader import ConfigReader
+
+
+def _deepseek(r: ConfigReader) -> dict:
+    spec = _core(r, tie_default=False)
+    n_layers = spec["n_layers"]
+    pos, limit = _position(r)
+    r.ignore("num_key_value_heads", "MLA caches one latent per token; the KV head count is meaningless")
+    for key in ("attention_bias", "mlp_bias"):
+        if r.get(key, default=False):
+            raise InputError(r.path, key, "biases on MLA projections and MLPs are not supported")
+    # every MLA layer attends to the full context (DeepSeek-V3.2's through its indexer: indexed_attention)
+    kind = "indexed_attention" if r.cfg.get("model_type") == "deepseek_v32" else "full_attention"
+    if set(r.get("layer_types", default=None) or [kind]) != {kind}:
+        raise InputError(r.path, "layer_types", f"every layer of this MLA model is {kind}")
+    att = {"kind": "mla", "n_heads": r.get("num_attention_heads"), "q_lora_rank": r.get("q_lora_rank", default=None),
+           "kv_lora_rank": r.get("kv_lora_rank"), "qk_nope_head_dim": r.get("qk_nope_head_dim"),
+           "qk_rope_head_dim": r.get("qk_rope_head_dim"), "v_head_dim": r.get("v_head_dim")}
+    # What transformers 5 writes beside MLA's widths: head_dim (the rotary width), their sum, the pair order
+    _derived_qk_head_dim(r, att["qk_nope_head_dim"] + att["qk_rope_head_dim"])
+    r.ignore("head_dim", "MLA: qk_rope_head_dim and qk_nope_head_dim say the widths")
+    r.ignore("rope_interleave", "the order of the rotated pairs: the same math")
+    if r.cfg.get("model_type") == "deepseek_v32":  # DeepSeek Sparse Attention: the lightning indexer
+        att["indexer"] = {"n_heads": r.get("index_n_heads"), "head_dim": r.get("index_head_dim"),
+                          "topk": r.get("index_topk")}
+    layers = _glm4_moe_lite(r, n_layers) if r.cfg.get("model_type") == "glm4_moe_lite" else None
+    return {**spec, "max_context": limit, "attention": att, "position": pos, "mtp": _mtp(r),
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
+                    "moe": _deepseek_moe(r, n_layers, layers)}}
+
+
+def _minicpm3(r: ConfigReader) -> dict:
+    """MiniCPM3: DeepSeek-V2's MLA (q_a/q_b, kv_a_proj_with_mqa, kv_b) with a dense gated MLP in every
+    layer, tied by default, v_head_dim hidden_size / heads unless given; its µP scalings (scale_emb,
+    scale_depth, dim_model_base) multiply activations and change no count."""
+    spec = _core(r, tie_default=True)
+    pos, limit = _position(r)
+    n_heads = r.get("num_attention_heads")
+    for key in ("num_key_value_heads", "head_dim"):  # MiniCPM3Config writes head_dim = the rotary width
+        r.ignore(key, "MLA: the latent, the rope and nope widths say what is cached and computed")
+    for key in ("scale_emb", "scale_depth", "dim_model_base"):
+        r.ignore(key, "µP multipliers: no parameter, FLOP or cache byte changes")
+    if r.get("attention_bias", default=False):
+        raise InputError(r.path, r.prefix + "attention_bias", "biases on MLA projections are not supported")
+    # q_lora_rank: null is no q LoRA (one q_proj); absent is MiniCPM3Config's 768
+    q_rank = r.get("q_lora_rank", default=None if "q_lora_rank" in r.cfg else 768)
+    att = {"kind": "mla", "n_heads": n_heads, "q_lora_rank": q_rank,
+           "kv_lora_rank": r.get("kv_lora_rank", default=256), "qk_nope_head_dim": r.get("qk_nope_head_dim", default=64),
+           "qk_rope_head_dim": r.get("qk_rope_head_dim", default=32),
+           "v_head_dim": r.get("v_head_dim", default=spec["d_model"] // n_heads)}
+    _derived_qk_head_dim(r, att["qk_nope_head_dim"] + att["qk_rope_head_dim"])
+    ffn = {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size")}
+    if r.get("mlp_bias", default=False):
+        ffn["bias"] = True
+    return {**spec, "max_context": limit, "attention": att, "position": pos, "ffn": ffn}
+
+
+def _glm4_moe_lite(r: ConfigReader, n_layers: int) -> list[int]:
+    """GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3's MLA on GLM-4.5's MoE.  Its config class takes the MoE
+    layers from mlp_layer_types alone (absent: layer 0 dense, the rest sparse) and has no
+    first_k_dense_replace, so a first_k_dense_replace that says otherwise is not what transformers
+    builds.  Returns the MoE layers."""
+    types = r.get("mlp_layer_types", default=None)
+    if types is None:
+        types = ["dense"] + ["sparse"] * (n_layers - 1)
+    if len(types) != n_layers or set(types) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+    layers = [i for i, t in enumerate(types) if t == "sparse"]
+    first, freq = r.cfg.get("first_k_dense_replace"), r.cfg.get("moe_layer_freq")
+    if first is not None or freq is not None:
+        first, freq = r.get("first_k_dense_replace", default=0), r.get("moe_layer_freq", default=1)
+        if layers != [i for i in range(n_layers) if i >= first and i % freq == 0]:
+            raise InputError(r.path, r.prefix + "first_k_dense_replace", "disagrees with mlp_layer_types (absent: "
+                             "layer 0 dense), from which transformers' GLM-4.7-Flash takes its dense layers")
+    if _rotary_fraction(r, 1.0) != 1.0:
+        raise InputError(r.path, r.prefix + "partial_rotary_factor", "only 1.0 is supported with MLA (the rotary "
+                                                                     "part is qk_rope_head_dim)")
+    r.ignore("rope_interleave", "the order of the rotated pairs: the same math")
+    _derived_qk_head_dim(r, r.cfg.get("qk_nope_head_dim", 0) + r.cfg.get("qk_rope_head_dim", 0))
+    return layers
+
+
+def _derived_qk_head_dim(r: ConfigReader, width: int) -> None:
+    """qk_head_dim, which transformers writes for MLA configs: it must be qk_nope_head_dim + qk_rope_head_dim."""
+    head = r.cfg.get("qk_head_dim")
+    if head is not None and head != width:
+        raise InputError(r.path, r.prefix + "qk_head_dim", f"{head!r} is not qk_nope_head_dim + qk_rope_head_dim")
+    r.ignore("qk_head_dim", "derived: qk_nope_head_dim + qk_rope_head_dim")

@@ -1,0 +1,254 @@
+"""Mixture-of-experts blocks as each family writes them, and the families whose reader is mostly
+about their experts (Cohere2-MoE, Llama 4, gpt-oss)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archcalc.errors import InputError
+from archcalc.spec.hf.common import _activation, _built_so, _core, _heads, _position, _window, _with_layers
+from archcalc.spec.hf.keys import checked
+from archcalc.spec.hf.reader import ConfigReader, NO_COST_REASON, _MISSING
+
+
+def _cohere2_moe(r: ConfigReader) -> dict:
+    """Cohere2-MoE: Cohere 2's parallel block (one norm: RMSNorm when rms_norm_eps is set, else Cohere's
+    bias-free LayerNorm), windows on layer_types' sliding layers; mlp_layer_types' dense prefix of
+    prefix_dense_intermediate_size, then Mixtral-style experts of intermediate_size with optional shared
+    experts.  RoPE on the sliding layers, and on every dense layer when prefix_dense_sliding_window_pattern
+    is 1 (Cohere2MoeAttention.force_rope)."""
+    spec = _core(r, tie_default=True)
+    L = spec["n_layers"]
+    att = _heads(r)
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    first_dense = r.get("first_k_dense_replace", default=0)
+    prefix_pattern = r.get("prefix_dense_sliding_window_pattern", default=1)
+    pattern = r.get("sliding_window_pattern", default=4)
+    types = r.get("layer_types", default=None)
+    if types is None:  # Cohere2MoeConfig's rule: the prefix has its own pattern, the rest theirs from 0
+        types = [("sliding_attention" if (i + 1) % prefix_pattern else "full_attention") for i in range(first_dense)] + \
+                [("sliding_attention" if (i + 1) % pattern else "full_attention") for i in range(L - first_dense)]
+    else:
+        r.ignore("sliding_window_pattern", "layer_types lists the layers")
+    mlp_types = r.get("mlp_layer_types", default=None) or ["dense" if i < first_dense else "sparse" for i in range(L)]
+    if len(types) != L or set(types) - {"sliding_attention", "full_attention"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{L} entries of sliding_attention or full_attention expected")
+    if len(mlp_types) != L or set(mlp_types) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{L} entries of dense or sparse expected")
+    window = r.get("sliding_window", default=4096)
+    if window is not None and "sliding_attention" in types:
+        att |= {"sliding_window": window, "layer_types": ["local" if t == "sliding_attention" else "global" for t in types]}
+    rotated = [t == "sliding_attention" and window is not None or (m == "dense" and prefix_pattern == 1)
+               for t, m in zip(types, mlp_types)]
+    if not all(rotated):
+        att["nope_layers"] = [i for i, rot in enumerate(rotated) if not rot]
+    d_expert = r.get("intermediate_size")
+    moe = {"n_experts": r.get("num_experts", default=8), "top_k": r.get("num_experts_per_tok", default=2),
+           "d_expert": d_expert, "d_shared": r.get("num_shared_experts", default=0) * d_expert}
+    for key, reason in (("shared_expert_combination_strategy", "sum or average of the shared and routed outputs: "
+                         "one elementwise op, not counted"), ("expert_selection_fn", "the router's score function: "
+                         "the same experts run"), ("logit_scale", NO_COST_REASON)):
+        r.ignore(key, reason)
+    dense_ff = r.get("prefix_dense_intermediate_size", default=None) if "dense" in mlp_types else None
+    if "dense" not in mlp_types:
+        r.ignore("prefix_dense_intermediate_size", "no dense layer")
+    rms = r.cfg.get("rms_norm_eps") is not None
+    pos, limit = _position(r)
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": dense_ff or d_expert,
+                    "moe": _with_layers(moe, [i for i, m in enumerate(mlp_types) if m == "sparse"], L)},
+            "norm": {"kind": "rmsnorm"} if rms else {"kind": "layernorm", "bias": False},
+            "residual": {"kind": "parallel", "parallel_norms": 1}}
+
+
+def _uniform(r: ConfigReader, key: str, default: Any = _MISSING) -> Any:
+    """An integer, or one per layer all equal (HunYuan-A13B's num_experts, moe_topk, ...)."""
+    raw = r.cfg.get(key)
+    if not isinstance(raw, list):
+        return r.get(key) if default is _MISSING else r.get(key, default=default)
+    for i, item in enumerate(raw):
+        checked(r.path, f"{r.prefix}{key}[{i}]", key, item)
+    if len(set(raw)) != 1:
+        raise InputError(r.path, r.prefix + key, "differs between layers; archcalc's MoE has one value for "
+                                                 "every MoE layer")
+    r.report.used[r.prefix + key] = raw
+    return raw[0]
+
+
+def _hunyuan_moe(r: ConfigReader) -> dict:
+    """HunYuan-A13B (hunyuan_v1_moe): in every layer, routed experts and one shared MLP beside them,
+    all intermediate_size wide (HunYuanMoEV1Moe), a bias-free softmax router; Tencent's per-layer
+    lists must be uniform, and its remote-code widths must be the ones transformers builds."""
+    d = r.get("intermediate_size")
+    for key, needed in (("moe_intermediate_size", d), ("num_shared_expert", 1)):
+        if r.cfg.get(key) is not None and _uniform(r, key) != needed:
+            raise InputError(r.path, r.prefix + key, f"must be {needed}: transformers' HunYuan MoE builds its "
+                             "experts and one shared MLP, all intermediate_size wide")
+    _built_so(r, "HunYuan MoE", use_mixed_mlp_moe=True)
+    if r.get("moe_layer_num_skipped", default=0) != 0:
+        raise InputError(r.path, r.prefix + "moe_layer_num_skipped", "must be 0: transformers' HunYuan MoE is MoE "
+                                                                     "in every layer")
+    for key in ("capacity_factor", "moe_drop_tokens", "moe_random_routing_dropped_token", "group_limited_greedy"):
+        r.ignore(key, "routing details: the same experts run per token")
+    return {"n_experts": _uniform(r, "num_experts", 1), "top_k": _uniform(r, "moe_topk", 1), "d_expert": d,
+            "d_shared": d}
+
+
+def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
+    if family in ("mixtral", "minimax_m2"):  # num_local_experts experts of intermediate_size
+        return {"n_experts": r.get("num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+                "d_expert": r.get("intermediate_size")}
+    if family == "hunyuan_v1_moe":
+        return _hunyuan_moe(r)
+    if family == "solar_open":  # Glm4MoeMoE in every layer: routed experts and the shared ones
+        for key in ("first_k_dense_replace", "moe_layer_freq"):
+            if r.cfg.get(key) not in (None, 0 if key == "first_k_dense_replace" else 1):
+                raise InputError(r.path, key, f"{r.cfg[key]!r}: transformers' Solar Open is MoE in every layer")
+            r.ignore(key, "MoE in every layer, as transformers builds Solar Open")
+        d_expert = r.get("moe_intermediate_size")
+        return {"n_experts": r.get("n_routed_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+                "d_expert": d_expert, "d_shared": r.get("n_shared_experts", default=1) * d_expert}
+    if family in ("olmoe", "phimoe", "granitemoe", "granitemoeshared", "granitemoe_swa", "flex_olmo"):  # every layer, no shared expert but
+        moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+               "d_expert": r.get("intermediate_size")}
+        if family in ("granitemoeshared", "granitemoe_swa"):  # Granite's gated shared MLP of shared_intermediate_size
+            moe["d_shared"] = r.get("shared_intermediate_size", default=0)
+        return moe
+    if family in ("dots1", "glm4_moe"):
+        return _deepseek_moe(r, n_layers)
+    if family == "afmoe":  # after num_dense_layers dense ones; expert_bias is an nn.Parameter: the router's bias
+        d_expert = r.get("moe_intermediate_size")
+        moe = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
+               "d_shared": r.get("num_shared_experts", default=2) * d_expert, "router_bias": True}
+        first = r.get("num_dense_layers", default=1)
+        return _with_layers(moe, list(range(first, n_layers)), n_layers)
+    if family in ("exaone_moe", "hy_v3"):  # DeepSeek-V3-style MoE (a sigmoid router, its bias a buffer) on "sparse" layers
+        n_dense = r.get("first_k_dense_replace", default=1)
+        types = r.get("mlp_layer_types", default=None)
+        if types is None:
+            types = ["dense" if i < n_dense else "sparse" for i in range(n_layers)]  # ExaoneMoeConfig's, HYV3Config's rule
+        else:
+            r.ignore("first_k_dense_replace", "mlp_layer_types lists the layers")
+        if len(types) != n_layers or set(types) - {"dense", "sparse"}:
+            raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+        d_expert = r.get("moe_intermediate_size")
+        moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+               "d_expert": d_expert, "d_shared": r.get("num_shared_experts", default=1) * d_expert}
+        for key in ("router_scaling_factor", "enable_moe_fp32_combine"):
+            r.ignore(key, "the routed output's scale and the dtype it is summed in: the same experts run")
+        return _with_layers(moe, [i for i, t in enumerate(types) if t == "sparse"], n_layers)
+    if family == "ernie4_5_moe":
+        # MoE on layer i when (i + 1) % interval == 0 and start <= i <= end (end -1: the last layer);
+        # e_score_correction_bias is an nn.Parameter here ([1, E]): counted as the router's bias.
+        start, end = r.get("moe_layer_start_index", default=1), r.get("moe_layer_end_index", default=-1)
+        interval = r.get("moe_layer_interval", default=1)
+        end = n_layers - 1 if end == -1 else end
+        d_expert = r.get("moe_intermediate_size")
+        moe = {"n_experts": r.get("moe_num_experts"), "top_k": r.get("moe_k"), "d_expert": d_expert,
+               "d_shared": r.get("moe_num_shared_experts", default=0) * d_expert, "router_bias": True}
+        r.ignore("moe_norm_min", "an epsilon")
+        return _with_layers(moe, [i for i in range(n_layers) if (i + 1) % interval == 0 and start <= i <= end],
+                            n_layers)
+    if family not in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe"):
+        return None
+    # transformers 5 saves Qwen3-MoE's num_experts as num_local_experts (Qwen3MoeConfig.attribute_map)
+    moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+           "d_expert": r.get("moe_intermediate_size")}
+    if family in ("qwen2_moe", "qwen3_next", "qwen3_5_moe"):  # a shared expert behind a sigmoid gate
+        moe.update(d_shared=r.get("shared_expert_intermediate_size"), shared_gate=True)
+    step = int(r.get("decoder_sparse_step", default=1))
+    dense = set(r.get("mlp_only_layers", default=[]))
+    return _with_layers(moe, [i for i in range(n_layers) if i not in dense and (i + 1) % step == 0], n_layers)
+
+
+def _llama4(r: ConfigReader) -> dict:
+    """Llama 4 (text): chunked local attention with RoPE on 3 of 4 layers, the 4th global and NoPE;
+    a weightless L2 qk-norm on the RoPE layers; MoE of top-1 routed experts plus one shared expert
+    (both intermediate_size wide) on every layer (Scout) or every other one (Maverick), whose dense
+    layers are intermediate_size_mlp wide."""
+    spec = _core(r, tie_default=False)
+    L = spec["n_layers"]
+    att = _heads(r)
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    # One flag per layer, 1 = RoPE.  An absent or EMPTY list means the default (Llama4TextConfig
+    # tests truthiness): every no_rope_layer_interval-th layer is NoPE.
+    flags = r.get("no_rope_layers", default=None)
+    interval = int(r.get("no_rope_layer_interval", default=4))
+    if not flags:
+        flags = [int((i + 1) % interval != 0) for i in range(L)]
+    elif len(flags) != L:
+        raise InputError(r.path, "no_rope_layers", f"lists {len(flags)} layers, num_hidden_layers is {L}")
+    chunk = r.get("attention_chunk_size", default=None)
+    types = r.get("layer_types", default=None)
+    if types is None:  # the config class's rule: RoPE layers are chunked when there is a chunk size
+        types = ["chunked_attention" if flag and chunk is not None else "full_attention" for flag in flags]
+    kinds = {"chunked_attention": "chunked", "full_attention": "global"}
+    if set(types) - set(kinds) or len(types) != L:
+        raise InputError(r.path, "layer_types", f"{L} entries of chunked_attention or full_attention expected")
+    att["layer_types"] = [kinds[t] for t in types]
+    if "chunked" in att["layer_types"]:
+        att["chunk_size"] = chunk
+    att["nope_layers"] = [i for i, flag in enumerate(flags) if not flag]
+    if r.get("use_qk_norm", default=True):
+        att["qk_norm"] = "l2"  # Llama4TextL2Norm: no weight, on the RoPE layers only
+    for key in ("attn_temperature_tuning", "floor_scale", "attn_scale"):
+        r.ignore(key, "scales the NoPE layers' queries by position: no parameter, and not a matmul")
+    r.ignore("for_llm_compressor", "a conversion switch")
+    pos, limit = _position(r)
+    moe = {"n_experts": r.get("num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+           "d_expert": r.get("intermediate_size"), "d_shared": r.get("intermediate_size")}
+    step = int(r.get("interleave_moe_layer_step", default=1))
+    layers = r.get("moe_layers", default=None)
+    if layers is None:
+        layers = list(range(step - 1, L, step))
+    else:
+        r.ignore("interleave_moe_layer_step", "moe_layers lists the MoE layers")
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size_mlp", default=16384),
+                    "moe": _with_layers(moe, sorted(set(layers)), L)}}
+
+
+def _mtp(r: ConfigReader) -> dict | None:
+    """num_nextn_predict_layers (DeepSeek-V3, GLM-4.5): MTP modules with their own embedding and
+    head copies, in the checkpoint only (spec.mtp: reported apart, in no total)."""
+    n = r.get("num_nextn_predict_layers", "num_mtp_layers", default=0)  # the configs' attribute_map alias
+    return {"layers": n, "copies": True} if n else None
+
+
+def _deepseek_moe(r: ConfigReader, n_layers: int, layers: list[int] | None = None) -> dict:
+    """DeepSeek's MoE keys (also dots1, GLM-4.5, GLM-4.7-Flash): routed experts after first_k_dense_replace
+    dense layers (or on `layers`), shared experts as one MLP, a sigmoid router whose e_score_correction_bias
+    is a buffer (stored in the checkpoint, not a parameter: not counted; README, Conventions)."""
+    d_expert = r.get("moe_intermediate_size")
+    if layers is None:
+        first_dense, freq = r.get("first_k_dense_replace", default=0), r.get("moe_layer_freq", default=1)
+        layers = [i for i in range(n_layers) if i >= first_dense and i % freq == 0]
+        listed = r.get("mlp_layer_types", default=None)  # transformers 5 writes the list these keys imply
+        if listed is not None and [i for i, t in enumerate(listed) if t == "sparse"] != layers:
+            raise InputError(r.path, r.prefix + "mlp_layer_types", "disagrees with first_k_dense_replace and "
+                             "moe_layer_freq")
+    # The aliases are the config classes' attribute_map (DeepseekV3Config, Glm4MoeConfig: num_local_experts;
+    # Sarvam's original files: num_experts, num_shared_experts)
+    moe = {"n_experts": r.get("n_routed_experts", "num_local_experts", "num_experts"),
+           "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
+           # The shared experts run as one MLP of n_shared × the expert width.
+           "d_shared": r.get("n_shared_experts", "num_shared_experts", default=0) * d_expert}
+    return _with_layers(moe, layers, n_layers)
+
+
+def _gpt_oss(r: ConfigReader) -> dict:
+    spec = _core(r, tie_default=False)
+    pos, limit = _position(r)
+    att = _heads(r)
+    att["sinks"] = True  # one learned sink logit per head per layer
+    if r.get("attention_bias", default=True):
+        att["bias"] = ["q", "k", "v", "o"]
+    att.update({k: v for k, v in _window(r, spec["n_layers"]).items() if v is not None})
+    r.ignore("experts_per_token", "same as num_experts_per_tok")
+    moe = {"n_experts": r.get("num_local_experts"), "top_k": r.get("num_experts_per_tok", "experts_per_token"),
+           "d_expert": r.get("intermediate_size"), "router_bias": True}
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            # Experts carry biases; the clamped SwiGLU (swiglu_limit) costs the same as SwiGLU.
+            "ffn": {"activation": _activation(r, True, "silu"), "bias": True, "moe": moe}}
