@@ -30,3 +30,19 @@ def test_readme_fit_example(args, quoted):
     printed = " ".join(result.stdout.split())
     for figure in quoted:
         assert figure in printed and figure in README, figure
+
+
+def test_the_readme_lists_every_model_type_read():
+    """README → Hugging Face import names every `model_type` the reader takes (the issue's "the README
+    lists every supported model_type"): a family added without its line fails here.  A multimodal
+    checkpoint's `*_text` type counts as listed under its outer name."""
+    import re
+
+    from archcalc.spec.hf import FAMILIES
+
+    section = README.split("## Hugging Face import", 1)[1].split(" ## ", 1)[0]
+    listed = section.split("`model_type` values read:", 1)[1]
+    missing = [f for f in FAMILIES
+               if not any(re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", listed)
+                          for name in (f, f.removesuffix("_text")))]
+    assert not missing, f"README does not list: {missing}"

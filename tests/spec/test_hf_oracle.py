@@ -31,6 +31,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformers import AutoConfig, AutoModelForCausalLM, StaticCache
 
 from archcalc.cost.totals import SizeResult, size
+from archcalc.errors import InputError
 from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.workload import Workload
 from archcalc.spec.catalog import load_model
@@ -840,6 +841,9 @@ NO_FIXTURE = {
     "cohere2_moe prefixed": {"head_dim": 16, "sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2,
                              "num_shared_experts": 2, "rms_norm_eps": 1e-5, "first_k_dense_replace": 2,
                              "prefix_dense_intermediate_size": 80, "num_hidden_layers": 6},
+    # CWM (Meta's Code World Model; facebook/cwm is gated, no config.json of it found): Llama with
+    # every fourth layer global and the rest in an 8,192-token window, bias-free attention
+    "cwm": {"head_dim": 16, "sliding_window": 4},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
@@ -971,6 +975,28 @@ def test_fairseq_decoders_at_full_size(model_type, published_m):
     assert ours_.params.total == sum(p.numel() for p in model.parameters())
     assert published_m is None or round(ours_.params.total / 1e6) == published_m
     assert not report.warnings
+
+
+def test_cwm_defaults_are_cwm_32b():
+    """CwmConfig's defaults are CWM's (facebook/cwm: "a 32-billion-parameter open-weights LLM", its
+    report says; the count cut, as the report states it): our count of them is the model transformers
+    builds; its layer_types, when a config leaves them out, are the class's (every fourth layer global,
+    the rest in the 8,192-token window, as CwmModel masks them); and attention biases are refused, since
+    CwmAttention has none whatever the config says."""
+    config = AutoConfig.for_model("cwm")
+    raw = json.loads(config.to_json_string())
+    data, report = spec_dict_from_config(raw, "config.json")
+    assert not report.warnings
+    spec = ModelSpec.model_validate({"name": "cwm", **data})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
+    total = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total
+    assert total == sum(p.numel() for p in model.parameters()) == 32_581_097_472 and total // 10**9 == 32
+    assert spec.layer_attention == tuple("global" if t == "full_attention" else "local" for t in config.layer_types)
+    assert spec.attention.sliding_window == config.sliding_window == 8192 and spec.max_context == 131072
+    assert spec_dict_from_config({k: v for k, v in raw.items() if k != "layer_types"}, "config.json")[0] == data
+    with pytest.raises(InputError, match="attention_bias: must be false"):
+        spec_dict_from_config({**raw, "attention_bias": True}, "config.json")
 
 
 def test_gpt_sw3_is_gpt2():

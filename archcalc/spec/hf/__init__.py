@@ -47,6 +47,11 @@ FAMILY_DEFAULTS = {
     "afmoe": {"head_dim": 128, "sliding_window": 1024},
     # Cohere2MoeConfig's head_dim is 128 whatever the width
     "cohere2_moe": {"head_dim": 128},
+    # CwmConfig (facebook/cwm, CWM 32B): head_dim 128, an 8,192-token window, 131,072 positions from
+    # llama3-scaled RoPE at base 10^6 over 8,192 (its layer_types default: _every_fourth_global)
+    "cwm": {"head_dim": 128, "sliding_window": 8192, "max_position_embeddings": 131072, "rope_theta": 1_000_000.0,
+            "rope_parameters": {"rope_type": "llama3", "rope_theta": 1_000_000.0, "factor": 16.0, "low_freq_factor": 1.0,
+                                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}},
 }
 
 
@@ -57,7 +62,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "ernie4_5", "ernie4_5_moe", "cohere2", "seed_oss", "glm4", "glm4_moe", "dots1", "hunyuan_v1_dense", "olmo",
         "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "exaone", "apertus", "helium", "arcee", "minimax_m2",
         "ministral", "ministral3", "vaultgemma", "glm", "internlm3", "solar_open", "nanochat", "jais2", "flex_olmo",
-        "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe", "afmoe", "hy_v3")},
+        "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe", "afmoe", "hy_v3", "cwm")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),

@@ -15,7 +15,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     """The Llama-shaped families (q/k/v/o, a gated MLP, pre-norm unless said): llama, mistral, mixtral,
     qwen2/3 (+ MoE, Qwen3-Next), gemma 1/2/3, olmo 1/2/3, olmoe, phi3, phimoe, cohere 1/2, granite (+ MoE, + SWA),
     smollm3, stablelm, exaone4, ernie4_5 (+ MoE), seed_oss, glm4 (+ MoE), dots1, hunyuan (+ MoE), apertus,
-    ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo; each
+    ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo, cwm; each
     family's differences are the branches below."""
     gemma = family.startswith("gemma") or family == "vaultgemma"
     # Cohere2Config ties by default too (command-r7b-12-2024 leaves tie_word_embeddings out).
@@ -185,7 +185,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     if family == "cohere" and r.has("model_max_length"):
         limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
     window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family in ("gemma2", "vaultgemma") else None,
-                     default_types=_granite_swa_types(spec["n_layers"]) if family in GRANITE_SWA else
+                     default_types=_every_fourth_global(spec["n_layers"]) if family in EVERY_FOURTH_GLOBAL else
                      _afmoe_types(r, spec["n_layers"]) if family == "afmoe" else None)
     att.update({k: v for k, v in window.items() if v is not None})
     if family == "afmoe":  # AfmoeAttention rotates its sliding layers only, window or not
@@ -204,10 +204,12 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
 
 
 GRANITE_SWA = ("granite_swa", "granitemoe_swa")
+EVERY_FOURTH_GLOBAL = (*GRANITE_SWA, "cwm")
 
 
-def _granite_swa_types(n_layers: int) -> list[str]:
-    """GraniteSWAConfig's layer_types when the config has none: layer i is global iff i % 4 == 0."""
+def _every_fourth_global(n_layers: int) -> list[str]:
+    """GraniteSWAConfig's and CwmConfig's layer_types when the config has none: layer i is global iff
+    i % 4 == 0."""
     return ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(n_layers)]
 
 
@@ -290,8 +292,9 @@ def _minimax_m2(r: ConfigReader, att: dict) -> float:
 # Families whose attention_bias puts biases on q, k and v but not on o_proj.
 QKV_BIAS_ONLY = ("glm4", "glm4_moe", "seed_oss", "glm", "solar_open")
 # Families whose transformers attention is bias-free whatever attention_bias says (MinistralAttention
-# rebuilds q/k/v without one; Mistral's o_proj has none): a true value is not that model.
-NO_ATTENTION_BIAS = {"ministral": "Ministral", "ministral3": "Ministral3"}
+# rebuilds q/k/v without one; Mistral's o_proj has none; CwmAttention likewise over Qwen2's bias-free
+# o_proj): a true value is not that model.
+NO_ATTENTION_BIAS = {"ministral": "Ministral", "ministral3": "Ministral3", "cwm": "CWM"}
 # Families whose MLP has no bias switch (GlmMLP is Phi-3's fused gate_up, bias-free).
 NO_MLP_BIAS = {"glm": "GLM", "ministral": "Ministral", "ministral3": "Ministral3", "solar_open": "Solar Open",
                "nanochat": "NanoChat"}
