@@ -844,6 +844,10 @@ NO_FIXTURE = {
     # CWM (Meta's Code World Model; facebook/cwm is gated, no config.json of it found): Llama with
     # every fourth layer global and the rest in an 8,192-token window, bias-free attention
     "cwm": {"head_dim": 16, "sliding_window": 4},
+    # HyperCLOVA X SEED (naver-hyperclovax; no config.json of it found): Granite with Peri-LN, an RMSNorm
+    # after each sublayer too, and without (use_post_norm false: Granite's layers)
+    "hyperclovax": {"head_dim": 16},
+    "hyperclovax pre-only": {"head_dim": 16, "use_post_norm": False},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},

@@ -72,6 +72,7 @@ KEYS: dict[str, Kind] = {
     "chunk_size": TOKENS,
     "block_size": TOKENS,  # MiniMax's lightning-attention blocks
     "postnorm": BOOL,  # MiniMax's remote code: the residual taken after each norm
+    "use_post_norm": BOOL,  # HyperCLOVA X: Peri-LN, a norm after each sublayer too
     "hybrid_override_pattern": STR,
     **dict.fromkeys(("attn_layer_period", "expert_layer_period"), STEP),
     **dict.fromkeys(("attn_layer_offset", "expert_layer_offset"), LAYER_COUNT),

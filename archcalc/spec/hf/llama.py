@@ -15,7 +15,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     """The Llama-shaped families (q/k/v/o, a gated MLP, pre-norm unless said): llama, mistral, mixtral,
     qwen2/3 (+ MoE, Qwen3-Next), gemma 1/2/3, olmo 1/2/3, olmoe, phi3, phimoe, cohere 1/2, granite (+ MoE, + SWA),
     smollm3, stablelm, exaone4, ernie4_5 (+ MoE), seed_oss, glm4 (+ MoE), dots1, hunyuan (+ MoE), apertus,
-    ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo, cwm; each
+    ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo, cwm,
+    hyperclovax (Granite with Peri-LN); each
     family's differences are the branches below."""
     gemma = family.startswith("gemma") or family == "vaultgemma"
     # Cohere2Config ties by default too (command-r7b-12-2024 leaves tie_word_embeddings out).
@@ -145,8 +146,10 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         for key in ("dense_list", "org_vocab_size", "im_start_id", "im_end_id", "im_newline_id", "mask_init_id",
                     "pad_id", "text_start_id", "text_end_id"):
             r.ignore(key, "token ids and remote-code bookkeeping")
-    if family in ("granite", "granitemoe", "granitemoeshared", *GRANITE_SWA):
+    if family in ("granite", "granitemoe", "granitemoeshared", "hyperclovax", *GRANITE_SWA):
         _ignore_multipliers(r)
+    if family == "hyperclovax" and r.get("use_post_norm", default=True):
+        norm["placement"] = "both"  # Peri-LN: an RMSNorm after each sublayer too (post_norm1, post_norm2)
     if family in GRANITE_SWA:
         _granite_swa(r, att, spec["n_layers"])
     if family == "smollm3":
