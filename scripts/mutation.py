@@ -167,7 +167,12 @@ def recheck(single: dict[str, str], listed: dict[str, str], patterns: list[str] 
         copy = MUTANTS / source.relative_to(ROOT)
         if not copy.with_name(copy.name + ".meta").exists() and (not copy.exists() or
                                                                    copy.read_bytes() != source.read_bytes()):
+            copy.parent.mkdir(parents=True, exist_ok=True)  # a package added since mutmut's copy
             shutil.copy2(source, copy)
+    for copy in (MUTANTS / "archcalc").rglob("*.py"):  # a module removed or moved since: gone there too
+        if not (ROOT / copy.relative_to(MUTANTS)).exists():
+            copy.unlink()
+            copy.with_name(copy.name + ".meta").unlink(missing_ok=True)
     todo: list[tuple[str, Path, dict]] = []
     for meta in sorted(MUTANTS.rglob("*.meta")):
         source = ROOT / meta.relative_to(MUTANTS).with_suffix("")

@@ -800,6 +800,10 @@ NO_FIXTURE = {
                  "qk_rope_head_dim": 8},
     "minicpm3 plain-q": {"num_key_value_heads": 4, "q_lora_rank": None, "kv_lora_rank": 16, "qk_nope_head_dim": 8,
                          "qk_rope_head_dim": 8, "v_head_dim": 24, "mlp_bias": True, "tie_word_embeddings": False},
+    # Youtu-LLM (tencent/Youtu-LLM-2B; no config.json of it found): DeepSeek-V3's MLA over a dense,
+    # bias-free Qwen3 MLP in every layer, tied
+    "youtu": {"num_key_value_heads": 4, "q_lora_rank": 24, "kv_lora_rank": 16, "qk_nope_head_dim": 8,
+              "qk_rope_head_dim": 8, "v_head_dim": 16},
     # EXAONE MoE (K-EXAONE; no public config.json of it found): EXAONE 4's qk-normed attention, RoPE on
     # its sliding layers only, pre-norm blocks, DeepSeek-V3's MoE with a shared expert after one dense layer
     "exaone_moe": {"head_dim": 16, "sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2,
@@ -963,6 +967,28 @@ def test_minicpm3_defaults_are_minicpm3_4b():
         model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
     assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == \
         sum(p.numel() for p in model.parameters()) == 4_073_875_968
+
+
+def test_youtu_defaults_are_youtu_llm_2b():
+    """YoutuConfig's defaults ("a Youtu-LLM-2B style configuration", transformers says): DeepseekV3Config's
+    MLA widths (q_lora_rank 1536, kv_lora_rank 512, nope 128, rope 64, v 128), width 2048, 32 layers, a
+    6,144-wide MLP, tied; a config.json without the MLA widths is read with them and counts what
+    YoutuForCausalLM built from the class's defaults holds (1,961,560,064: the "2B" of its name).  Its MLP
+    is Qwen3's, bias-free whatever mlp_bias says."""
+    from transformers import YoutuConfig
+
+    config = YoutuConfig()
+    raw = {k: v for k, v in json.loads(config.to_json_string()).items()
+           if k not in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")}
+    data, report = spec_dict_from_config(raw, "config.json")
+    assert not report.warnings
+    spec = ModelSpec.model_validate({"name": "youtu-llm-2b", **data})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
+    total = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total
+    assert total == sum(p.numel() for p in model.parameters()) == 1_961_560_064 and round(total / 1e9) == 2
+    with pytest.raises(InputError, match="mlp_bias: must be false"):
+        spec_dict_from_config({**raw, "mlp_bias": True}, "config.json")
 
 
 @pytest.mark.parametrize("model_type, published_m", [("biogpt", 347), ("xglm", 564), ("ctrl", None)])

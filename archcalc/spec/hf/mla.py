@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from archcalc.errors import InputError
-from archcalc.spec.hf.common import _activation, _core, _position, _rotary_fraction
+from archcalc.spec.hf.common import _activation, _built_so, _core, _position, _rotary_fraction
 from archcalc.spec.hf.moe import _deepseek_moe, _mtp
 from archcalc.spec.hf.reader import ConfigReader
 
@@ -36,28 +36,43 @@ def _deepseek(r: ConfigReader) -> dict:
                     "moe": _deepseek_moe(r, n_layers, layers)}}
 
 
-def _minicpm3(r: ConfigReader) -> dict:
-    """MiniCPM3: DeepSeek-V2's MLA (q_a/q_b, kv_a_proj_with_mqa, kv_b) with a dense gated MLP in every
-    layer, tied by default, v_head_dim hidden_size / heads unless given; its µP scalings (scale_emb,
-    scale_depth, dim_model_base) multiply activations and change no count."""
+# The MLA widths a config class fills in when a config.json leaves them out: MiniCPM3Config's (openbmb's
+# MiniCPM3-4B; v_head_dim None = hidden_size / heads) and YoutuConfig's, DeepseekV3Config's (Youtu-LLM-2B).
+MLA_DENSE_DEFAULTS = {
+    "minicpm3": {"q_lora_rank": 768, "kv_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
+                 "v_head_dim": None},
+    "youtu": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+              "v_head_dim": 128},
+}
+
+
+def _mla_dense(r: ConfigReader) -> dict:
+    """MLA (q_a/q_b, kv_a_proj_with_mqa, kv_b) with a dense gated MLP in every layer, tied by default:
+    MiniCPM3 (its µP scalings, scale_emb, scale_depth and dim_model_base, multiply activations and change
+    no count) and Youtu-LLM (DeepSeek-V3's attention over Qwen3's bias-free MLP)."""
+    family = r.cfg.get("model_type")
+    defaults = MLA_DENSE_DEFAULTS[family]
     spec = _core(r, tie_default=True)
     pos, limit = _position(r)
     n_heads = r.get("num_attention_heads")
-    for key in ("num_key_value_heads", "head_dim"):  # MiniCPM3Config writes head_dim = the rotary width
+    for key in ("num_key_value_heads", "head_dim"):  # both config classes write head_dim = the rotary width
         r.ignore(key, "MLA: the latent, the rope and nope widths say what is cached and computed")
     for key in ("scale_emb", "scale_depth", "dim_model_base"):
         r.ignore(key, "µP multipliers: no parameter, FLOP or cache byte changes")
+    r.ignore("rope_interleave", "the order of the rotated pairs: the same math")
+    r.ignore("embedding_initializer_range", "initialisation only")
     if r.get("attention_bias", default=False):
         raise InputError(r.path, r.prefix + "attention_bias", "biases on MLA projections are not supported")
-    # q_lora_rank: null is no q LoRA (one q_proj); absent is MiniCPM3Config's 768
-    q_rank = r.get("q_lora_rank", default=None if "q_lora_rank" in r.cfg else 768)
+    # q_lora_rank: null is no q LoRA (one q_proj); absent is the config class's
+    q_rank = r.get("q_lora_rank", default=None if "q_lora_rank" in r.cfg else defaults["q_lora_rank"])
     att = {"kind": "mla", "n_heads": n_heads, "q_lora_rank": q_rank,
-           "kv_lora_rank": r.get("kv_lora_rank", default=256), "qk_nope_head_dim": r.get("qk_nope_head_dim", default=64),
-           "qk_rope_head_dim": r.get("qk_rope_head_dim", default=32),
-           "v_head_dim": r.get("v_head_dim", default=spec["d_model"] // n_heads)}
+           **{key: r.get(key, default=defaults[key]) for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim")},
+           "v_head_dim": r.get("v_head_dim", default=defaults["v_head_dim"] or spec["d_model"] // n_heads)}
     _derived_qk_head_dim(r, att["qk_nope_head_dim"] + att["qk_rope_head_dim"])
     ffn = {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size")}
-    if r.get("mlp_bias", default=False):
+    if family == "youtu":
+        _built_so(r, "Youtu (Qwen3's MLP)", mlp_bias=False)
+    elif r.get("mlp_bias", default=False):
         ffn["bias"] = True
     return {**spec, "max_context": limit, "attention": att, "position": pos, "ffn": ffn}
 
