@@ -800,6 +800,11 @@ NO_FIXTURE = {
                  "qk_rope_head_dim": 8},
     "minicpm3 plain-q": {"num_key_value_heads": 4, "q_lora_rank": None, "kv_lora_rank": 16, "qk_nope_head_dim": 8,
                          "qk_rope_head_dim": 8, "v_head_dim": 24, "mlp_bias": True, "tie_word_embeddings": False},
+    # Kolibri-1 (Aleph-Alpha/Kolibri-1; no config.json of it found): EXAONE 4's qk-normed attention (RoPE
+    # on the sliding layers only, every fifth layer global) in GLM-4's sandwich norms, over DeepSeek-V3's
+    # MoE block with a shared expert in every layer
+    "kolibri1": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 5, "num_experts": 4,
+                 "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48},
     # Youtu-LLM (tencent/Youtu-LLM-2B; no config.json of it found): DeepSeek-V3's MLA over a dense,
     # bias-free Qwen3 MLP in every layer, tied
     "youtu": {"num_key_value_heads": 4, "q_lora_rank": 24, "kv_lora_rank": 16, "qk_nope_head_dim": 8,
@@ -1214,7 +1219,8 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
     assert _our_rotated(spec_of(name)) == _rotated_per_token(hf_model(name), monkeypatch) > 0
 
 
-@pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe", "afmoe dense2"])
+@pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe",
+                                        "afmoe dense2", "kolibri1"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):
     """The same for families pinned on their config class: EXAONE MoE's RoPE on sliding layers only."""
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})

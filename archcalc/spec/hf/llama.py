@@ -16,7 +16,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     qwen2/3 (+ MoE, Qwen3-Next), gemma 1/2/3, olmo 1/2/3, olmoe, phi3, phimoe, cohere 1/2, granite (+ MoE, + SWA),
     smollm3, stablelm, exaone4, ernie4_5 (+ MoE), seed_oss, glm4 (+ MoE), dots1, hunyuan (+ MoE), apertus,
     ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo, cwm,
-    hyperclovax (Granite with Peri-LN); each
+    hyperclovax (Granite with Peri-LN), kolibri1 (EXAONE 4's attention in GLM-4's sandwich over MoE); each
     family's differences are the branches below."""
     gemma = family.startswith("gemma") or family == "vaultgemma"
     # Cohere2Config ties by default too (command-r7b-12-2024 leaves tie_word_embeddings out).
@@ -44,9 +44,9 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     # Apertus' MLP is up, xIELU, down; Arcee's (AFM-4.5B), NanoChat's and Jais 2's up, ReLU², down: not gated.
     ffn = {"activation": _activation(r, family not in UNGATED, FAMILY_ACTIVATION.get(family) or
                                      ("gelu_pytorch_tanh" if gemma else "silu")),
-           "d_ff": None if family == "solar_open" else r.get("intermediate_size", default=None)}
-    if family == "solar_open":  # SolarOpenConfig removes intermediate_size: every layer is MoE
-        r.ignore("intermediate_size", "no dense MLP: transformers' Solar Open is MoE in every layer")
+           "d_ff": None if family in MOE_EVERY_LAYER else r.get("intermediate_size", default=None)}
+    if family in MOE_EVERY_LAYER:  # their config classes remove intermediate_size: every layer is MoE
+        r.ignore("intermediate_size", f"no dense MLP: transformers' {MOE_EVERY_LAYER[family]} is MoE in every layer")
     if family in NO_MLP_BIAS:
         _built_so(r, NO_MLP_BIAS[family], mlp_bias=False)
     if r.get(*(("mlp_bias", "bias") if family == "internlm3" else ("mlp_bias",)), default=family == "jais2"):
@@ -94,7 +94,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
             raise InputError(r.path, r.prefix + "use_bidirectional_attention", "bidirectional attention is not "
                              "supported: archcalc models causal decoders")
         r.ignore("use_bidirectional_attention", "null or false: causal, as every Gemma LM")
-    if family in ("gemma2", "gemma3", "glm4", "afmoe"):
+    if family in ("gemma2", "gemma3", "glm4", "afmoe", "kolibri1"):
         norm["placement"] = "both"  # input, post-attention, pre- and post-feedforward norms
     if family in ("gemma2", "vaultgemma"):  # VaultGemma: Gemma 2 without its post-norms
         att["softcap"] = r.get("attn_logit_softcapping", default=None)
@@ -125,7 +125,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         r.ignore("input_jitter_noise", "training-time noise")
     if family in ("olmo2", "olmo3", "exaone4", "flex_olmo"):
         norm["placement"] = "post"  # no input norm: x + N(F(x))
-    if family in ("exaone4", "exaone_moe", "afmoe", "hy_v3"):
+    if family in ("exaone4", "exaone_moe", "afmoe", "hy_v3", "kolibri1"):
         att["qk_norm"] = "head"
     if family == "afmoe":  # AfmoeAttention: a gate_proj of H·d beside q_proj, sigmoid on the output
         att["output_gate"] = True
@@ -189,13 +189,14 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
     window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family in ("gemma2", "vaultgemma") else None,
                      default_types=_every_fourth_global(spec["n_layers"]) if family in EVERY_FOURTH_GLOBAL else
-                     _afmoe_types(r, spec["n_layers"]) if family == "afmoe" else None)
+                     _every_nth_global(spec["n_layers"], r.get("global_attn_every_n_layers", default=4))
+                     if family == "afmoe" else _every_nth_global(spec["n_layers"], 5) if family == "kolibri1" else None)
     att.update({k: v for k, v in window.items() if v is not None})
     if family == "afmoe":  # AfmoeAttention rotates its sliding layers only, window or not
         kinds = att.get("layer_types") or ["global"] * spec["n_layers"]
         if "global" in kinds:
             att["nope_layers"] = [i for i, k in enumerate(kinds) if k == "global"]
-    if family in ("exaone4", "exaone_moe") and window.get("sliding_window") or family == "cohere2":
+    if family in ("exaone4", "exaone_moe", "kolibri1") and window.get("sliding_window") or family == "cohere2":
         att["global_rope"] = False  # RoPE on the sliding layers only (Exaone4Attention, Cohere2Attention)
     moe = _moe(r, family, spec["n_layers"])
     if moe:
@@ -216,10 +217,10 @@ def _every_fourth_global(n_layers: int) -> list[str]:
     return ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(n_layers)]
 
 
-def _afmoe_types(r: ConfigReader, n_layers: int) -> list[str]:
-    """AfmoeConfig's layer_types when absent: every global_attn_every_n_layers-th layer global."""
-    every = int(r.get("global_attn_every_n_layers", default=4))
-    return ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n_layers)]
+def _every_nth_global(n_layers: int, every: int) -> list[str]:
+    """AfmoeConfig's (every = global_attn_every_n_layers) and Kolibri1Config's (5) layer_types when
+    absent: layer i is global iff (i + 1) % every == 0."""
+    return ["sliding_attention" if (i + 1) % int(every) else "full_attention" for i in range(n_layers)]
 
 
 def _granite_swa(r: ConfigReader, att: dict, n_layers: int) -> None:
@@ -294,12 +295,15 @@ def _minimax_m2(r: ConfigReader, att: dict) -> float:
 
 # Families whose attention_bias puts biases on q, k and v but not on o_proj.
 QKV_BIAS_ONLY = ("glm4", "glm4_moe", "seed_oss", "glm", "solar_open")
+# Families whose config classes remove intermediate_size: an MoE block in every layer, no dense MLP.
+MOE_EVERY_LAYER = {"solar_open": "Solar Open", "kolibri1": "Kolibri-1"}
 # Families whose transformers attention is bias-free whatever attention_bias says (MinistralAttention
 # rebuilds q/k/v without one; Mistral's o_proj has none; CwmAttention likewise over Qwen2's bias-free
 # o_proj): a true value is not that model.
-NO_ATTENTION_BIAS = {"ministral": "Ministral", "ministral3": "Ministral3", "cwm": "CWM"}
+NO_ATTENTION_BIAS = {"ministral": "Ministral", "ministral3": "Ministral3", "cwm": "CWM", "kolibri1": "Kolibri-1"}
 # Families whose MLP has no bias switch (GlmMLP is Phi-3's fused gate_up, bias-free).
 NO_MLP_BIAS = {"glm": "GLM", "ministral": "Ministral", "ministral3": "Ministral3", "solar_open": "Solar Open",
+               "kolibri1": "Kolibri-1",
                "nanochat": "NanoChat"}
 # Llama-shaped families whose MLP is up, activation, down (no gate).
 UNGATED = ("apertus", "arcee", "nanochat", "jais2")

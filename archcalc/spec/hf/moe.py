@@ -117,6 +117,9 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
         return moe
     if family in ("dots1", "glm4_moe"):
         return _deepseek_moe(r, n_layers)
+    if family == "kolibri1":  # DeepSeek-V3's MoE block in every layer (its router's correction bias a buffer)
+        return {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+                "d_expert": r.get("moe_intermediate_size"), "d_shared": r.get("shared_expert_intermediate_size")}
     if family == "afmoe":  # after num_dense_layers dense ones; expert_bias is an nn.Parameter: the router's bias
         d_expert = r.get("moe_intermediate_size")
         moe = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok"), "d_expert": d_expert,
