@@ -805,6 +805,11 @@ NO_FIXTURE = {
     # MoE block with a shared expert in every layer
     "kolibri1": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 5, "num_experts": 4,
                  "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48},
+    # Flint (RecursiveSI/flint; no config.json of it found): Qwen3-MoE's qk-normed attention with a sink
+    # per head, its class's layer_types (layers 0, 1, every i % 4 == 1 and the last global), dense MLPs in
+    # layers 0 and 1, then routed experts beside an ungated shared expert
+    "flint": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 6, "num_experts": 4,
+              "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48},
     # Youtu-LLM (tencent/Youtu-LLM-2B; no config.json of it found): DeepSeek-V3's MLA over a dense,
     # bias-free Qwen3 MLP in every layer, tied
     "youtu": {"num_key_value_heads": 4, "q_lora_rank": 24, "kv_lora_rank": 16, "qk_nope_head_dim": 8,
@@ -1220,7 +1225,7 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
 
 
 @pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe",
-                                        "afmoe dense2", "kolibri1"])
+                                        "afmoe dense2", "kolibri1", "flint"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):
     """The same for families pinned on their config class: EXAONE MoE's RoPE on sliding layers only."""
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})

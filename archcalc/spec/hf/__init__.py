@@ -47,6 +47,8 @@ FAMILY_DEFAULTS = {
     "afmoe": {"head_dim": 128, "sliding_window": 1024},
     # Cohere2MoeConfig's head_dim is 128 whatever the width
     "cohere2_moe": {"head_dim": 128},
+    # FlintConfig (RecursiveSI/flint): head_dim 128, a 513-token window, dense MLPs in layers 0 and 1
+    "flint": {"head_dim": 128, "sliding_window": 513, "max_position_embeddings": 262144, "mlp_only_layers": [0, 1]},
     # Kolibri1Config (Aleph-Alpha/Kolibri-1): head_dim 128, a 513-token window, 262,144 positions
     "kolibri1": {"head_dim": 128, "sliding_window": 513, "max_position_embeddings": 262144},
     # CwmConfig (facebook/cwm, CWM 32B): head_dim 128, an 8,192-token window, 131,072 positions from
@@ -65,7 +67,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "exaone", "apertus", "helium", "arcee", "minimax_m2",
         "ministral", "ministral3", "vaultgemma", "glm", "internlm3", "solar_open", "nanochat", "jais2", "flex_olmo",
         "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe", "afmoe", "hy_v3", "cwm",
-        "hyperclovax", "kolibri1")},
+        "hyperclovax", "kolibri1", "flint")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),

@@ -16,7 +16,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     qwen2/3 (+ MoE, Qwen3-Next), gemma 1/2/3, olmo 1/2/3, olmoe, phi3, phimoe, cohere 1/2, granite (+ MoE, + SWA),
     smollm3, stablelm, exaone4, ernie4_5 (+ MoE), seed_oss, glm4 (+ MoE), dots1, hunyuan (+ MoE), apertus,
     ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo, cwm,
-    hyperclovax (Granite with Peri-LN), kolibri1 (EXAONE 4's attention in GLM-4's sandwich over MoE); each
+    hyperclovax (Granite with Peri-LN), kolibri1 (EXAONE 4's attention in GLM-4's sandwich over MoE), flint
+    (Qwen3-MoE with sinks and an ungated shared expert); each
     family's differences are the branches below."""
     gemma = family.startswith("gemma") or family == "vaultgemma"
     # Cohere2Config ties by default too (command-r7b-12-2024 leaves tie_word_embeddings out).
@@ -86,7 +87,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         else:  # Qwen3NextConfig: every full_attention_interval-th layer is full attention
             interval = int(r.get("full_attention_interval", default=4))
             att["layer_types"] = ["global" if (i + 1) % interval == 0 else "linear" for i in range(spec["n_layers"])]
-    if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", *QWEN_HYBRID) or (
+    if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", "flint", *QWEN_HYBRID) or (
             family == "glm4_moe" and r.get("use_qk_norm", default=False)):
         att["qk_norm"] = "head"  # one RMSNorm of head_dim for q, one for k
     if gemma:  # Gemma's bidirectional switch (EmbeddingGemma): every token attends to every other
@@ -152,6 +153,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         norm["placement"] = "both"  # Peri-LN: an RMSNorm after each sublayer too (post_norm1, post_norm2)
     if family in GRANITE_SWA:
         _granite_swa(r, att, spec["n_layers"])
+    if family == "flint":
+        att["sinks"] = True  # FlintAttention.sinks: one learned logit per head (its fp32 copy counted at --dtype)
     if family == "smollm3":
         # One flag per layer, 1 = RoPE; absent, every no_rope_layer_interval-th layer is NoPE (HF's rule).
         interval = int(r.get("no_rope_layer_interval", default=4))
@@ -190,7 +193,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     window = _window(r, spec["n_layers"], pattern_key_default="1:1" if family in ("gemma2", "vaultgemma") else None,
                      default_types=_every_fourth_global(spec["n_layers"]) if family in EVERY_FOURTH_GLOBAL else
                      _every_nth_global(spec["n_layers"], r.get("global_attn_every_n_layers", default=4))
-                     if family == "afmoe" else _every_nth_global(spec["n_layers"], 5) if family == "kolibri1" else None)
+                     if family == "afmoe" else _every_nth_global(spec["n_layers"], 5) if family == "kolibri1" else
+                     _flint_types(spec["n_layers"]) if family == "flint" else None)
     att.update({k: v for k, v in window.items() if v is not None})
     if family == "afmoe":  # AfmoeAttention rotates its sliding layers only, window or not
         kinds = att.get("layer_types") or ["global"] * spec["n_layers"]
@@ -215,6 +219,12 @@ def _every_fourth_global(n_layers: int) -> list[str]:
     """GraniteSWAConfig's and CwmConfig's layer_types when the config has none: layer i is global iff
     i % 4 == 0."""
     return ["full_attention" if i % 4 == 0 else "sliding_attention" for i in range(n_layers)]
+
+
+def _flint_types(n_layers: int) -> list[str]:
+    """FlintConfig's layer_types when absent: layers 0 and 1, every i % 4 == 1 and the last global."""
+    return ["full_attention" if i < 2 or i % 4 == 1 or i == n_layers - 1 else "sliding_attention"
+            for i in range(n_layers)]
 
 
 def _every_nth_global(n_layers: int, every: int) -> list[str]:
@@ -301,6 +311,7 @@ MOE_EVERY_LAYER = {"solar_open": "Solar Open", "kolibri1": "Kolibri-1"}
 # rebuilds q/k/v without one; Mistral's o_proj has none; CwmAttention likewise over Qwen2's bias-free
 # o_proj): a true value is not that model.
 NO_ATTENTION_BIAS = {"ministral": "Ministral", "ministral3": "Ministral3", "cwm": "CWM", "kolibri1": "Kolibri-1"}
+# (Flint's attention_bias is Qwen3-MoE's: read as given.)
 # Families whose MLP has no bias switch (GlmMLP is Phi-3's fused gate_up, bias-free).
 NO_MLP_BIAS = {"glm": "GLM", "ministral": "Ministral", "ministral3": "Ministral3", "solar_open": "Solar Open",
                "kolibri1": "Kolibri-1",

@@ -153,13 +153,15 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
         r.ignore("moe_norm_min", "an epsilon")
         return _with_layers(moe, [i for i in range(n_layers) if (i + 1) % interval == 0 and start <= i <= end],
                             n_layers)
-    if family not in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe"):
+    if family not in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "flint"):
         return None
     # transformers 5 saves Qwen3-MoE's num_experts as num_local_experts (Qwen3MoeConfig.attribute_map)
     moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
            "d_expert": r.get("moe_intermediate_size")}
     if family in ("qwen2_moe", "qwen3_next", "qwen3_5_moe"):  # a shared expert behind a sigmoid gate
         moe.update(d_shared=r.get("shared_expert_intermediate_size"), shared_gate=True)
+    if family == "flint":  # its shared expert is added in full, with no gate (FlintSparseMoeBlock)
+        moe["d_shared"] = r.get("shared_expert_intermediate_size")
     step = int(r.get("decoder_sparse_step", default=1))
     dense = set(r.get("mlp_only_layers", default=[]))
     return _with_layers(moe, [i for i in range(n_layers) if i not in dense and (i + 1) % step == 0], n_layers)
