@@ -806,7 +806,7 @@ NO_FIXTURE = {
     "kolibri1": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 5, "num_experts": 4,
                  "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48},
     # Flint (RecursiveSI/flint; no config.json of it found): Qwen3-MoE's qk-normed attention with a sink
-    # per head, its class's layer_types (layers 0, 1, every i % 4 == 1 and the last global), dense MLPs in
+    # per head and RoPE on the sliding layers only, its class's layer_types (layers 0, 1, every i % 4 == 1 and the last global), dense MLPs in
     # layers 0 and 1, then routed experts beside an ungated shared expert
     "flint": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 6, "num_experts": 4,
               "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48},

@@ -17,7 +17,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     smollm3, stablelm, exaone4, ernie4_5 (+ MoE), seed_oss, glm4 (+ MoE), dots1, hunyuan (+ MoE), apertus,
     ministral, ministral3, vaultgemma, glm, internlm3, solar_open, nanochat, jais2, flex_olmo, cwm,
     hyperclovax (Granite with Peri-LN), kolibri1 (EXAONE 4's attention in GLM-4's sandwich over MoE), flint
-    (Qwen3-MoE with sinks and an ungated shared expert); each
+    (Qwen3-MoE with sinks, RoPE on its sliding layers only, and an ungated shared expert); each
     family's differences are the branches below."""
     gemma = family.startswith("gemma") or family == "vaultgemma"
     # Cohere2Config ties by default too (command-r7b-12-2024 leaves tie_word_embeddings out).
@@ -200,8 +200,10 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         kinds = att.get("layer_types") or ["global"] * spec["n_layers"]
         if "global" in kinds:
             att["nope_layers"] = [i for i, k in enumerate(kinds) if k == "global"]
-    if family in ("exaone4", "exaone_moe", "kolibri1") and window.get("sliding_window") or family == "cohere2":
-        att["global_rope"] = False  # RoPE on the sliding layers only (Exaone4Attention, Cohere2Attention)
+    if (family in ("exaone4", "exaone_moe", "kolibri1") and window.get("sliding_window")
+            or family in ("cohere2", "flint")):
+        # RoPE on the sliding layers only (Exaone4Attention, Cohere2Attention, FlintAttention: none without a window)
+        att["global_rope"] = False
     moe = _moe(r, family, spec["n_layers"])
     if moe:
         ffn["moe"] = moe
