@@ -962,21 +962,30 @@ def test_dbrx_forward_on_its_own_routing():
     assert sum(cached) == ours_.kv.bytes_per_token * SHORT and len(cached) == spec.n_layers
 
 
+def _at_full_size(model_type: str, left_out: tuple[str, ...] = ()) -> tuple[dict, ModelSpec, int]:
+    """A config class's defaults at full size: the config.json it writes, less the keys `left_out` (read
+    back from the class's defaults), read without a warning; our parameter count of it is what the model
+    transformers builds from the class holds.  Returns the config.json, the spec and the count."""
+    config = AutoConfig.for_model(model_type)
+    raw = {k: v for k, v in json.loads(config.to_json_string()).items() if k not in left_out}
+    data, report = spec_dict_from_config(raw, "config.json")
+    assert not report.warnings
+    spec = ModelSpec.model_validate({"name": model_type, **data})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
+    total = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total
+    assert total == sum(p.numel() for p in model.parameters())
+    return raw, spec, total
+
+
+MLA_WIDTHS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+
 def test_minicpm3_defaults_are_minicpm3_4b():
     """MiniCPM3Config's MLA widths (q_lora_rank 768, kv_lora_rank 256, nope 64, rope 32, v_head_dim
     hidden / heads), which transformers says are openbmb/MiniCPM3-4B's: a config.json without them is
     read with them, and counts what MiniCPM3ForCausalLM built from the class's defaults holds."""
-    from transformers import MiniCPM3Config
-
-    config = MiniCPM3Config()
-    raw = {k: v for k, v in json.loads(config.to_json_string()).items()
-           if k not in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
-                        "head_dim", "qk_head_dim")}
-    spec = ModelSpec.model_validate({"name": "minicpm3-4b", **spec_dict_from_config(raw, "config.json")[0]})
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
-    assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == \
-        sum(p.numel() for p in model.parameters()) == 4_073_875_968
+    assert _at_full_size("minicpm3", (*MLA_WIDTHS, "head_dim", "qk_head_dim"))[2] == 4_073_875_968
 
 
 def test_youtu_defaults_are_youtu_llm_2b():
@@ -985,18 +994,8 @@ def test_youtu_defaults_are_youtu_llm_2b():
     6,144-wide MLP, tied; a config.json without the MLA widths is read with them and counts what
     YoutuForCausalLM built from the class's defaults holds (1,961,560,064: the "2B" of its name).  Its MLP
     is Qwen3's, bias-free whatever mlp_bias says."""
-    from transformers import YoutuConfig
-
-    config = YoutuConfig()
-    raw = {k: v for k, v in json.loads(config.to_json_string()).items()
-           if k not in ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")}
-    data, report = spec_dict_from_config(raw, "config.json")
-    assert not report.warnings
-    spec = ModelSpec.model_validate({"name": "youtu-llm-2b", **data})
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
-    total = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total
-    assert total == sum(p.numel() for p in model.parameters()) == 1_961_560_064 and round(total / 1e9) == 2
+    raw, _, total = _at_full_size("youtu", MLA_WIDTHS)
+    assert total == 1_961_560_064 and round(total / 1e9) == 2
     with pytest.raises(InputError, match="mlp_bias: must be false"):
         spec_dict_from_config({**raw, "mlp_bias": True}, "config.json")
 
@@ -1007,14 +1006,8 @@ def test_fairseq_decoders_at_full_size(model_type, published_m):
     and Salesforce/ctrl's shapes: our count of them is the model transformers builds, and rounds to the
     published size (BioGPT's paper, Luo et al. 2022: 347M; XGLM 564M, the model's name; CTRL's paper,
     Keskar et al. 2019, says "1.63 billion", 1,637,964,550 cut, not rounded, so only transformers' count)."""
-    config = AutoConfig.for_model(model_type)
-    data, report = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
-    ours_ = size(ModelSpec.model_validate({"name": model_type, **data}), Workload.forward(1), CONVENTIONS["torch"])
-    assert ours_.params.total == sum(p.numel() for p in model.parameters())
-    assert published_m is None or round(ours_.params.total / 1e6) == published_m
-    assert not report.warnings
+    total = _at_full_size(model_type)[2]
+    assert published_m is None or round(total / 1e6) == published_m
 
 
 def test_cwm_defaults_are_cwm_32b():
@@ -1023,17 +1016,12 @@ def test_cwm_defaults_are_cwm_32b():
     builds; its layer_types, when a config leaves them out, are the class's (every fourth layer global,
     the rest in the 8,192-token window, as CwmModel masks them); and attention biases are refused, since
     CwmAttention has none whatever the config says."""
+    raw, spec, total = _at_full_size("cwm")
+    assert total == 32_581_097_472 and total // 10**9 == 32
     config = AutoConfig.for_model("cwm")
-    raw = json.loads(config.to_json_string())
-    data, report = spec_dict_from_config(raw, "config.json")
-    assert not report.warnings
-    spec = ModelSpec.model_validate({"name": "cwm", **data})
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
-    total = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total
-    assert total == sum(p.numel() for p in model.parameters()) == 32_581_097_472 and total // 10**9 == 32
     assert spec.layer_attention == tuple("global" if t == "full_attention" else "local" for t in config.layer_types)
     assert spec.attention.sliding_window == config.sliding_window == 8192 and spec.max_context == 131072
+    data = spec_dict_from_config(raw, "config.json")[0]
     assert spec_dict_from_config({k: v for k, v in raw.items() if k != "layer_types"}, "config.json")[0] == data
     with pytest.raises(InputError, match="attention_bias: must be false"):
         spec_dict_from_config({**raw, "attention_bias": True}, "config.json")
