@@ -5,7 +5,11 @@ shaped the spec), defaulted (absent, so the family's default was taken), or
 ignored (it changes no number archcalc computes, with the reason).  A key
 nobody recognises is a visible warning; an unknown model_type, or a value
 that would change the math in a way archcalc cannot express, is an error.
-The traps handled are listed in reference/anchors-memory-flops.md §C."""
+The traps handled are listed in reference/anchors-memory-flops.md §C.
+
+Here: the table of model_types (FAMILIES) and the entry points.  The readers live by lineage:
+reader.py (the report, ConfigReader), keys.py (each key's type and range), common.py (what every
+family shares), llama.py, gpt.py, moe.py, mla.py, hybrid.py and vision.py."""
 
 from __future__ import annotations
 
