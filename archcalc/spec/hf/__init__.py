@@ -58,8 +58,9 @@ FAMILY_DEFAULTS = {
     # CwmConfig (facebook/cwm, CWM 32B): head_dim 128, an 8,192-token window, 131,072 positions from
     # llama3-scaled RoPE at base 10^6 over 8,192 (its layer_types default: _every_fourth_global)
     "cwm": {"head_dim": 128, "sliding_window": 8192, "max_position_embeddings": 131072, "rope_theta": 1_000_000.0,
-            "rope_parameters": {"rope_type": "llama3", "rope_theta": 1_000_000.0, "factor": 16.0, "low_freq_factor": 1.0,
-                                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}},
+            "rope_parameters": {"rope_type": "llama3", "rope_theta": 1_000_000.0, "factor": 16.0,
+                                "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                "original_max_position_embeddings": 8192}},
 }
 
 

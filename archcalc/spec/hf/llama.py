@@ -87,8 +87,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         else:  # Qwen3NextConfig: every full_attention_interval-th layer is full attention
             interval = int(r.get("full_attention_interval", default=4))
             att["layer_types"] = ["global" if (i + 1) % interval == 0 else "linear" for i in range(spec["n_layers"])]
-    if family in ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", "flint", *QWEN_HYBRID) or (
-            family == "glm4_moe" and r.get("use_qk_norm", default=False)):
+    if family in HEAD_QK_NORM or (family == "glm4_moe" and r.get("use_qk_norm", default=False)):
         att["qk_norm"] = "head"  # one RMSNorm of head_dim for q, one for k
     if gemma:  # Gemma's bidirectional switch (EmbeddingGemma): every token attends to every other
         if r.cfg.get("use_bidirectional_attention"):
@@ -126,8 +125,6 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         r.ignore("input_jitter_noise", "training-time noise")
     if family in ("olmo2", "olmo3", "exaone4", "flex_olmo"):
         norm["placement"] = "post"  # no input norm: x + N(F(x))
-    if family in ("exaone4", "exaone_moe", "afmoe", "hy_v3", "kolibri1"):
-        att["qk_norm"] = "head"
     if family == "afmoe":  # AfmoeAttention: a gate_proj of H·d beside q_proj, sigmoid on the output
         att["output_gate"] = True
         for key in ("route_scale", "mup_enabled"):
@@ -327,3 +324,6 @@ ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5, "glm": 0.5,
                    **{f: 0.25 for f in ("qwen3_next", "qwen3_5", "qwen3_5_moe")}}
 # Qwen3-Next and Qwen3.5: Gated DeltaNet layers between gated full-attention ones.
 QWEN_HYBRID = ("qwen3_next", "qwen3_5", "qwen3_5_moe")
+# Families whose attention normalises q and k per head (one RMSNorm of head_dim each).
+HEAD_QK_NORM = ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", "exaone4", "exaone_moe",
+                "afmoe", "hy_v3", "kolibri1", "flint", *QWEN_HYBRID)

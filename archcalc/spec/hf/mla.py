@@ -66,7 +66,8 @@ def _mla_dense(r: ConfigReader) -> dict:
     # q_lora_rank: null is no q LoRA (one q_proj); absent is the config class's
     q_rank = r.get("q_lora_rank", default=None if "q_lora_rank" in r.cfg else defaults["q_lora_rank"])
     att = {"kind": "mla", "n_heads": n_heads, "q_lora_rank": q_rank,
-           **{key: r.get(key, default=defaults[key]) for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim")},
+           **{key: r.get(key, default=defaults[key])
+              for key in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim")},
            "v_head_dim": r.get("v_head_dim", default=defaults["v_head_dim"] or spec["d_model"] // n_heads)}
     _derived_qk_head_dim(r, att["qk_nope_head_dim"] + att["qk_rope_head_dim"])
     ffn = {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size")}
