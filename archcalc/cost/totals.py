@@ -25,7 +25,7 @@ from archcalc.spec.model import ModelSpec
 # 2N forward + 4N backward).  Activation recomputation would add one forward.
 TRAIN_FLOPS_FACTOR = 3
 COMPONENTS = ("embedding", "projection", "position", "attention", "linear", "ffn", "experts", "router", "norms",
-              "residual", "lm_head")
+              "residual", "per_layer", "lm_head")
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class KVCache:
 def kv_cache(ops: list[Op], context: int, batch: int, kv_dtype: str) -> KVCache:
     kinds = []
     for op in ops:
-        if op.kind != "attention":
+        if op.kind != "attention" or op.dims.shared:  # a shared layer keeps no cache (HF: a DummyLayer)
             continue
         state = opsmod.state_bytes(op, 1, kv_dtype) * op.count
         kinds.append(KVLayerKind(

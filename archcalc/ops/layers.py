@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from archcalc.ops import op as ops
 from archcalc.ops.dtypes import nbytes
-from archcalc.ops.arrays import nonzero
+from archcalc.ops.arrays import floor_int, nonzero
 from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION, FlopsConvention
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
@@ -29,6 +29,7 @@ def model_ops(spec: ModelSpec, wl: Workload, convention: FlopsConvention | None 
         *_embedding_ops(spec, wl),
         *_attention_ops(spec, wl, conv),
         *_ffn_ops(spec, wl),
+        *(_per_layer_input_ops(spec, wl) if spec.per_layer_input is not None else ()),
         *_residual_ops(spec, wl),
         *_head_ops(spec, wl),
     ]
@@ -127,18 +128,13 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
             out += _indexer_ops(spec, wl, conv, L)
             rotated += (a.indexer.n_heads + 1) * a.qk_rope_head_dim  # its queries' and key's rope parts
     else:
+        if a.grouped:
+            return out + _grouped_attention_ops(spec, wl, conv)
         # Q, K and V as one fused projection: D -> (H + 2K)·d_k; biases where listed.  An output
         # gate doubles q_proj: each head's query and its gate (Qwen3-Next).
-        widths = {"q": H * dk * (2 if a.output_gate else 1), "k": K * dk, "v": K * dv}
-        bias = sum(w for p, w in widths.items() if p in a.bias)
-        qkv = ops.matmul("layers.attn.qkv", "attention", wl, D, sum(widths.values()), bias_width=bias, count=L,
-                         tp="qkv", fused_qkv=(widths["q"], widths["k"] + widths["v"], K), parts=tuple(widths.values()))
-        # Three [out, D] weights and a bias on the parts that have one.
-        out.append(replace(qkv, shapes=tuple((w, D) for w in widths.values())
-                           + tuple((w,) for p, w in widths.items() if p in a.bias)))
-        if a.qk_norm == "head":  # one norm of d_k shared by all heads: rows are (token, head)
-            out += _norm(spec, wl, "layers.attn.q_norm", dk, count=L, tokens=wl.tokens * H)
-            out += _norm(spec, wl, "layers.attn.k_norm", dk, count=L, tokens=wl.tokens * K)
+        out += _qkv(spec, wl, "layers.attn.qkv", L, H * dk * (2 if a.output_gate else 1), K, dk, dv)
+        if a.qk_norm == "head":
+            out += _head_norms(spec, wl, "", L, H, K, dk, dv)
         elif a.qk_norm == "full":
             out += _norm(spec, wl, "layers.attn.q_norm", H * dk, count=L)
             out += _norm(spec, wl, "layers.attn.k_norm", K * dk, count=L)
@@ -149,25 +145,91 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         kv_width = K * (dk + dv)
         rotated = (H + K) * spec.rope_dim
 
-    kinds = spec.attention_layers
-    present = [kind for kind in ("global", "local", "chunked") if nonzero(kinds[kind])]
-    windows = {"global": None, "local": a.sliding_window, "chunked": a.chunk_size}
     if spec.position.kind == "rope":
         rope_layers = spec.rope_layers
         if nonzero(rope_layers):
-            out.append(ops.elementwise("layers.attn.rope", "position", wl, rotated, ops.ROPE_FLOPS, count=rope_layers,
-                                       tp="split", fn="rope"))
-    for kind in present:
-        out.append(ops.attention(
-            f"layers.attn.core.{kind}" if len(present) > 1 else "layers.attn.core", wl, conv,
-            n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
-            window=windows[kind], layer_kind=kind, topk=a.indexer.topk if a.indexer else None,
-            softcap=a.softcap is not None, count=kinds[kind], params=H if a.sinks else 0,
-            eager=a.softcap is not None))  # transformers runs soft-capped attention eagerly (no SDPA option)
+            out.append(_rope(wl, "layers.attn.rope", rotated, rope_layers))
+    out += _cores(spec, wl, conv, spec.attention_layers, K, dk, dv, kv_width)
     if a.output_gate:
         out.append(_sigmoid_gate("layers.attn.gate", "attention", wl, H * dv, L))
-    out.append(ops.matmul("layers.attn.o", "attention", wl, H * dv, D, bias_width=D if "o" in a.bias else 0, count=L,
-                          tp="row"))
+    out.append(_out_proj(spec, wl, "layers.attn.o", H * dv, L))
+    return out
+
+
+def _qkv(spec: ModelSpec, wl: Workload, name: str, L: int, q: int, K: int, dk: int, dv: int, *,
+         kv: bool = True, v: bool = True) -> list[Op]:
+    """The fused projection of L layers: q query values, then K heads of keys (and of values, unless `v`
+    is false: V is the key projection's output) where the layers compute K and V (`kv`)."""
+    a, D = spec.attention, spec.d_model
+    widths = {"q": q, **({"k": K * dk, **({"v": K * dv} if v else {})} if kv else {})}
+    bias = sum(w for p, w in widths.items() if p in a.bias)
+    fused = (q, widths.get("k", 0) + widths.get("v", 0), K) if kv else None
+    qkv = ops.matmul(name, "attention", wl, D, sum(widths.values()), bias_width=bias, count=L,
+                     tp="qkv" if kv else "split", fused_qkv=fused, parts=tuple(widths.values()) if kv else ())
+    # One [out, D] weight per projection and a bias on the parts that have one.
+    return [replace(qkv, shapes=tuple((w, D) for w in widths.values())
+                    + tuple((w,) for p, w in widths.items() if p in a.bias))]
+
+
+def _head_norms(spec: ModelSpec, wl: Workload, suffix: str, L: int, H: int, K: int, dk: int, dv: int, *,
+                kv: bool = True) -> list[Op]:
+    """qk_norm "head": one norm of d_k shared by all heads, rows (token, head); v_norm: a weightless
+    one over each value head.  Layers that reuse K/V (`kv` false) normalise only their queries."""
+    out = _norm(spec, wl, f"layers.attn.q_norm{suffix}", dk, count=L, tokens=wl.tokens * H)
+    if kv:
+        out += _norm(spec, wl, f"layers.attn.k_norm{suffix}", dk, count=L, tokens=wl.tokens * K)
+        if spec.attention.v_norm:
+            out.append(ops.norm(f"layers.attn.v_norm{suffix}", wl, dv, "rmsnorm", False, weight=False, count=L,
+                                tokens=wl.tokens * K))
+    return out
+
+
+def _rope(wl: Workload, name: str, rotated: int, layers: int) -> Op:
+    """RoPE over `rotated` values a token (query and key heads' rotated dims) in `layers` layers."""
+    return ops.elementwise(name, "position", wl, rotated, ops.ROPE_FLOPS, count=layers, tp="split", fn="rope")
+
+
+def _cores(spec: ModelSpec, wl: Workload, conv: FlopsConvention, kinds: dict[str, int], K: int, dk: int, dv: int,
+           kv_width: int, shared: bool = False) -> list[Op]:
+    """The attention core of each kind of layer in `kinds`: named by kind where the model has several
+    (core.global, core.local), ".shared" for layers that read earlier layers' K/V."""
+    a = spec.attention
+    windows = {"global": None, "local": a.sliding_window, "chunked": a.chunk_size}
+    several = sum(bool(nonzero(n)) for k, n in spec.attention_layers.items() if k in windows) > 1
+    return [ops.attention(
+        "layers.attn.core" + f".{kind}" * several + ".shared" * shared, wl, conv,
+        n_heads=a.n_heads, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
+        window=windows[kind], layer_kind=kind, topk=a.indexer.topk if a.indexer else None,
+        softcap=a.softcap is not None, count=kinds[kind], params=a.n_heads if a.sinks else 0,
+        eager=a.softcap is not None,  # transformers runs soft-capped attention eagerly (no SDPA option)
+        shared=shared)
+        for kind in windows if nonzero(kinds.get(kind, 0))]
+
+
+def _out_proj(spec: ModelSpec, wl: Workload, name: str, width: int, L: int) -> Op:
+    D = spec.d_model
+    return ops.matmul(name, "attention", wl, width, D, bias_width=D if "o" in spec.attention.bias else 0, count=L,
+                      tp="row")
+
+
+def _grouped_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
+    """Attention whose layers differ in shape (AttentionSpec.grouped, Gemma 4): the ops of each
+    ModelSpec.attention_groups group, named with its suffix.  Layers that reuse K/V project only queries
+    and rotate only them; their cores read the earlier layer's cache and keep none."""
+    a, H = spec.attention, spec.attention.n_heads
+    out = []
+    for g in spec.attention_groups:
+        L, d = sum(g.kinds.values()), g.head_dim
+        kv = not g.shared
+        out += _qkv(spec, wl, ("layers.attn.qkv" if kv else "layers.attn.q") + g.suffix, L, H * d, g.kv_heads, d, d,
+                    kv=kv, v=not g.k_eq_v)
+        if a.qk_norm == "head":
+            out += _head_norms(spec, wl, g.suffix, L, H, g.kv_heads, d, d, kv=kv)
+        if spec.position.kind == "rope":
+            rope_dim = floor_int(d * spec.position.rotary_fraction)
+            out.append(_rope(wl, f"layers.attn.rope{g.suffix}", (H + g.kv_heads * kv) * rope_dim, L))
+        out += _cores(spec, wl, conv, g.kinds, g.kv_heads, d, d, g.kv_heads * 2 * d, shared=g.shared)
+        out.append(_out_proj(spec, wl, f"layers.attn.o{g.suffix}", H * d, L))
     return out
 
 
@@ -356,8 +418,12 @@ def _mlp(spec: ModelSpec, wl: Workload, prefix: str, width: int, count: int, *, 
 def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     kinds = spec.ffn_layers
     out = _sublayer_norms(spec, wl, "layers.ffn", "before")
-    if nonzero(kinds["dense"]):
-        out += _mlp(spec, wl, "layers.ffn", spec.d_ff, kinds["dense"])
+    wide = spec.ffn.kv_shared_d_ff  # the layers that reuse K/V have an FFN of their own width (Gemma 4)
+    n_wide = spec.attention.kv_shared_layers if wide is not None else 0
+    if nonzero(kinds["dense"] - n_wide):
+        out += _mlp(spec, wl, "layers.ffn", spec.d_ff, kinds["dense"] - n_wide)
+    if n_wide:
+        out += _mlp(spec, wl, "layers.ffn.wide", wide, n_wide)
     moe, n_moe, D = spec.ffn.moe, kinds["moe"], spec.d_model
     if nonzero(n_moe):
         out += [
@@ -376,6 +442,31 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     return out + _sublayer_norms(spec, wl, "layers.ffn", "after")
 
 
+# ---- per-layer embeddings ------------------------------------------------------------
+
+
+def _per_layer_input_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """Gemma 3n / 4's per-layer embeddings (PerLayerInputSpec), as transformers' Gemma4TextModel runs
+    them: the packed table and the projection of the embedded token, each layer's slice RMS-normed and
+    the two summed and scaled once for all layers; then in each layer, after the FFN, the gate
+    (act(x W_gate) ⊙ slice), W_proj and an RMSNorm (its residual add is _residual_ops')."""
+    p, D, L = spec.per_layer_input, spec.d_model, spec.n_layers
+    act = BASE_ACTIVATION[spec.ffn.activation]
+    # Under TP (vLLM's Gemma 3n / 4): the table vocab-parallel, the projection column-parallel (its output
+    # gathered), each layer's gate and projection replicated (its slice of the table is not split).
+    return [
+        ops.gather("per_layer.embedding", "per_layer", wl, p.vocab_size, L * p.width),
+        ops.matmul("per_layer.project", "per_layer", wl, D, L * p.width),
+        ops.norm("per_layer.norm", wl, p.width, "rmsnorm", False, tokens=wl.tokens * L, component="per_layer"),
+        ops.elementwise("per_layer.combine", "per_layer", wl, L * p.width, 2, inputs=2),  # (a + b) · 2^-1/2
+        ops.matmul("layers.per_layer.gate", "per_layer", wl, D, p.width, count=L, tp="replicated"),
+        ops.elementwise("layers.per_layer.act", "per_layer", wl, p.width,
+                        ops.ACTIVATION_FLOPS[act] + ops.GATE_PRODUCT_FLOPS, inputs=2, count=L, fn=act),
+        ops.matmul("layers.per_layer.proj", "per_layer", wl, p.width, D, count=L, tp="replicated"),
+        ops.norm("layers.per_layer.norm", wl, D, "rmsnorm", False, count=L, component="per_layer"),
+    ]
+
+
 # ---- residual stream -----------------------------------------------------------------
 
 
@@ -383,7 +474,7 @@ def _residual_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     r, D, L = spec.residual, spec.d_model, spec.n_layers
     U = 2 * L
     if r.kind == "standard":  # x + F(x) after each sublayer that is there
-        units = U - spec.attention_layers["none"] - spec.ffn_layers["none"]
+        units = U - spec.attention_layers["none"] - spec.ffn_layers["none"] + L * (spec.per_layer_input is not None)
         return [ops.elementwise("layers.residual.add", "residual", wl, D, 1, inputs=2, count=units)]
     if r.kind == "parallel":  # x + attn + ffn: two adds, once per layer
         return [ops.elementwise("layers.residual.add", "residual", wl, D, 2, inputs=3, count=L)]

@@ -35,8 +35,9 @@ Sharding = Literal["split", "row", "replicated", "qkv"]
 # projection: OPT-350m's project_in / project_out between the embedding width and d_model.
 # vision: a multimodal checkpoint's image encoder (ops/vision.py, not in model_ops).
 # linear: the mixers of linear layers (Gated DeltaNet, short conv, Mamba, Mamba-2).
+# per_layer: Gemma 3n / 4's per-layer embeddings (PerLayerInputSpec): their table, projection and gates.
 Component = Literal["embedding", "projection", "position", "attention", "linear", "ffn", "experts", "router", "norms",
-                    "residual", "lm_head", "vision"]
+                    "residual", "per_layer", "lm_head", "vision"]
 
 
 # ---- dims: what a kernel needs to run an op, one record per op kind ---------------
@@ -103,6 +104,7 @@ class AttentionDims(Dims):
     state_values: int = 0
     conv_values: int = 0
     state_dtype: str | None = None  # the recurrent state's dtype the model asks engines for (spec StateDtype)
+    shared: bool = False  # the layer reads an earlier layer's K/V (AttentionSpec.kv_shared_layers): no cache of its own
 
     @property
     def chunked(self) -> bool:
@@ -326,7 +328,7 @@ def score_pairs(new_tokens: int, context: int, window: int | None, convention: F
 def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, kv_heads: int,
               qk_dim: int, v_dim: int, kv_width: int, window: int | None, layer_kind: str,
               softcap: bool = False, count: int = 1, params: int = 0, topk: int | None = None,
-              eager: bool = False) -> Op:
+              eager: bool = False, shared: bool = False) -> Op:
     """softmax(Q Kᵀ) V for one layer: H heads of qk_dim, values of v_dim.
 
     kv_width is the cache's values per token (K·(d_k + d_v), or MLA's
@@ -338,6 +340,7 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     eager: the model runs this attention through transformers' explicit
     eager_attention_forward (SDPA has no soft-cap option): under a convention
     with eager_fallback it is counted so (_eager_attention).
+    shared: the layer reads an earlier layer's cache and appends nothing (Gemma 4's KV sharing).
     """
     b, t, s = wl.batch, wl.new_tokens, wl.context
     chunked = layer_kind == "chunked"
@@ -352,7 +355,8 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
         keys_read = lesser(s, (s - t) % window + t)
     else:
         keys_read = lesser(s, window + t - 1)
-    dims = AttentionDims(b, t, s, n_heads, kv_heads, qk_dim, v_dim, window, kv_width, layer_kind, topk)
+    dims = AttentionDims(b, t, s, n_heads, kv_heads, qk_dim, v_dim, window, kv_width, layer_kind, topk,
+                         shared=shared)
     if eager and convention.eager_fallback and topk is None:
         return _eager_attention(name, wl, dims, softcap, count, params)
     vector = pairs * n_heads * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0))
@@ -363,7 +367,8 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
         vector_flops=vector,
         weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
         act_bytes=nbytes(wl.tokens * n_heads * (qk_dim + v_dim), wl.act_dtype),  # read Q, write O
-        kv_bytes=nbytes(b * (keys_read + t) * kv_width, wl.kv_dtype),  # read the cache, append T tokens
+        # read the cache, append T tokens (a shared layer's producer appended them)
+        kv_bytes=nbytes(b * (keys_read + t * (not shared)) * kv_width, wl.kv_dtype),
     )
 
 
@@ -408,7 +413,7 @@ def _eager_attention(name: str, wl: Workload, dims: AttentionDims, softcap: bool
         vector_flops=scores * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0)),
         weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
         act_bytes=matmuls + passes_bytes - cache,
-        kv_bytes=nbytes(dims.batch * (keys + dims.new_tokens) * dims.kv_width, wl.kv_dtype),
+        kv_bytes=nbytes(dims.batch * (keys + dims.new_tokens * (not dims.shared)) * dims.kv_width, wl.kv_dtype),
     )
 
 
@@ -578,7 +583,10 @@ def cached_tokens(context: int, window: int | None) -> int:
 
 
 def cache_bytes(op: Op, context: int, batch: int, kv_dtype: str) -> float:
-    """KV cache one attention op keeps for `batch` sequences of `context` tokens."""
+    """KV cache one attention op keeps for `batch` sequences of `context` tokens (none where its layers
+    read an earlier layer's)."""
+    if op.dims.shared:
+        return 0
     tokens = cached_tokens(context, op.dims.window)
     return nbytes(batch * tokens * op.dims.kv_width, kv_dtype)
 

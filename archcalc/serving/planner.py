@@ -287,7 +287,7 @@ class Planner:
                           self.engine.token_bytes(op, self.kv_bytes_per_value, self._v_bytes,
                                                   self.engine.kv_share(op, self.tp)),
                           self.engine.state_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)))
-                 for op in ops if op.kind == "attention" and op.count]
+                 for op in ops if op.kind == "attention" and op.count and not op.dims.shared]  # shared: no cache
         return _StageParts(stage, Weights(split, replicated, vision, mtp), kinds)
 
     def _chunk_ops(self, stage: Stage | None, tokens: int, act_dtype: str) -> list[Op]:

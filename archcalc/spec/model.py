@@ -81,6 +81,19 @@ def _divisible(field: str, by: str, what: str) -> NumericRule:
                        lambda m: f"{field} ({getattr(m, field)}) must be divisible by {by} ({getattr(m, by)})", what)
 
 
+class AttentionGroup(NamedTuple):
+    """Softmax-attention layers of one shape (ModelSpec.attention_groups): how many of each kind,
+    their KV heads and head dim (d_k = d_v), whether they reuse earlier layers' K/V, whether their V
+    is their K projection.  suffix: what their op names add (".global", ".shared")."""
+
+    suffix: str
+    kinds: dict[str, int]
+    kv_heads: int
+    head_dim: int
+    shared: bool
+    k_eq_v: bool
+
+
 class _Ruled(_Frozen):
     """A part of the spec whose only cross-field checks are its NUMERIC_RULES."""
 
@@ -138,12 +151,30 @@ class AttentionSpec(_Frozen):
     qk_rope_head_dim: Width | None = None
     v_head_dim: Width | None = None
     indexer: IndexerSpec | None = None  # DeepSeek Sparse Attention (MLA with a query latent only)
+    # Global layers with their own geometry (Gemma 4: head_dim 512 on full-attention layers, 256 on
+    # sliding ones): d_k = d_v and KV heads there, where they differ from head_dim / n_kv_heads.
+    global_head_dim: Width | None = None
+    global_kv_heads: Heads | None = None
+    global_k_eq_v: bool = False  # global layers' values come from their key projection: no v_proj (Gemma 4)
+    v_norm: bool = False  # a weightless RMSNorm over each value head, beside qk_norm "head" (Gemma 4)
+    # The last kv_shared_layers layers compute no K or V: each reuses those of the last earlier layer of
+    # its kind (Gemma 3n / 4), so it has no k/v projection, k/v norms or cache of its own.
+    kv_shared_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda a: a.n_kv_heads is None or a.n_heads % a.n_kv_heads == 0,
                     lambda a: f"n_heads ({a.n_heads}) must be divisible by n_kv_heads ({a.n_kv_heads})",
                     "n_heads divisible by n_kv_heads"),
+        NumericRule(lambda a: a.global_kv_heads is None or a.n_heads % a.global_kv_heads == 0,
+                    lambda a: f"n_heads ({a.n_heads}) must be divisible by global_kv_heads ({a.global_kv_heads})",
+                    "n_heads divisible by global_kv_heads"),
     )
+
+    @property
+    def grouped(self) -> bool:
+        """Layers differ in their attention's shape (global geometry, shared K/V): ops per group."""
+        return (self.global_head_dim is not None or self.global_kv_heads is not None or self.global_k_eq_v
+                or self.kv_shared_layers > 0)
 
     @model_validator(mode="after")
     def _check(self) -> AttentionSpec:
@@ -174,6 +205,15 @@ class AttentionSpec(_Frozen):
             raise ValueError("sliding_window and chunk_size both set: give layer_types to say which layers use which")
         if isinstance(self.layer_types, str) and _parse_ratio(self.layer_types) is None:
             raise ValueError(f"layer_types {self.layer_types!r}: use 'L:G' (e.g. '5:1') or a list")
+        if self.grouped and (self.kind == "mla" or self.output_gate or self.qk_norm in ("full", "l2")
+                             or self.nope_layers or not self.global_rope):
+            raise ValueError("global_head_dim, global_kv_heads, global_k_eq_v and kv_shared_layers go with kind "
+                             "mha, qk_norm none or head, no output_gate and RoPE on every layer (Gemma 4)")
+        if self.v_norm and self.qk_norm != "head":
+            raise ValueError("v_norm goes with qk_norm head (Gemma 4 normalises q, k and v per head)")
+        if self.kv_shared_layers and not isinstance(self.layer_types, list):
+            raise ValueError("kv_shared_layers needs layer_types as a list: which earlier layer each shared "
+                             "layer reads depends on its kind")
         return self
 
 
@@ -336,6 +376,7 @@ class FFNSpec(_Frozen):
     bias: bool = False  # every FFN projection (experts too) has a bias
     moe: MoESpec | None = None
     none_layers: list[LayerIndex] | None = None  # layers with no FFN (Nemotron-H's blocks without one)
+    kv_shared_d_ff: FFNWidth | None = None  # F of the layers that reuse K/V (Gemma 4's double-wide MLP: 2·d_ff)
 
     @model_validator(mode="after")
     def _check(self) -> FFNSpec:
@@ -466,6 +507,17 @@ class VisionSpec(_Frozen):
         return (self.image_size // self.patch_size) ** 2
 
 
+class PerLayerInputSpec(_Frozen):
+    """Per-layer embeddings (Gemma 3n / 4's "PLE"): each layer gets a vector of `width` per token, the sum
+    of a second token table (vocab_size rows of n_layers·width) and a projection of the embedded token
+    (D -> n_layers·width, an RMSNorm over each layer's width, one weight of width).  After its FFN each
+    layer gates it in: act(x W_gate) (D -> width) times the vector, W_proj (width -> D), an RMSNorm of D,
+    added to the residual stream."""
+
+    width: Width
+    vocab_size: Annotated[int, Field(ge=1, le=MAX_VOCAB)]
+
+
 class MTPSpec(_Frozen):
     """Multi-token-prediction modules the checkpoint stores (ops/mtp.py): not part of the model
     transformers builds, so in no total; `size` reports them apart."""
@@ -503,6 +555,7 @@ class ModelSpec(_Frozen):
     training: TrainingSpec | None = None
     vision: VisionSpec | None = None
     mtp: MTPSpec | None = None
+    per_layer_input: PerLayerInputSpec | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -579,7 +632,29 @@ class ModelSpec(_Frozen):
         r = self.residual
         if r.kind == "parallel" and self.norm.placement != "pre":
             raise ValueError("residual kind parallel needs norm.placement pre")
+        if a.kv_shared_layers:
+            self._check_kv_sharing()
+        elif self.ffn.kv_shared_d_ff is not None:
+            raise ValueError("ffn.kv_shared_d_ff needs attention.kv_shared_layers")
+        if self.per_layer_input is not None and r.kind != "standard":
+            raise ValueError("per_layer_input needs residual kind standard")
         return self
+
+    def _check_kv_sharing(self) -> None:
+        """Each shared layer needs an earlier layer of its kind to read (transformers raises otherwise)."""
+        a, first = self.attention, self.n_layers - self.attention.kv_shared_layers
+        kinds = self.layer_attention
+        if first < 1:
+            raise ValueError(f"attention.kv_shared_layers ({a.kv_shared_layers}) leaves no layer of the "
+                             f"{self.n_layers} to compute K and V")
+        missing = sorted(set(kinds[first:]) - set(kinds[:first]))
+        if missing:
+            raise ValueError(f"attention.kv_shared_layers: no layer before layer {first} is {missing[0]}, so a "
+                             f"shared {missing[0]} layer has no K and V to reuse")
+        if not {"global", "local", "chunked"}.issuperset(kinds[first:]):
+            raise ValueError("attention.kv_shared_layers: the shared layers must all be attention layers")
+        if self.ffn.kv_shared_d_ff is not None and (self.ffn.moe is not None or self.ffn.none_layers):
+            raise ValueError("ffn.kv_shared_d_ff needs every layer to have a dense FFN")
 
     # ---- derived values, resolved once -------------------------------------
     # Written so that numeric fields may also be numpy arrays, one element per
@@ -649,6 +724,27 @@ class ModelSpec(_Frozen):
             rotating = rotating - (self.n_layers > i) * (kind not in ("linear", "none")
                                                          and (a.global_rope or kind != "global"))
         return rotating
+
+    @property
+    def attention_groups(self) -> list[AttentionGroup]:
+        """The softmax-attention layers by shape, for a grouped attention (AttentionSpec.grouped): global
+        layers apart where they have their own geometry, and the layers that reuse K/V apart."""
+        a = self.attention
+        own = a.global_head_dim is not None or a.global_kv_heads is not None or a.global_k_eq_v
+        first_shared = self.n_layers - a.kv_shared_layers
+        groups: dict[tuple[bool, bool], dict[str, int]] = {}
+        for i, kind in enumerate(self.layer_attention):
+            if kind in ("linear", "none"):
+                continue
+            kinds = groups.setdefault((own and kind == "global", i >= first_shared), {})
+            kinds[kind] = kinds.get(kind, 0) + 1
+        out = []
+        for (wide, shared), kinds in sorted(groups.items()):
+            dk = (a.global_head_dim or self.qk_head_dim) if wide else self.qk_head_dim
+            out.append(AttentionGroup(".global" * wide + ".shared" * shared, kinds,
+                                      (a.global_kv_heads or self.n_kv_heads) if wide else self.n_kv_heads,
+                                      dk, shared, wide and a.global_k_eq_v))
+        return out
 
     def _kind_at(self, i: int) -> LayerKind:
         """layer_attention[i] without building the tuple (n_layers may be an array)."""

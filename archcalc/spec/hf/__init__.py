@@ -27,6 +27,7 @@ from archcalc.spec.hf.hybrid import (
 )
 from archcalc.spec.hf.llama import _llama_like
 from archcalc.spec.hf.mla import _deepseek, _mla_dense
+from archcalc.spec.hf.gemma import GEMMA4_DEFAULTS, _gemma4
 from archcalc.spec.hf.moe import _cohere2_moe, _gpt_oss, _llama4
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
 from archcalc.spec.hf.vision import VISION_PROJECTORS, VISION_WITHOUT_CONFIG, _vision
@@ -39,6 +40,7 @@ FAMILY_DEFAULTS = {
     "gemma3_text": {"vocab_size": 262208, "max_position_embeddings": 131072, "rope_theta": 1_000_000.0,
                     "rope_local_base_freq": 10_000.0, "sliding_window_pattern": 6,
                     "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True},
+    "gemma4_text": GEMMA4_DEFAULTS,
     # BambaConfig's context default; Bamba-9B's config.json has no max_position_embeddings.
     "bamba": {"max_position_embeddings": 262144},
     # GraniteSWAConfig / GraniteMoeSWAConfig: a 128-token window (their layer_types default is _granite_swa's).
@@ -77,6 +79,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
+    "gemma4": _gemma4, "gemma4_text": _gemma4,
     "gpt2": _gpt2, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
@@ -119,7 +122,7 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
             model_type = checked(path, "text_config.model_type", "model_type", text["model_type"])
         r = ConfigReader(text, path, report, prefix="text_config.", family_defaults=FAMILY_DEFAULTS.get(model_type))
         for key in cfg:
-            if key not in ("text_config", "model_type", "vision_config"):
+            if key not in ("text_config", "model_type", "vision_config", "audio_config"):
                 outer.ignore(key, "outside text_config: changes no parameter of the language model")
     if model_type is None:
         raise InputError(path, "model_type", "missing; archcalc needs it to read the config")
@@ -135,6 +138,10 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
                                "sizes are the language model's alone")
     elif cfg.get("vision_config") is not None:
         spec["vision"] = _vision(outer, cfg, report)
+    if cfg.get("audio_config") is not None:  # Gemma 4 E2B / E4B
+        outer.ignore("audio_config", "an audio tower archcalc does not model: not in any total, nor in fit's weights")
+        report.warnings.append(f"{path}: the {cfg.get('model_type')} audio tower (audio_config) is not modelled; "
+                               "sizes are the language model's alone")
     if cfg.get("model_type") in VISION_WITHOUT_CONFIG:
         report.warnings.append(f"{path}: {VISION_WITHOUT_CONFIG[cfg['model_type']]} is not modelled; "
                                "sizes are the language model's alone")

@@ -55,6 +55,11 @@ def _rope_scaling(r: ConfigReader) -> dict | None:
     kind = r.nested(raw, "rope_type", where) or r.nested(raw, "type", where, "default")
     if kind in ("default", None):
         return None
+    if kind == "proportional":  # Gemma 4's global layers: partial rotary, no context scaling
+        if float(r.nested(raw, "factor", where, 1.0)) != 1.0:
+            raise InputError(r.path, r.prefix + where + ".factor", "proportional RoPE with a factor other than 1 "
+                             "is not supported")
+        return None
     if kind == "su":  # Phi-3's old name for longrope
         kind = "longrope"
     known = ("linear", "dynamic", "yarn", "llama3", "longrope")

@@ -94,7 +94,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
             raise InputError(r.path, r.prefix + "use_bidirectional_attention", "bidirectional attention is not "
                              "supported: archcalc models causal decoders")
         r.ignore("use_bidirectional_attention", "null or false: causal, as every Gemma LM")
-    if family in ("gemma2", "gemma3", "glm4", "afmoe", "kolibri1"):
+    if family in ("gemma2", "gemma3", "gemma4", "glm4", "afmoe", "kolibri1"):
         norm["placement"] = "both"  # input, post-attention, pre- and post-feedforward norms
     if family in ("gemma2", "vaultgemma"):  # VaultGemma: Gemma 2 without its post-norms
         att["softcap"] = r.get("attn_logit_softcapping", default=None)
@@ -115,6 +115,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
                 raise InputError(r.path, key, "soft-capping is not expected on gemma3; remove it or use gemma2")
             r.ignore(key, "null")
         scaled_final = True  # Gemma 3's max_position_embeddings already includes the linear scaling
+    elif family == "gemma4":  # soft-capped logits (30 in every release), no soft-capped scores
+        spec["final_softcap"] = r.get("final_logit_softcapping", default=None)
     if family in ("olmo2", "olmo3", "olmoe", "flex_olmo"):
         att["qk_norm"] = "full"  # q_norm over H·d, k_norm over K·d
     if family == "olmo":  # OlmoLayerNorm: F.layer_norm with neither weight nor bias
@@ -183,7 +185,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     if family == "minimax_m2":
         rotary = _minimax_m2(r, att)
     pos, limit = _position(r, rotary_fraction=rotary, scaled_limit_is_final=scaled_final)
-    if family == "gemma3":
+    if family in ("gemma3", "gemma4"):
         pos["local_theta"] = _rope_base(r, "sliding_attention")
     if family == "cohere" and r.has("model_max_length"):
         limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
@@ -191,7 +193,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
                      default_types=_every_fourth_global(spec["n_layers"]) if family in EVERY_FOURTH_GLOBAL else
                      _every_nth_global(spec["n_layers"], r.get("global_attn_every_n_layers", default=4))
                      if family == "afmoe" else _every_nth_global(spec["n_layers"], 5) if family == "kolibri1" else
-                     _flint_types(spec["n_layers"]) if family == "flint" else None)
+                     _flint_types(spec["n_layers"]) if family == "flint" else
+                     _every_nth_global(spec["n_layers"], 6, last=True) if family == "gemma4" else None)
     att.update({k: v for k, v in window.items() if v is not None})
     if family == "afmoe":  # AfmoeAttention rotates its sliding layers only, window or not
         kinds = att.get("layer_types") or ["global"] * spec["n_layers"]
@@ -226,10 +229,11 @@ def _flint_types(n_layers: int) -> list[str]:
             for i in range(n_layers)]
 
 
-def _every_nth_global(n_layers: int, every: int) -> list[str]:
-    """AfmoeConfig's (every = global_attn_every_n_layers) and Kolibri1Config's (5) layer_types when
-    absent: layer i is global iff (i + 1) % every == 0."""
-    return ["sliding_attention" if (i + 1) % int(every) else "full_attention" for i in range(n_layers)]
+def _every_nth_global(n_layers: int, every: int, last: bool = False) -> list[str]:
+    """AfmoeConfig's (every = global_attn_every_n_layers), Kolibri1Config's (5) and Gemma4TextConfig's (6,
+    and the last layer global: `last`) layer_types when absent: layer i is global iff (i + 1) % every == 0."""
+    return ["sliding_attention" if (i + 1) % int(every) and not (last and i == n_layers - 1) else "full_attention"
+            for i in range(n_layers)]
 
 
 def _granite_swa(r: ConfigReader, att: dict, n_layers: int) -> None:
@@ -325,5 +329,5 @@ ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5, "glm": 0.5,
 # Qwen3-Next and Qwen3.5: Gated DeltaNet layers between gated full-attention ones.
 QWEN_HYBRID = ("qwen3_next", "qwen3_5", "qwen3_5_moe")
 # Families whose attention normalises q and k per head (one RMSNorm of head_dim each).
-HEAD_QK_NORM = ("qwen3", "qwen3_moe", "gemma3", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", "exaone4", "exaone_moe",
+HEAD_QK_NORM = ("qwen3", "qwen3_moe", "gemma3", "gemma4", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", "exaone4", "exaone_moe",
                 "afmoe", "hy_v3", "kolibri1", "flint", *QWEN_HYBRID)

@@ -1,0 +1,90 @@
+"""Gemma 4 (gemma4_text, and the text_config of gemma4): Gemma 3's layers (q/k norms, four norms a layer,
+5 sliding : 1 global) with what transformers' Gemma4TextModel adds: a weightless v_norm, global layers of
+their own head_dim (and KV heads, with V taken from the key projection), the last layers reusing earlier
+layers' K/V with a double-wide MLP, and per-layer embeddings."""
+
+from __future__ import annotations
+
+from archcalc.errors import InputError
+from archcalc.spec.hf.llama import _llama_like
+from archcalc.spec.hf.reader import ConfigReader
+from archcalc.spec.hf.keys import checked
+
+# Gemma4TextConfig's defaults (transformers 5.24), for the keys save_pretrained leaves out.
+GEMMA4_DEFAULTS = {"vocab_size": 262144, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 30,
+                   "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256,
+                   "hidden_activation": "gelu_pytorch_tanh", "max_position_embeddings": 131072,
+                   "tie_word_embeddings": True, "sliding_window": 512, "rope_theta": 1_000_000.0,
+                   "rope_local_base_freq": 10_000.0, "hidden_size_per_layer_input": 256,
+                   "vocab_size_per_layer_input": 262144}
+GLOBAL_HEAD_DIM = 512  # Gemma4TextConfig.__post_init__'s default for global_head_dim
+
+
+def _gemma4(r: ConfigReader) -> dict:
+    spec = _llama_like(r, family="gemma4")
+    att, ffn, n = spec["attention"], spec["ffn"], spec["n_layers"]
+    kinds = att.setdefault("layer_types", ["global"] * n)  # a list even when every layer is global
+    if kinds[-1] != "global":
+        raise InputError(r.path, r.prefix + "layer_types", "the last layer must be full_attention (transformers' "
+                         "Gemma 4 makes it so, whatever the config says)")
+    att["v_norm"] = True  # Gemma4TextAttention.v_norm: RMSNorm(head_dim, with_scale=False)
+    if r.get("enable_moe_block", default=False):
+        raise InputError(r.path, r.prefix + "enable_moe_block", "Gemma 4's MoE block (26B A4B: a routed MoE beside "
+                         "each layer's MLP) is not supported yet")
+    for key in ("num_experts", "top_k_experts", "moe_intermediate_size"):
+        r.ignore(key, "enable_moe_block is false: no experts")
+    _global_layers(r, att, kinds, att.get("head_dim") or spec["d_model"] // att["n_heads"])
+    shared = int(r.get("num_kv_shared_layers", default=0))
+    if shared:
+        att["kv_shared_layers"] = shared
+    if r.get("use_double_wide_mlp", default=False):
+        if shared:  # Gemma4TextMLP: twice intermediate_size on the layers that reuse K/V
+            ffn["kv_shared_d_ff"] = 2 * ffn["d_ff"]
+        else:
+            r.ignore("use_double_wide_mlp", "num_kv_shared_layers is 0: no layer has the double-wide MLP")
+    width = int(r.get("hidden_size_per_layer_input", default=0))
+    if width:
+        spec["per_layer_input"] = {"width": width, "vocab_size": r.get("vocab_size_per_layer_input")}
+    else:
+        r.ignore("vocab_size_per_layer_input", "hidden_size_per_layer_input is 0: no per-layer embeddings")
+    return spec
+
+
+def _global_layers(r: ConfigReader, att: dict, kinds: list[str], base_dim: int) -> None:
+    """The global layers' head_dim and KV heads: per_layer_config where the config has it (transformers 5
+    writes it, one entry per full_attention layer), else global_head_dim (default 512) and, with
+    attention_k_eq_v, num_global_key_value_heads, as Gemma4TextConfig.__post_init__ builds it."""
+    k_eq_v = bool(r.get("attention_k_eq_v", default=False))
+    base_kv = att.get("n_kv_heads", att["n_heads"])
+    dim = r.get("global_head_dim", default=GLOBAL_HEAD_DIM)
+    kv = r.get("num_global_key_value_heads", default=None) if k_eq_v else None
+    if not k_eq_v:
+        r.ignore("num_global_key_value_heads", "attention_k_eq_v is false: global layers keep num_key_value_heads")
+    table = r.get("per_layer_config", default=None)
+    if table is not None:
+        where = r.prefix + "per_layer_config"
+        overrides = {}
+        for index, entry in table.items():
+            if not (index.isdigit() and int(index) < len(kinds)) or not isinstance(entry, dict) or \
+                    set(entry) - {"head_dim", "num_key_value_heads"}:
+                raise InputError(r.path, f"{where}.{index}", "expected a layer index with head_dim and/or "
+                                 "num_key_value_heads")
+            overrides[int(index)] = {k: checked(r.path, f"{where}.{index}.{k}", k, v) for k, v in entry.items()}
+        globals_ = {i for i, kind in enumerate(kinds) if kind == "global"}
+        if overrides and set(overrides) != globals_ or len({tuple(sorted(e.items())) for e in overrides.values()}) > 1:
+            raise InputError(r.path, where, "supported: the same head_dim / num_key_value_heads on every "
+                             "full_attention layer and on no other (or no entry: every layer alike)")
+        entry = next(iter(overrides.values()), {})
+        given = r.cfg.get("global_head_dim")
+        if given is not None and given != entry.get("head_dim", base_dim):
+            raise InputError(r.path, r.prefix + "global_head_dim", "disagrees with per_layer_config, which "
+                             "transformers reads instead")
+        dim, kv = entry.get("head_dim", base_dim), entry.get("num_key_value_heads")
+    if "global" not in kinds:
+        return
+    if dim != base_dim:
+        att["global_head_dim"] = dim
+    if kv is not None and kv != base_kv:
+        att["global_kv_heads"] = kv
+    if k_eq_v:
+        att["global_k_eq_v"] = True
