@@ -34,14 +34,21 @@ class ParamCounts:
     active: int  # used by one token: top-k routed experts, everything else in full
     embedding: int  # the input token embedding, V·D (a learned position table is "position")
     by_component: dict[str, int]
+    # Other tables a token only looks up (Gemma 4's per-layer embeddings): like the embedding, not in N
+    # of the 6N rule, and what Google's "effective" size (E2B: 2.3B) leaves out
+    per_layer_table: int = 0
 
     @property
     def non_embedding(self) -> int:
-        return self.total - self.embedding - self.by_component.get("position", 0)
+        return self.total - self._tables
 
     @property
     def active_non_embedding(self) -> int:
-        return self.active - self.embedding - self.by_component.get("position", 0)
+        return self.active - self._tables
+
+    @property
+    def _tables(self) -> int:
+        return self.embedding + self.by_component.get("position", 0) + self.per_layer_table
 
 
 def param_counts(ops: list[Op]) -> ParamCounts:
@@ -53,6 +60,7 @@ def param_counts(ops: list[Op]) -> ParamCounts:
         active=sum(op.active_params * op.count for op in ops),
         embedding=by["embedding"],
         by_component={c: by[c] for c in COMPONENTS if nonzero(by[c])},
+        per_layer_table=sum(op.params for op in ops if op.kind == "gather" and op.component == "per_layer"),
     )
 
 

@@ -774,6 +774,10 @@ class ReferenceModel(nn.Module):
             raise ValueError("the reference model has no linear-attention layer and no layer without a sublayer")
         if spec.attention.indexer is not None:  # DeepSeek-V3.2: pinned by transformers' own modules instead
             raise ValueError("the reference model has no DeepSeek Sparse Attention indexer")
+        if spec.attention.grouped or spec.attention.v_norm or spec.per_layer_input is not None:
+            # Gemma 4: pinned by transformers' own modules (tests/spec/test_gemma4.py)
+            raise ValueError("the reference model has no per-kind attention geometry, K/V sharing, v_norm or "
+                             "per-layer embeddings (Gemma 4)")
         self.spec = spec
         self.dropout = dropout
         D, V, E = spec.d_model, spec.vocab_size, spec.embedding_width

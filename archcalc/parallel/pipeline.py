@@ -35,7 +35,7 @@ from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
 
 # Ops outside the layers, by name: the input layer (before layer 0) and the output layer (after the last).
-INPUT_OPS = ("embedding", "position.", "hc.expand")
+INPUT_OPS = ("embedding", "position.", "hc.expand", "per_layer.")  # per_layer: Gemma 4's table, for every layer
 OUTPUT_OPS = ("final_norm", "lm_head", "hc.merge")
 
 
@@ -108,6 +108,9 @@ def stage_spec(spec: ModelSpec, stage: Stage) -> ModelSpec:
         return spec  # model_ops never holds MTP modules or a vision tower
     if spec.residual.kind == "attnres":
         raise InputError(None, "--pp", "attention residuals mix every layer's output: not split into stages")
+    if spec.attention.kv_shared_layers or spec.per_layer_input is not None:
+        raise InputError(None, "--pp", "layers that reuse earlier layers' K/V, and per-layer embeddings computed "
+                         "for every layer at the input (Gemma 4), are not split into stages")
     return spec.cut(stage.first, stage.last) if stage.layers else spec.cut(0, 1)
 
 

@@ -32,6 +32,7 @@ def size_json(r: SizeResult, ops: bool = False) -> dict:
                      "flops_convention": r.convention.name},
         "params": {
             "total": p.total, "active": p.active, "embedding": p.embedding, "non_embedding": p.non_embedding,
+            "per_layer_table": p.per_layer_table,
             "tied_embeddings": spec.tie_embeddings, "by_component": p.by_component,
             "vision": r.vision_params,  # the checkpoint's image encoder + projector, not in total
             "mtp": r.mtp_params,  # the checkpoint's multi-token-prediction modules, not in total
@@ -59,6 +60,7 @@ def size_json(r: SizeResult, ops: bool = False) -> dict:
             "dtype": kv.dtype,
             "bytes_per_token": kv.bytes_per_token,
             "bytes": kv.bytes,
+            "kv_shared_layers": r.spec.attention.kv_shared_layers,  # layers with no cache: they reuse K/V
             "by_layer_kind": [{"kind": k.kind, "layers": k.layers, "window": k.window,
                                "bytes_per_token": k.bytes_per_token, "bytes": k.bytes,
                                "state_bytes_per_sequence": k.state_bytes} for k in kv.by_kind],
@@ -86,6 +88,9 @@ def size_tables(r: SizeResult) -> Group:
     if p.active != p.total:
         params.add_row("active per token", count(p.active), f"{p.active / p.total:.1%}")
     params.add_row("non-embedding", count(p.non_embedding), f"{p.non_embedding / p.total:.1%}")
+    if p.per_layer_table:
+        params.add_row("per-layer embedding table (a lookup: not in non-embedding)", count(p.per_layer_table),
+                       f"{p.per_layer_table / p.total:.1%}")
     for component, n in p.by_component.items():
         params.add_row(f"  {component}", count(n), f"{n / p.total:.1%}")
     if r.mtp_params:
@@ -132,13 +137,18 @@ def size_tables(r: SizeResult) -> Group:
     for k in kv.by_kind:
         cache.add_row(str(k.layers), k.kind, f"{k.window:,}" if k.window else "—", nbytes(k.bytes_per_token),
                       nbytes(k.bytes))
-    if len(kv.by_kind) > 1:
+    shared = spec.attention.kv_shared_layers
+    if shared:  # they read the K/V of the last earlier layer of their kind and keep none
+        cache.add_row(str(shared), "shared", "", nbytes(0), nbytes(0))
+    if len(kv.by_kind) > 1 or shared:
         cache.add_row(str(spec.n_layers), "all", "", nbytes(kv.bytes_per_token), nbytes(kv.bytes), style="bold")
     cache_note = ("Per token: every layer stores the token (no window cap). GiB = 2^30 bytes, GB = 10^9 bytes."
                   + (" MLA: one compressed latent + the shared rope key per token per layer." if spec.attention.kind
                      == "mla" else "")
                   + (f" linear: no per-token cache, a fixed state of {nbytes(_state(kv))} per sequence (the fp32 "
-                     f"recurrent state and the conv's last inputs, all linear layers)." if _state(kv) else ""))
+                     f"recurrent state and the conv's last inputs, all linear layers)." if _state(kv) else "")
+                  + (f" shared: the last {shared} layers reuse the K and V of the last earlier layer of their kind "
+                     "and cache none." if shared else ""))
     return Group(title, params, Text(""), weights, _note(weights_note), flops, _note(flops_note), cache,
                  _note(cache_note))
 

@@ -747,8 +747,23 @@ def test_decode_step_flops_equal_flop_counter(name):
 # Families read by the mapping for which no real config.json was found (tests/data/hf/SOURCES.md,
 # "Missing"): pinned instead on configs transformers' own config classes build (their defaults,
 # shrunk), so that the mapping still meets the modules it describes.
+GEMMA4_TYPES = ["sliding_attention", "sliding_attention", "full_attention"] * 2
 NO_FIXTURE = {
     "olmo3": {"sliding_window": 4},
+    # Gemma 4 (no config.json read from the Hub; tests/spec/test_gemma4.py has the released shapes): E2B's
+    # layout (per-layer embeddings, the last layers reusing K/V with a double-wide MLP, global layers of
+    # twice the head_dim), 31B's (V from the key projection, fewer KV heads on global layers, soft-capped
+    # logits), and the two together
+    "gemma4_text": {"head_dim": 16, "global_head_dim": 32, "sliding_window": 4, "hidden_size_per_layer_input": 8,
+                    "vocab_size_per_layer_input": 50, "num_kv_shared_layers": 2, "use_double_wide_mlp": True,
+                    "num_hidden_layers": 6, "layer_types": GEMMA4_TYPES},
+    "gemma4_text k-eq-v": {"head_dim": 16, "global_head_dim": 32, "sliding_window": 4, "hidden_size_per_layer_input": 0,
+                           "attention_k_eq_v": True, "num_global_key_value_heads": 1, "final_logit_softcapping": 30.0,
+                           "num_hidden_layers": 6, "layer_types": GEMMA4_TYPES},
+    "gemma4_text shared-k-eq-v": {"head_dim": 16, "sliding_window": 4, "attention_k_eq_v": True,
+                                  "num_global_key_value_heads": 1, "hidden_size_per_layer_input": 8,
+                                  "vocab_size_per_layer_input": 50, "num_kv_shared_layers": 3,
+                                  "num_hidden_layers": 6, "layer_types": GEMMA4_TYPES},
     "granitemoeshared": {"num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 48},
     # Granite 4.0-H with RoPE (the real h-tiny / h-1b files have none: position_embedding_type is not rope)
     "granitemoehybrid rope": {"layer_types": ["mamba", "attention", "mamba", "mamba"], "mamba_n_heads": 8,
@@ -1200,7 +1215,8 @@ def _rotated_per_token(model: torch.nn.Module, monkeypatch, tokens: int = 5) -> 
 def _our_rotated(spec: ModelSpec) -> int:
     from archcalc.ops.layers import model_ops
 
-    return sum(op.dims.width * op.count for op in model_ops(spec, Workload.forward(5)) if op.name == "layers.attn.rope")
+    return sum(op.dims.width * op.count for op in model_ops(spec, Workload.forward(5))
+               if op.name.startswith("layers.attn.rope"))  # grouped attention: one per group
 
 
 @pytest.mark.parametrize("name", ROPE_CHECKED)
