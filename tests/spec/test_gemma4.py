@@ -184,3 +184,20 @@ def test_what_gemma4_is_not_modelled_in_says_so(tmp_path):
     path.write_text(json.dumps(raw))
     r = CliRunner().invoke(cli, ["fit", str(path), "--gpu", "l4", "--pp", "2"])
     assert r.exit_code == 2 and "not split into stages" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_fit_caches_only_the_layers_that_compute_k_and_v(tmp_path):
+    """The plain engine (a generate() call) caches what transformers' DynamicCache holds per token: the 15
+    layers of E2B that compute K and V, none of the 20 that reuse them (vLLM and llama.cpp likewise
+    allocate no cache for a layer that reads another's)."""
+    from archcalc import api
+
+    raw, model = _built("e2b")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    plan = api.fit(str(path), "h100", engine="plain", context=8).plan
+    assert sum(k.layers for k in plan.kv) == 15
+    with torch.no_grad():
+        out = model(input_ids=torch.zeros(1, 8, dtype=torch.long, device="meta"), use_cache=True)
+    held = [layer for layer in out.cache.layers if getattr(layer, "keys", None) is not None]
+    assert plan.kv_bytes == sum((layer.keys.numel() + layer.values.numel()) * layer.keys.element_size() for layer in held)
