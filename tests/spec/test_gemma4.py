@@ -201,3 +201,30 @@ def test_fit_caches_only_the_layers_that_compute_k_and_v(tmp_path):
         out = model(input_ids=torch.zeros(1, 8, dtype=torch.long, device="meta"), use_cache=True)
     held = [layer for layer in out.cache.layers if getattr(layer, "keys", None) is not None]
     assert plan.kv_bytes == sum((layer.keys.numel() + layer.values.numel()) * layer.keys.element_size() for layer in held)
+
+
+def test_one_residual_add_per_sublayer_and_per_layer_input():
+    """A Gemma 4 layer with per-layer embeddings adds to its residual stream three times (attention, MLP,
+    the per-layer gate): the aten adds of two [1, T, D] tensors into one in transformers' forward are
+    archcalc's residual adds (no other add in Gemma 4 is that shape: norms add eps to [1, T, 1], RoPE
+    works on [1, T, heads, d], the per-layer inputs on [1, T, L, width])."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    raw, model = _built("e2b")
+    tokens, D = 3, SHAPES["e2b"]["hidden_size"]
+    stream = (1, tokens, D)
+
+    class Adds(TorchDispatchMode):
+        n = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func is torch.ops.aten.add.Tensor and tuple(out.shape) == stream and all(
+                    isinstance(a, torch.Tensor) and tuple(a.shape) == stream for a in args[:2]):
+                Adds.n += 1
+            return out
+
+    with torch.no_grad(), Adds():
+        model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True)
+    (add,) = [op for op in model_ops(_read(raw), Workload.forward(tokens)) if op.name == "layers.residual.add"]
+    assert add.count == Adds.n == 3 * SHAPES["e2b"]["num_hidden_layers"]
