@@ -228,3 +228,34 @@ def test_one_residual_add_per_sublayer_and_per_layer_input():
         model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True)
     (add,) = [op for op in model_ops(_read(raw), Workload.forward(tokens)) if op.name == "layers.residual.add"]
     assert add.count == Adds.n == 3 * SHAPES["e2b"]["num_hidden_layers"]
+
+
+def test_a_decode_step_reads_and_writes_the_cache_as_transformers_does(monkeypatch):
+    """One decode step through transformers' own cache: every attention layer reads the K and V it
+    attends to (eager_attention_forward's key and value, the shared layers' taken from their producer),
+    and only the layers that compute K and V write the new token (the cache layers' update).  Their bytes
+    are the KV bytes of archcalc's decode step (kv_bytes over its attention ops)."""
+    import transformers.cache_utils as cache_utils
+    import transformers.models.gemma4.modeling_gemma4 as modeling
+
+    raw, model = _built("e2b")
+    prompt = 5
+    with torch.no_grad():
+        cache = model(input_ids=torch.zeros(1, prompt, dtype=torch.long, device="meta"), use_cache=True).cache
+    moved = []
+    attend = modeling.eager_attention_forward
+
+    def reading(module, query, key, value, *args, **kwargs):
+        moved.append((key.numel() + value.numel()) * key.element_size())
+        return attend(module, query, key, value, *args, **kwargs)
+
+    monkeypatch.setattr(modeling, "eager_attention_forward", reading)
+    for layer in (cache_utils.DynamicLayer, cache_utils.DynamicSlidingWindowLayer):
+        def writing(self, keys, values, *args, _update=layer.update, **kwargs):
+            moved.append((keys.numel() + values.numel()) * keys.element_size())
+            return _update(self, keys, values, *args, **kwargs)
+        monkeypatch.setattr(layer, "update", writing)
+    with torch.no_grad():
+        model(input_ids=torch.zeros(1, 1, dtype=torch.long, device="meta"), cache=cache, use_cache=True)
+    ops = model_ops(_read(raw), Workload.decode(prompt + 1))
+    assert sum(op.kv_bytes * op.count for op in ops if op.kind == "attention") == sum(moved) > 0
