@@ -147,6 +147,10 @@ def test_global_geometry_from_global_head_dim_or_per_layer_config():
         (512, 4, True)
     with pytest.raises(InputError, match="global_head_dim: disagrees with per_layer_config"):
         spec_dict_from_config({**raw, "global_head_dim": 256}, "config.json")
+    with pytest.raises(InputError, match="num_global_key_value_heads: disagrees with per_layer_config"):
+        spec_dict_from_config({**raw, "num_global_key_value_heads": 8}, "config.json")
+    both = {**raw, "global_head_dim": 512, "num_global_key_value_heads": 4}  # agreeing: the same spec
+    assert _read(both) == spec
 
 
 @pytest.mark.parametrize("change, message", [

@@ -75,11 +75,13 @@ def _global_layers(r: ConfigReader, att: dict, kinds: list[str], base_dim: int) 
             raise InputError(r.path, where, "supported: the same head_dim / num_key_value_heads on every "
                              "full_attention layer and on no other (or no entry: every layer alike)")
         entry = next(iter(overrides.values()), {})
-        given = r.cfg.get("global_head_dim")
-        if given is not None and given != entry.get("head_dim", base_dim):
-            raise InputError(r.path, r.prefix + "global_head_dim", "disagrees with per_layer_config, which "
-                             "transformers reads instead")
-        dim, kv = entry.get("head_dim", base_dim), entry.get("num_key_value_heads")
+        read = {"head_dim": entry.get("head_dim", base_dim), "num_key_value_heads": entry.get("num_key_value_heads")}
+        for key, field, given in (("global_head_dim", "head_dim", dim), ("num_global_key_value_heads",
+                                                                          "num_key_value_heads", kv)):
+            if r.cfg.get(key) is not None and given is not None and given != (read[field] or base_kv):
+                raise InputError(r.path, r.prefix + key, "disagrees with per_layer_config, which transformers "
+                                 "reads instead")
+        dim, kv = read["head_dim"], read["num_key_value_heads"]
     if "global" not in kinds:
         return
     if dim != base_dim:
