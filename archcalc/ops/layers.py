@@ -434,6 +434,15 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
             # Weighted sum of the k expert outputs: a multiply and an add per value.
             ops.elementwise("layers.moe.combine", "experts", wl, D, 2 * moe.top_k, inputs=moe.top_k, count=n_moe),
         ]
+        if moe.router_scales:  # Gemma 4: rms(x) · scale · D^-1/2 into the router; per-expert scales on its weights
+            E = moe.n_experts
+            out += [ops.norm("layers.moe.router_norm", wl, D, "rmsnorm", False, weight=False, count=n_moe,
+                             component="router"),
+                    replace(ops.elementwise("layers.moe.router_scale", "router", wl, D, 2, count=n_moe,
+                                            params=D + E), shapes=((D,), (E,)))]
+        if moe.branch_norms:  # Gemma 4: before the experts, after them, after the always-on MLP
+            for name in ("layers.moe.experts.norm", "layers.moe.experts.post_norm", "layers.moe.shared.post_norm"):
+                out += _norm(spec, wl, name, D, count=n_moe)
         if nonzero(moe.d_shared):
             out += _mlp(spec, wl, "layers.moe.shared", moe.d_shared, n_moe)
         if moe.shared_gate:

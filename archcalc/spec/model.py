@@ -359,12 +359,20 @@ class MoESpec(_Ruled):
     first_dense_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)  # leading layers keep the dense FFN
     every: Layers = 1  # after those, layer i is MoE when (i + 1) % every == 0
     layers: list[LayerIndex] | None = None  # explicit MoE layer indices; overrides the two above
+    # Gemma 4 26B A4B: the router's input RMS-normed (no weight) and scaled by a learned D-vector, its
+    # top-k weights by a learned scale per expert (D + E parameters a layer) ...
+    router_scales: bool = False
+    # ... and the always-on MLP (d_shared) and the routed experts each with their own norms: one before
+    # the experts, one after each branch (3 more norms of D a layer)
+    branch_norms: bool = False
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda m: m.top_k <= m.n_experts, lambda m: f"top_k ({m.top_k}) exceeds n_experts ({m.n_experts})",
                     "top_k at most n_experts"),
         NumericRule(lambda m: not m.shared_gate or m.d_shared > 0,
                     lambda m: "shared_gate needs a shared expert (d_shared > 0)", "a shared expert for shared_gate"),
+        NumericRule(lambda m: not m.branch_norms or m.d_shared > 0,
+                    lambda m: "branch_norms needs a shared expert (d_shared > 0)", "a shared expert for branch_norms"),
     )
 
 

@@ -41,6 +41,13 @@ SHAPES = {
             "attention_k_eq_v": True, "hidden_size_per_layer_input": 0, "sliding_window": 1024,
             "max_position_embeddings": 262144, "final_logit_softcapping": 30.0,
             "layer_types": ([SLIDING] * 5 + [FULL]) * 10},
+    # 26B A4B: 128 experts of 704, top 8, beside every layer's 2,112-wide MLP
+    "26b-a4b": {"hidden_size": 2816, "num_hidden_layers": 30, "num_attention_heads": 16, "num_key_value_heads": 8,
+                "num_global_key_value_heads": 2, "head_dim": 256, "global_head_dim": 512, "intermediate_size": 2112,
+                "enable_moe_block": True, "num_experts": 128, "top_k_experts": 8, "moe_intermediate_size": 704,
+                "attention_k_eq_v": True, "hidden_size_per_layer_input": 0, "sliding_window": 1024,
+                "max_position_embeddings": 262144, "final_logit_softcapping": 30.0,
+                "layer_types": ([SLIDING] * 5 + [FULL]) * 5},
 }
 
 
@@ -53,7 +60,8 @@ def _read(cfg: dict) -> ModelSpec:
 def _built(name: str):
     config = AutoConfig.for_model("gemma4_text", **SHAPES[name])
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=DTYPE)
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=DTYPE,
+                                                 experts_implementation="batched_mm")  # meta cannot run the loop
     return json.loads(config.to_json_string()), model
 
 
@@ -93,6 +101,13 @@ def test_e2b_without_its_per_layer_table_is_the_published_effective_size():
 
 def test_31b_is_31b():
     assert round(size(_read(_built("31b")[0]), Workload.forward(1), CONVENTIONS["torch"]).params.total / 1e9) == 31
+
+
+def test_26b_a4b_is_26b_with_3_8b_active():
+    """Google's "26B A4B": 3.8B parameters active per token (8 of 128 experts, beside each layer's MLP),
+    as archcalc counts them; 25.2B in the language model (26B with the vision tower, not modelled)."""
+    params = size(_read(_built("26b-a4b")[0]), Workload.forward(1), CONVENTIONS["torch"]).params
+    assert round(params.active / 1e9, 1) == 3.8 and round(params.total / 1e9, 1) == 25.2
 
 
 def test_rope_rotates_what_hf_rotates(monkeypatch):
@@ -158,7 +173,9 @@ def test_global_geometry_from_global_head_dim_or_per_layer_config():
     ({"per_layer_config": {"5": {"head_dim": 512, "sliding_window": 8}}}, "per_layer_config.5: expected"),
     ({"per_layer_config": {"5": {"head_dim": "512"}}}, "per_layer_config.5.head_dim: '512' is not valid"),
     ({"layer_types": [FULL] * 59 + [SLIDING]}, "layer_types: the last layer must be full_attention"),
-    ({"enable_moe_block": True}, "enable_moe_block: Gemma 4's MoE block"),
+    ({"enable_moe_block": True}, "num_experts"),
+    ({"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32,
+      "num_kv_shared_layers": 6, "use_double_wide_mlp": True}, "kv_shared_d_ff needs every layer to have a dense FFN"),
     ({"num_kv_shared_layers": "20"}, "num_kv_shared_layers: '20' is not valid"),
     ({"num_kv_shared_layers": 3, "layer_types": [SLIDING] * 57 + [FULL] * 3}, "no layer before layer 57 is global"),
     ({"num_kv_shared_layers": 60}, "leaves no layer of the 60"),

@@ -29,10 +29,14 @@ def _gemma4(r: ConfigReader) -> dict:
                          "Gemma 4 makes it so, whatever the config says)")
     att["v_norm"] = True  # Gemma4TextAttention.v_norm: RMSNorm(head_dim, with_scale=False)
     if r.get("enable_moe_block", default=False):
-        raise InputError(r.path, r.prefix + "enable_moe_block", "Gemma 4's MoE block (26B A4B: a routed MoE beside "
-                         "each layer's MLP) is not supported yet")
-    for key in ("num_experts", "top_k_experts", "moe_intermediate_size"):
-        r.ignore(key, "enable_moe_block is false: no experts")
+        # Gemma4TextDecoderLayer: every layer's MLP runs beside routed experts (the always-on "shared"
+        # MLP of archcalc's MoE), with a scaled router and norms of their own
+        ffn["moe"] = {"n_experts": r.get("num_experts"), "top_k": r.get("top_k_experts"),
+                      "d_expert": r.get("moe_intermediate_size"), "d_shared": ffn["d_ff"], "router_scales": True,
+                      "branch_norms": True}
+    else:
+        for key in ("num_experts", "top_k_experts", "moe_intermediate_size"):
+            r.ignore(key, "enable_moe_block is false: no experts")
     _global_layers(r, att, kinds, att.get("head_dim") or spec["d_model"] // att["n_heads"])
     shared = int(r.get("num_kv_shared_layers", default=0))
     if shared:
