@@ -125,8 +125,7 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         kv_width = a.kv_lora_rank + a.qk_rope_head_dim
         rotated = (H + 1) * spec.rope_dim  # every query head and the one shared rope key
         if a.indexer is not None:
-            out += _indexer_ops(spec, wl, conv, L)
-            rotated += (a.indexer.n_heads + 1) * a.qk_rope_head_dim  # its queries' and key's rope parts
+            out += _indexer_ops(spec, wl, conv, L - len(a.indexer.shared_layers or ()))
     else:
         if a.grouped:
             return out + _grouped_attention_ops(spec, wl, conv)
@@ -184,9 +183,9 @@ def _head_norms(spec: ModelSpec, wl: Workload, suffix: str, L: int, H: int, K: i
     return out
 
 
-def _rope(wl: Workload, name: str, rotated: int, layers: int) -> Op:
+def _rope(wl: Workload, name: str, rotated: int, layers: int, tp: str = "split") -> Op:
     """RoPE over `rotated` values a token (query and key heads' rotated dims) in `layers` layers."""
-    return ops.elementwise(name, "position", wl, rotated, ops.ROPE_FLOPS, count=layers, tp="split", fn="rope")
+    return ops.elementwise(name, "position", wl, rotated, ops.ROPE_FLOPS, count=layers, tp=tp, fn="rope")
 
 
 def _cores(spec: ModelSpec, wl: Workload, conv: FlopsConvention, kinds: dict[str, int], K: int, dk: int, dv: int,
@@ -238,11 +237,13 @@ def _indexer_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention, L: int) -
     Its scoring is an attention over every earlier key: Σ_h w_h · relu(q_h · k) costs 2·head_dim FLOPs
     per head for q·k and 2 per head for the weighted sum, i.e. an attention of n_heads heads over one
     shared key of head_dim with a value of width 1; its cache is that key, head_dim values per token
-    (layer kind "indexer": every token kept, as in a global layer).
-    All four projections are replicated under TP (vLLM: ReplicatedLinear)."""
+    (layer kind "indexer": every token kept, as in a global layer).  Its queries' and key's first
+    qk_rope_head_dim dims are rotated.  `L` layers have one (not the indexer's shared_layers).
+    All four projections are replicated under TP (vLLM: ReplicatedLinear), and so is their RoPE."""
     a, D = spec.attention, spec.d_model
     ix = a.indexer
-    return [
+    rope = [_rope(wl, "layers.attn.rope.indexer", (ix.n_heads + 1) * a.qk_rope_head_dim, L, tp="replicated")]
+    return rope * (spec.position.kind == "rope") + [
         ops.matmul("layers.attn.indexer.q", "attention", wl, a.q_lora_rank, ix.n_heads * ix.head_dim, count=L,
                    tp="replicated"),
         ops.matmul("layers.attn.indexer.k", "attention", wl, D, ix.head_dim, count=L, tp="replicated"),

@@ -116,6 +116,17 @@ class IndexerSpec(_Frozen):
     n_heads: Heads
     head_dim: Width
     topk: Tokens
+    # Layers with no indexer of their own (GLM-5's indexer_types "shared", arXiv:2603.12201): each attends
+    # to the top-k of the last earlier layer that has one, so it has no indexer weights, key cache or scoring.
+    shared_layers: list[LayerIndex] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> IndexerSpec:
+        if self.shared_layers and 0 in self.shared_layers:
+            raise ValueError("indexer.shared_layers: layer 0 has no earlier layer whose top-k it could reuse")
+        if self.shared_layers and len(set(self.shared_layers)) != len(self.shared_layers):
+            raise ValueError("indexer.shared_layers names a layer twice")
+        return self
 
 
 class AttentionSpec(_Frozen):
@@ -597,6 +608,11 @@ class ModelSpec(_Frozen):
         NumericRule(lambda s: not s.ffn.none_layers or max(s.ffn.none_layers) < s.n_layers,
                     lambda s: f"ffn.none_layers names layer {max(s.ffn.none_layers)} of {s.n_layers}",
                     "ffn.none_layers within n_layers"),
+        NumericRule(lambda s: s.attention.indexer is None or not s.attention.indexer.shared_layers
+                    or max(s.attention.indexer.shared_layers) < s.n_layers,
+                    lambda s: f"attention.indexer.shared_layers names layer {max(s.attention.indexer.shared_layers)} "
+                              f"of {s.n_layers}",
+                    "indexer.shared_layers within n_layers"),
         NumericRule(lambda s: not s.attention.nope_layers or max(s.attention.nope_layers) < s.n_layers,
                     lambda s: f"attention.nope_layers names layer {max(s.attention.nope_layers)} of {s.n_layers}",
                     "nope_layers within n_layers"),

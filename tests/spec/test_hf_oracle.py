@@ -881,6 +881,16 @@ NO_FIXTURE = {
     # after each sublayer too, and without (use_post_norm false: Granite's layers)
     "hyperclovax": {"head_dim": 16},
     "hyperclovax pre-only": {"head_dim": 16, "use_post_norm": False},
+    # GLM-5 (glm_moe_dsa): DeepSeek-V3.2's MLA and indexer over DeepSeek-V3's MoE; its class's three
+    # leading dense layers; and with indexer sharing (indexer_types "shared": no indexer, the last one's top-k)
+    "glm_moe_dsa": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
+                    "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16,
+                    "index_n_heads": 2, "index_head_dim": 16, "index_topk": 4, "num_key_value_heads": 4},
+    "glm_moe_dsa shared": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                           "q_lora_rank": 24, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8,
+                           "v_head_dim": 16, "index_n_heads": 2, "index_head_dim": 16, "index_topk": 4,
+                           "num_key_value_heads": 4, "first_k_dense_replace": 1, "num_hidden_layers": 6,
+                           "indexer_types": ["full", "shared", "shared", "full", "shared", "full"]},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
@@ -919,6 +929,9 @@ def test_families_without_a_fixture_equal_hf_on_its_own_config(model_type):
         k, v = getattr(layer, "keys", None), getattr(layer, "values", None)
         if k is not None and k.numel():
             per_token += (k.shape[1] * k.shape[3] + v.shape[1] * v.shape[3]) * k.element_size()
+        ik = getattr(layer, "indexer_keys", None)  # DeepSeek Sparse Attention's keys [B, S, d]: none on shared layers
+        if ik is not None and ik.numel():
+            per_token += ik.shape[2] * ik.element_size()
         for states in (getattr(layer, "conv_states", {}), getattr(layer, "recurrent_states", {})):
             state += sum(t.numel() * t.element_size() for t in states.values() if t is not None)
     state -= sum(c.weight.shape[0] * DTYPE.itemsize for c in convs)
@@ -1233,7 +1246,7 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
 
 
 @pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe",
-                                        "afmoe dense2", "kolibri1", "flint"])
+                                        "afmoe dense2", "kolibri1", "flint", "glm_moe_dsa", "glm_moe_dsa shared"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):
     """The same for families pinned on their config class: EXAONE MoE's RoPE on sliding layers only."""
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})

@@ -144,6 +144,9 @@ def _fold_indexer(kinds: list[AttnKind]) -> list[AttnKind]:
     if not index:
         return kinds
     # A spec with an indexer has global layers only (spec validation: no windows, no chunks).
+    if sum(k.layers for k in index) != sum(k.layers for k in kinds if k.kind == "global"):
+        raise InputError(None, "MODEL", "vLLM's paging of an indexer shared by some layers (GLM-5's indexer_types "
+                                        "\"shared\") is not modelled; use --engine plain")
     extra = sum(k.token_bytes for k in index)
     return [replace(k, token_bytes=k.token_bytes + extra) for k in kinds if k.kind != "indexer"]
 

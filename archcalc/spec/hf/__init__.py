@@ -53,6 +53,12 @@ FAMILY_DEFAULTS = {
     "afmoe": {"head_dim": 128, "sliding_window": 1024},
     # Cohere2MoeConfig's head_dim is 128 whatever the width
     "cohere2_moe": {"head_dim": 128},
+    # GlmMoeDsaConfig (zai-org/GLM-5's shapes): three dense layers first; the rest are DeepseekV3Config's
+    "glm_moe_dsa": {"first_k_dense_replace": 3, "n_shared_experts": 1, "n_routed_experts": 256,
+                    "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "q_lora_rank": 2048,
+                    "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 192, "v_head_dim": 256,
+                    "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 32,
+                    "max_position_embeddings": 202752, "vocab_size": 154880},
     # FlintConfig (RecursiveSI/flint): head_dim 128, a 513-token window, dense MLPs in layers 0 and 1
     "flint": {"head_dim": 128, "sliding_window": 513, "max_position_embeddings": 262144, "mlp_only_layers": [0, 1]},
     # Kolibri1Config (Aleph-Alpha/Kolibri-1): head_dim 128, a 513-token window, 262,144 positions
@@ -81,7 +87,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gemma4": _gemma4, "gemma4_text": _gemma4,
     "gpt2": _gpt2, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
-    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm4_moe_lite": _deepseek,
+    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     # Config classes of their own over an existing model (AutoModelForCausalLM builds LlamaForCausalLM,
     # GPT2LMHeadModel, DeepseekV3ForCausalLM, Glm4MoeForCausalLM): their defaults in FAMILY_DEFAULTS

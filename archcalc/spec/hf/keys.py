@@ -123,6 +123,11 @@ KEYS: dict[str, Kind] = {
     "num_kv_shared_layers": LAYER_COUNT,
     **dict.fromkeys(("attention_k_eq_v", "use_double_wide_mlp", "enable_moe_block"), BOOL),
     "top_k_experts": EXPERTS,
+    # GLM-5: which layers run DeepSeek Sparse Attention's indexer ("full") or reuse the last one's ("shared")
+    "indexer_types": LIST,
+    "index_topk_pattern": Kind((str, list), what="a string of F and S, or a list"),
+    "index_topk_freq": STEP,
+    "index_skip_topk_offset": LAYER_COUNT,
     "per_layer_config": DICT,
     "image_size": Kind((int,), 1, 2**16, "an integer"),
     "patch_size": Kind((int,), 1, 1024, "an integer"),
@@ -139,6 +144,8 @@ ITEMS = {"layer_types": Kind((str,), what="strings"),
          "full_attn_idxs": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
          "attn_type_list": Kind((int,), 0, 1, "0 or 1"),
          "mlp_layer_types": Kind((str,), what="strings"),
+         "indexer_types": Kind((str,), what="strings"),
+         "index_topk_pattern": Kind((str,), what="full or shared"),
          "attention_types": Kind((list,), what="[[kinds...], repeat] pairs"),  # GPT-Neo
          "attention_layers": Kind((str,), what="strings"),
          "layer_rope_theta": Kind((int, float), 0, MAX_POSITIVE, "RoPE bases (0: no RoPE)")}  # Granite SWA

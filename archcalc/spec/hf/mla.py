@@ -16,8 +16,9 @@ def _deepseek(r: ConfigReader) -> dict:
     for key in ("attention_bias", "mlp_bias"):
         if r.get(key, default=False):
             raise InputError(r.path, key, "biases on MLA projections and MLPs are not supported")
-    # every MLA layer attends to the full context (DeepSeek-V3.2's through its indexer: indexed_attention)
-    kind = "indexed_attention" if r.cfg.get("model_type") == "deepseek_v32" else "full_attention"
+    # every MLA layer attends to the full context (DeepSeek-V3.2's and GLM-5's through the indexer)
+    indexed = r.cfg.get("model_type") in ("deepseek_v32", "glm_moe_dsa")
+    kind = "indexed_attention" if indexed else "full_attention"
     if set(r.get("layer_types", default=None) or [kind]) != {kind}:
         raise InputError(r.path, "layer_types", f"every layer of this MLA model is {kind}")
     att = {"kind": "mla", "n_heads": r.get("num_attention_heads"), "q_lora_rank": r.get("q_lora_rank", default=None),
@@ -27,9 +28,12 @@ def _deepseek(r: ConfigReader) -> dict:
     _derived_qk_head_dim(r, att["qk_nope_head_dim"] + att["qk_rope_head_dim"])
     r.ignore("head_dim", "MLA: qk_rope_head_dim and qk_nope_head_dim say the widths")
     r.ignore("rope_interleave", "the order of the rotated pairs: the same math")
-    if r.cfg.get("model_type") == "deepseek_v32":  # DeepSeek Sparse Attention: the lightning indexer
+    if indexed:  # DeepSeek Sparse Attention: the lightning indexer
         att["indexer"] = {"n_heads": r.get("index_n_heads"), "head_dim": r.get("index_head_dim"),
                           "topk": r.get("index_topk")}
+        shared = _shared_indexers(r, n_layers)
+        if shared:
+            att["indexer"]["shared_layers"] = shared
     layers = _glm4_moe_lite(r, n_layers) if r.cfg.get("model_type") == "glm4_moe_lite" else None
     return {**spec, "max_context": limit, "attention": att, "position": pos, "mtp": _mtp(r),
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
@@ -109,3 +113,33 @@ def _derived_qk_head_dim(r: ConfigReader, width: int) -> None:
     if head is not None and head != width:
         raise InputError(r.path, r.prefix + "qk_head_dim", f"{head!r} is not qk_nope_head_dim + qk_rope_head_dim")
     r.ignore("qk_head_dim", "derived: qk_nope_head_dim + qk_rope_head_dim")
+
+
+def _shared_indexers(r: ConfigReader, n_layers: int) -> list[int]:
+    """GLM-5 (glm_moe_dsa): the layers whose indexer_types entry is "shared" reuse the last full layer's
+    top-k and build no indexer.  Absent, GlmMoeDsaConfig derives the list from index_topk_pattern ("F"
+    full, "S" shared) or else from index_topk_freq and index_skip_topk_offset: layer i is full when
+    max(i − offset + 1, 0) is a multiple of freq (freq 1, the default: every layer full)."""
+    if r.cfg.get("model_type") != "glm_moe_dsa":
+        return []
+    where = r.prefix + "indexer_types"
+    types = r.get("indexer_types", default=None)
+    pattern = r.get("index_topk_pattern", default=None)
+    if types is None and pattern is not None:
+        where = r.prefix + "index_topk_pattern"
+        letters = {"F": "full", "S": "shared"}
+        if isinstance(pattern, str) and set(pattern) - set(letters):
+            raise InputError(r.path, where, "a string of F (full) and S (shared), one letter a layer")
+        types = [letters[c] for c in pattern] if isinstance(pattern, str) else pattern
+    elif types is None:
+        freq = max(r.get("index_topk_freq", default=1), 1)
+        offset = r.get("index_skip_topk_offset", default=2)
+        types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n_layers)]
+    else:
+        for key in ("index_topk_pattern", "index_topk_freq", "index_skip_topk_offset"):
+            r.ignore(key, "indexer_types says which layers have an indexer (GlmMoeDsaConfig reads it first)")
+    if not isinstance(types, list) or len(types) != n_layers or set(types) - {"full", "shared"}:
+        raise InputError(r.path, where, f"{n_layers} entries of full or shared expected")
+    if types[0] != "full":
+        raise InputError(r.path, where, "layer 0 must be full: a shared layer reuses an earlier layer's top-k")
+    return [i for i, t in enumerate(types) if t == "shared"]
