@@ -7,6 +7,7 @@ agreement.  The shrunken layouts (every switch on and off) are NO_FIXTURE entrie
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -110,13 +111,38 @@ def test_26b_a4b_is_26b_with_3_8b_active():
     assert round(params.active / 1e9, 1) == 3.8 and round(params.total / 1e9, 1) == 25.2
 
 
-def test_rope_rotates_what_hf_rotates(monkeypatch):
+# The released files found (tests/data/hf/SOURCES.md): built, like every fixture, as the Gemma4ForCausalLM
+# of their text_config (test_hf_oracle.TEXT_CONFIG_ONLY)
+FIXTURES = {"26b-a4b": "gemma-4-26b-a4b", "31b": "gemma-4-31b-it"}
+
+
+def _fixture(name: str):
+    raw = json.loads((Path(__file__).parents[1] / "data" / "hf" / f"{name}.json").read_text())
+    config = AutoConfig.for_model("gemma4_text", **{k: v for k, v in raw["text_config"].items() if k != "model_type"})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=DTYPE,
+                                                 experts_implementation="batched_mm")
+    return raw, model
+
+
+@pytest.mark.parametrize("shape, name", sorted(FIXTURES.items()))
+def test_the_released_files_are_the_shapes_tested_here(shape, name):
+    """google/gemma-4-26B-A4B's and -31B-it's config.json read to the spec of the shapes above (the
+    multimodal wrapper's towers aside), so every test on the shapes holds for the released files."""
+    raw, _ = _fixture(name)
+    data, report = spec_dict_from_config(raw, f"{name}.json")
+    assert [w for w in report.warnings if "vision tower" not in w] == []
+    assert ModelSpec.model_validate({"name": "gemma4", **data}) == _read(_hub(shape))
+
+
+@pytest.mark.parametrize("name", ["e2b", *FIXTURES.values()])
+def test_rope_rotates_what_hf_rotates(monkeypatch, name):
     """The values RoPE rotates per token: Gemma4's apply_rotary_pos_emb(x, cos, sin) receives the queries
     of every layer and the keys of the layers that compute them; its proportional RoPE on global layers
     rotates the whole head (the dims past partial_rotary_factor at frequency 0), as archcalc counts it."""
     import transformers.models.gemma4.modeling_gemma4 as modeling
 
-    raw, model = _built("e2b")
+    raw, model = _built(name) if name in SHAPES else _fixture(name)
     seen = []
     original = modeling.apply_rotary_pos_emb
     monkeypatch.setattr(modeling, "apply_rotary_pos_emb",
@@ -124,7 +150,7 @@ def test_rope_rotates_what_hf_rotates(monkeypatch):
     tokens = 3
     with torch.no_grad():
         model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True)
-    ops = model_ops(_read(raw), Workload.forward(tokens))
+    ops = model_ops(_read(raw.get("text_config", raw)), Workload.forward(tokens))
     ours = sum(op.dims.width * op.count for op in ops if op.name.startswith("layers.attn.rope"))
     assert ours == sum(seen) // tokens > 0
 

@@ -144,7 +144,9 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
                                "sizes are the language model's alone")
     elif cfg.get("vision_config") is not None:
         spec["vision"] = _vision(outer, cfg, report)
-    if cfg.get("audio_config") is not None:  # Gemma 4 E2B / E4B
+    if "audio_config" in cfg and cfg["audio_config"] is None:  # Gemma 4 26B / 31B: none
+        outer.ignore("audio_config", "null: no audio tower")
+    elif cfg.get("audio_config") is not None:  # Gemma 4 E2B / E4B
         outer.ignore("audio_config", "an audio tower archcalc does not model: not in any total, nor in fit's weights")
         report.warnings.append(f"{path}: the {cfg.get('model_type')} audio tower (audio_config) is not modelled; "
                                "sizes are the language model's alone")

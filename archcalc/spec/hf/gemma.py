@@ -37,6 +37,10 @@ def _gemma4(r: ConfigReader) -> dict:
     else:
         for key in ("num_experts", "top_k_experts", "moe_intermediate_size"):
             r.ignore(key, "enable_moe_block is false: no experts")
+    if r.cfg.get("expert_intermediate_size") is not None:  # early Gemma 4 files write it, null, beside the rest
+        raise InputError(r.path, r.prefix + "expert_intermediate_size", "not read by transformers' Gemma4TextConfig; "
+                         "the experts' width is moe_intermediate_size")
+    r.ignore("expert_intermediate_size", "null: an early spelling of moe_intermediate_size, read by nothing")
     _global_layers(r, att, kinds, att.get("head_dim") or spec["d_model"] // att["n_heads"])
     shared = int(r.get("num_kv_shared_layers", default=0))
     if shared:

@@ -89,11 +89,16 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
             att["layer_types"] = ["global" if (i + 1) % interval == 0 else "linear" for i in range(spec["n_layers"])]
     if family in HEAD_QK_NORM or (family == "glm4_moe" and r.get("use_qk_norm", default=False)):
         att["qk_norm"] = "head"  # one RMSNorm of head_dim for q, one for k
-    if gemma:  # Gemma's bidirectional switch (EmbeddingGemma): every token attends to every other
-        if r.cfg.get("use_bidirectional_attention"):
+    if gemma:  # Gemma's bidirectional switch (EmbeddingGemma, Gemma 4's "all"): every token attends to every other
+        bidirectional = r.cfg.get("use_bidirectional_attention")
+        if bidirectional == "vision" and family == "gemma4":
+            r.ignore("use_bidirectional_attention", "\"vision\": an image's tokens see each other both ways; text "
+                                                    "(all archcalc counts) stays causal")
+        elif bidirectional:
             raise InputError(r.path, r.prefix + "use_bidirectional_attention", "bidirectional attention is not "
                              "supported: archcalc models causal decoders")
-        r.ignore("use_bidirectional_attention", "null or false: causal, as every Gemma LM")
+        else:
+            r.ignore("use_bidirectional_attention", "null or false: causal, as every Gemma LM")
     if family in ("gemma2", "gemma3", "gemma4", "glm4", "afmoe", "kolibri1"):
         norm["placement"] = "both"  # input, post-attention, pre- and post-feedforward norms
     if family in ("gemma2", "vaultgemma"):  # VaultGemma: Gemma 2 without its post-norms

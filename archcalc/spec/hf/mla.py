@@ -28,6 +28,7 @@ def _deepseek(r: ConfigReader) -> dict:
     _derived_qk_head_dim(r, att["qk_nope_head_dim"] + att["qk_rope_head_dim"])
     r.ignore("head_dim", "MLA: qk_rope_head_dim and qk_nope_head_dim say the widths")
     r.ignore("rope_interleave", "the order of the rotated pairs: the same math")
+    r.ignore("indexer_rope_interleave", "the order of the indexer's rotated pairs: the same math")
     if indexed:  # DeepSeek Sparse Attention: the lightning indexer
         att["indexer"] = {"n_heads": r.get("index_n_heads"), "head_dim": r.get("index_head_dim"),
                           "topk": r.get("index_topk")}
