@@ -199,7 +199,8 @@ def _cores(spec: ModelSpec, wl: Workload, conv: FlopsConvention, kinds: dict[str
         "layers.attn.core" + f".{kind}" * several + ".shared" * shared, wl, conv,
         n_heads=a.n_heads, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
         window=windows[kind], layer_kind=kind, topk=a.indexer.topk if a.indexer else None,
-        softcap=a.softcap is not None, count=kinds[kind], params=a.n_heads if a.sinks else 0,
+        softcap=a.softcap is not None, count=kinds[kind],
+        params=a.n_heads if a.sinks and (kind != "global" or a.global_sinks) else 0,
         eager=a.softcap is not None,  # transformers runs soft-capped attention eagerly (no SDPA option)
         shared=shared)
         for kind in windows if nonzero(kinds.get(kind, 0))]
@@ -218,17 +219,17 @@ def _grouped_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     a, H = spec.attention, spec.attention.n_heads
     out = []
     for g in spec.attention_groups:
-        L, d = sum(g.kinds.values()), g.head_dim
+        L, d, dv = sum(g.kinds.values()), g.head_dim, g.v_head_dim
         kv = not g.shared
-        out += _qkv(spec, wl, ("layers.attn.qkv" if kv else "layers.attn.q") + g.suffix, L, H * d, g.kv_heads, d, d,
+        out += _qkv(spec, wl, ("layers.attn.qkv" if kv else "layers.attn.q") + g.suffix, L, H * d, g.kv_heads, d, dv,
                     kv=kv, v=not g.k_eq_v)
         if a.qk_norm == "head":
-            out += _head_norms(spec, wl, g.suffix, L, H, g.kv_heads, d, d, kv=kv)
+            out += _head_norms(spec, wl, g.suffix, L, H, g.kv_heads, d, dv, kv=kv)
         if spec.position.kind == "rope":
             rope_dim = floor_int(d * spec.position.rotary_fraction)
             out.append(_rope(wl, f"layers.attn.rope{g.suffix}", (H + g.kv_heads * kv) * rope_dim, L))
-        out += _cores(spec, wl, conv, g.kinds, g.kv_heads, d, d, g.kv_heads * 2 * d, shared=g.shared)
-        out.append(_out_proj(spec, wl, f"layers.attn.o{g.suffix}", H * d, L))
+        out += _cores(spec, wl, conv, g.kinds, g.kv_heads, d, dv, g.kv_heads * (d + dv), shared=g.shared)
+        out.append(_out_proj(spec, wl, f"layers.attn.o{g.suffix}", H * dv, L))
     return out
 
 

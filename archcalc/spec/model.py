@@ -83,13 +83,14 @@ def _divisible(field: str, by: str, what: str) -> NumericRule:
 
 class AttentionGroup(NamedTuple):
     """Softmax-attention layers of one shape (ModelSpec.attention_groups): how many of each kind,
-    their KV heads and head dim (d_k = d_v), whether they reuse earlier layers' K/V, whether their V
-    is their K projection.  suffix: what their op names add (".global", ".shared")."""
+    their KV heads, d_k and d_v, whether they reuse earlier layers' K/V, whether their V is their K
+    projection.  suffix: what their op names add (".global", ".shared")."""
 
     suffix: str
     kinds: dict[str, int]
     kv_heads: int
     head_dim: int
+    v_head_dim: int
     shared: bool
     k_eq_v: bool
 
@@ -142,6 +143,7 @@ class AttentionSpec(_Frozen):
     qk_norm: Literal["none", "head", "full", "l2"] = "none"
     softcap: Positive | None = None  # tanh soft-capping of the scores (Gemma 2)
     sinks: bool = False  # one learned sink logit per query head (gpt-oss): H parameters per layer
+    global_sinks: bool = True  # false: only the sliding layers have sinks (MiMo-V2-Flash)
     sliding_window: Tokens | None = None
     chunk_size: Tokens | None = None  # the chunk of chunked layers (Llama 4: 8,192)
     # Which layers use the window: "L:G" repeats L local then G global layers
@@ -160,7 +162,7 @@ class AttentionSpec(_Frozen):
     kv_lora_rank: Width | None = None
     qk_nope_head_dim: Width | None = None
     qk_rope_head_dim: Width | None = None
-    v_head_dim: Width | None = None
+    v_head_dim: Width | None = None  # MLA's value heads; with mha, d_v where it is not head_dim (MiMo-V2-Flash)
     indexer: IndexerSpec | None = None  # DeepSeek Sparse Attention (MLA with a query latent only)
     # Global layers with their own geometry (Gemma 4: head_dim 512 on full-attention layers, 256 on
     # sliding ones): d_k = d_v and KV heads there, where they differ from head_dim / n_kv_heads.
@@ -204,7 +206,7 @@ class AttentionSpec(_Frozen):
             if self.n_kv_heads is not None or self.head_dim is not None:
                 raise ValueError("kind mla takes qk_nope/qk_rope/v_head_dim, not n_kv_heads or head_dim")
         else:
-            extra = [f for f in (*mla_fields, "q_lora_rank") if getattr(self, f) is not None]
+            extra = [f for f in (*mla_fields, "q_lora_rank") if getattr(self, f) is not None and f != "v_head_dim"]
             if extra:
                 raise ValueError(f"{', '.join(extra)} only apply to kind mla")
         if self.indexer is not None and (self.kind != "mla" or self.q_lora_rank is None):
@@ -220,6 +222,9 @@ class AttentionSpec(_Frozen):
                              or self.nope_layers or not self.global_rope):
             raise ValueError("global_head_dim, global_kv_heads, global_k_eq_v and kv_shared_layers go with kind "
                              "mha, qk_norm none or head, no output_gate and RoPE on every layer (Gemma 4)")
+        if not self.global_sinks and not (self.sinks and self.sliding_window is not None):
+            raise ValueError("global_sinks false says only the sliding layers have sinks: it needs sinks and a "
+                             "sliding_window")
         if self.v_norm and self.qk_norm != "head":
             raise ValueError("v_norm goes with qk_norm head (Gemma 4 normalises q, k and v per head)")
         if self.kv_shared_layers and not isinstance(self.layer_types, list):
@@ -702,7 +707,7 @@ class ModelSpec(_Frozen):
 
     @property
     def v_head_dim(self) -> int:
-        return self.attention.v_head_dim if self.attention.kind == "mla" else self.qk_head_dim
+        return self.attention.v_head_dim if self.attention.v_head_dim is not None else self.qk_head_dim
 
     @property
     def rope_dim(self) -> int:
@@ -764,10 +769,11 @@ class ModelSpec(_Frozen):
             kinds[kind] = kinds.get(kind, 0) + 1
         out = []
         for (wide, shared), kinds in sorted(groups.items()):
-            dk = (a.global_head_dim or self.qk_head_dim) if wide else self.qk_head_dim
+            # Gemma 4's global_head_dim is d_k and d_v both
+            dk, dv = (a.global_head_dim,) * 2 if wide and a.global_head_dim else (self.qk_head_dim, self.v_head_dim)
             out.append(AttentionGroup(".global" * wide + ".shared" * shared, kinds,
                                       (a.global_kv_heads or self.n_kv_heads) if wide else self.n_kv_heads,
-                                      dk, shared, wide and a.global_k_eq_v))
+                                      dk, dv, shared, wide and a.global_k_eq_v))
         return out
 
     def _kind_at(self, i: int) -> LayerKind:

@@ -61,7 +61,7 @@ def attention_saved(op: Op, spec: ModelSpec, act_dtype: str, kernel: AttentionKe
     keeps only q, k and v and runs the core again in backward."""
     d: AttentionDims = op.dims
     m, H = d.batch * d.new_tokens, d.n_heads
-    pairs = d.batch * H * d.new_tokens * (d.context + (1 if spec.attention.sinks else 0))  # softmax entries
+    pairs = d.batch * H * d.new_tokens * (d.context + (1 if op.params else 0))  # softmax entries (+ a sink: an attention op's only parameters)
     if spec.attention.kind == "mla":
         # MLA's values are a view of kv_b's output [m, H·(d_nope + d_v)], kept whole by whoever keeps
         # them; only eager attention's head-major copy (a repeat over K = H heads) lets it go.

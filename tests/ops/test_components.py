@@ -24,7 +24,8 @@ BY_PREFIX = {
     "embedding": "embedding", "embedding.project_in": "projection", "lm_head": "lm_head",
     "lm_head.project_out": "projection", "position": "position", "layers.attn": "attention",
     "layers.attn.rope": "position", "layers.linear": "linear", "layers.ffn": "ffn", "layers.moe.experts": "experts",
-    "layers.moe.combine": "experts", "layers.moe.router": "router", "layers.moe.shared": "ffn",
+    "layers.moe.combine": "experts", "layers.moe.router": "router",
+    "layers.moe.router_scale": "router", "layers.moe.router_norm": "router", "layers.moe.shared": "ffn",
     "layers.moe.shared_gate": "ffn", "layers.residual": "residual", "hc": "residual", "layers.hc": "residual",
     "layers.mhc": "residual", "attnres": "residual", "layers.attnres": "residual",
     # a multimodal checkpoint's image encoder and projector (ops/vision.py), norms included
@@ -32,14 +33,16 @@ BY_PREFIX = {
     # multi-token prediction (ops/mtp.py): its own embedding copy, head and 2D -> D projection
     "mtp.embedding": "embedding", "mtp.head": "lm_head", "mtp.eh_proj": "projection",
 }
-OWN_NORMS = ("linear", "residual", "vision")  # a linear mixer's gated norm and a hyper-connection's norm are theirs
+# a linear mixer's gated norm, a hyper-connection's norm and Gemma 4's weightless norm on the router's input are theirs
+OWN_NORMS = ("linear", "residual", "vision", "router")
 
 
 def component_of(name: str) -> str:
     if name.startswith("mtp.") and name not in BY_PREFIX:  # an MTP module's layer is a decoder layer
         name = name.removeprefix("mtp.")
     prefix = max((p for p in BY_PREFIX if name == p or name.startswith(p + ".")), key=len, default=None)
-    if name.split(".")[-1].endswith("norm") and BY_PREFIX.get(prefix) not in OWN_NORMS:
+    base = [part for part in name.split(".") if part not in ("global", "local", "chunked", "shared")]  # groups' suffixes
+    if base[-1].endswith("norm") and BY_PREFIX.get(prefix) not in OWN_NORMS:
         return "norms"
     assert prefix, f"{name}: no component family"
     return BY_PREFIX[prefix]

@@ -24,7 +24,7 @@ def test_real_config_converts_without_warnings(name):
     spec, report = load_model(str(DATA / f"{name}.json"))
     unmodelled_vision = [w for w in report.warnings if "vision tower (vision_config) is not modelled" in w]
     assert report.warnings == unmodelled_vision
-    assert bool(unmodelled_vision) == (name in ("qwen3.5-27b", "qwen3.5-35b-a3b"))
+    assert bool(unmodelled_vision) == (name in ("qwen3.5-27b", "qwen3.5-35b-a3b", "gemma-4-26b-a4b", "gemma-4-31b-it"))
     assert set(report.used) & {"model_type", "text_config.model_type"}
 
 

@@ -904,6 +904,10 @@ NO_FIXTURE = {
                            "v_head_dim": 16, "index_n_heads": 2, "index_head_dim": 16, "index_topk": 4,
                            "num_key_value_heads": 4, "first_k_dense_replace": 1, "num_hidden_layers": 6,
                            "indexer_types": ["full", "shared", "shared", "full", "shared", "full"]},
+    # MiMo-V2-Flash with q/k/v biases (mimo-v2-flash.json has none), its class's layer pattern over 6 layers
+    "mimo_v2_flash biased": {"attention_bias": True, "head_dim": 24, "v_head_dim": 16, "sliding_window": 4,
+                             "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                             "num_hidden_layers": 6},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},

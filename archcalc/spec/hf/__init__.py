@@ -28,7 +28,7 @@ from archcalc.spec.hf.hybrid import (
 from archcalc.spec.hf.llama import _llama_like
 from archcalc.spec.hf.mla import _deepseek, _mla_dense
 from archcalc.spec.hf.gemma import GEMMA4_DEFAULTS, _gemma4
-from archcalc.spec.hf.moe import _cohere2_moe, _gpt_oss, _llama4
+from archcalc.spec.hf.moe import _cohere2_moe, _gpt_oss, _llama4, _mimo_v2_flash
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
 from archcalc.spec.hf.vision import VISION_PROJECTORS, VISION_WITHOUT_CONFIG, _vision
 from archcalc.spec.hf.keys import checked
@@ -96,7 +96,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
     "jamba": _jamba, "nemotron_h": _nemotron_h,
     "persimmon": _persimmon, "dbrx": _dbrx, "ctrl": _ctrl, "minicpm3": _mla_dense, "youtu": _mla_dense,
-    "cohere2_moe": _cohere2_moe,
+    "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

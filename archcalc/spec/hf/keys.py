@@ -123,6 +123,12 @@ KEYS: dict[str, Kind] = {
     "num_kv_shared_layers": LAYER_COUNT,
     **dict.fromkeys(("attention_k_eq_v", "use_double_wide_mlp", "enable_moe_block"), BOOL),
     "top_k_experts": EXPERTS,
+    # MiMo-V2-Flash's remote-code keys (checked against what transformers builds)
+    **dict.fromkeys(("swa_num_attention_heads", "swa_num_key_value_heads"), HEADS),
+    **dict.fromkeys(("swa_head_dim", "swa_v_head_dim"), WIDTH),
+    **dict.fromkeys(("add_swa_attention_sink_bias", "add_full_attention_sink_bias"), BOOL),
+    "swa_rope_theta": POSITIVE,
+    "hybrid_layer_pattern": LIST,
     # GLM-5: which layers run DeepSeek Sparse Attention's indexer ("full") or reuse the last one's ("shared")
     "indexer_types": LIST,
     "index_topk_pattern": Kind((str, list), what="a string of F and S, or a list"),
@@ -145,6 +151,7 @@ ITEMS = {"layer_types": Kind((str,), what="strings"),
          "attn_type_list": Kind((int,), 0, 1, "0 or 1"),
          "mlp_layer_types": Kind((str,), what="strings"),
          "indexer_types": Kind((str,), what="strings"),
+         "hybrid_layer_pattern": Kind((int,), 0, 1, "0 (full) or 1 (sliding)"),
          "index_topk_pattern": Kind((str,), what="full or shared"),
          "attention_types": Kind((list,), what="[[kinds...], repeat] pairs"),  # GPT-Neo
          "attention_layers": Kind((str,), what="strings"),

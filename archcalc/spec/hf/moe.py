@@ -257,3 +257,107 @@ def _gpt_oss(r: ConfigReader) -> dict:
     return {**spec, "max_context": limit, "attention": att, "position": pos,
             # Experts carry biases; the clamped SwiGLU (swiglu_limit) costs the same as SwiGLU.
             "ffn": {"activation": _activation(r, True, "silu"), "bias": True, "moe": moe}}
+
+
+def _mimo_v2_flash(r: ConfigReader) -> dict:
+    """MiMo-V2-Flash (MiMoV2FlashConfig; Xiaomi's file keeps its remote code's keys, which transformers
+    reads only through its defaults): sliding layers with twice the KV heads of the global ones and a sink
+    per head, d_v 128 under d_k 192, RoPE on 64 dims at a base per kind, routed experts without a shared
+    one.  The remote keys that say what transformers hard-codes must agree with it."""
+    spec = _core(r, tie_default=False)
+    n = spec["n_layers"]
+    att = _heads(r)
+    att.update(v_head_dim=r.get("v_head_dim", default=128), global_kv_heads=att.pop("n_kv_heads"), sinks=True,
+               global_sinks=False)
+    att.setdefault("head_dim", 192)
+    att["n_kv_heads"] = 2 * att["global_kv_heads"]  # MiMoV2FlashAttention: a sliding layer's KV heads, doubled
+    for key, value in (("swa_num_attention_heads", att["n_heads"]), ("swa_num_key_value_heads", att["n_kv_heads"]),
+                       ("swa_head_dim", att["head_dim"]), ("swa_v_head_dim", att["v_head_dim"])):
+        if r.get(key, default=value) != value:
+            raise InputError(r.path, r.prefix + key, f"must be {value}: transformers' MiMo-V2-Flash derives the "
+                             "sliding layers' shape from the global ones'")
+    _built_so(r, "MiMo-V2-Flash", add_swa_attention_sink_bias=True, add_full_attention_sink_bias=False)
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v"]  # Qwen2Attention's: o_proj has none
+    # The window: sliding_window_size previous tokens and the query (MiMoV2FlashConfig: + 1)
+    if r.has("sliding_window_size"):
+        att["sliding_window"] = r.get("sliding_window_size") + 1
+        r.ignore("sliding_window", "sliding_window_size + 1 takes its place, as transformers reads the file")
+    else:
+        att["sliding_window"] = r.get("sliding_window", default=129)
+    r.ignore("attention_chunk_size", "the window's other name in the remote code: no layer is chunked")
+    default = ["full_attention" if i == 0 or (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)]
+    types = _listed_or_default(r, "layer_types", default, "hybrid_layer_pattern",
+                               {0: "full_attention", 1: "sliding_attention"})
+    if set(types) - {"full_attention", "sliding_attention"}:
+        raise InputError(r.path, r.prefix + "layer_types", "full_attention or sliding_attention, one a layer")
+    att["layer_types"] = ["global" if t == "full_attention" else "local" for t in types]
+    mlp = _listed_or_default(r, "mlp_layer_types", ["dense"] + ["sparse"] * (n - 1), "moe_layer_freq",
+                             {0: "dense", 1: "sparse"})
+    if set(mlp) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", "dense or sparse, one a layer")
+    if r.get("n_shared_experts", default=None):
+        raise InputError(r.path, r.prefix + "n_shared_experts", "transformers' MiMo-V2-Flash has no shared expert")
+    r.ignore("n_shared_experts", "null: no shared expert")
+    r.ignore("attention_value_scale", "scales the values: no parameter, FLOP or cache byte")
+    r.ignore("layernorm_epsilon", "the norms' epsilon (the remote code's name)")
+    r.ignore("head_dim", "read above")
+    pos, limit = _mimo_position(r)
+    moe = {"n_experts": r.get("n_routed_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+           "d_expert": r.get("moe_intermediate_size")}
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
+                    "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}
+
+
+def _listed_or_default(r: ConfigReader, key: str, default: list, remote: str, names: dict) -> list:
+    """`key` as transformers reads it (its config class's `default` when absent), which the remote code's
+    list `remote` (names: its entries' meaning) must agree with: transformers never reads `remote`."""
+    listed = r.get(key, default=default)
+    other = r.cfg.get(remote)
+    if not isinstance(other, list):  # absent, or a value of the key's usual kind (an int moe_layer_freq)
+        r.get(remote, default=None)
+        return listed
+    checked(r.path, r.prefix + remote, "hybrid_layer_pattern", other)  # a list of 0s and 1s
+    r.report.used[r.prefix + remote] = f"checked against {key}"
+    if [names.get(v) for v in other] != listed:
+        raise InputError(r.path, r.prefix + remote, f"disagrees with what transformers builds ({key}: "
+                         f"{'given' if r.has(key) else 'its default'}), and transformers does not read it")
+    return listed
+
+
+# MiMoV2FlashConfig's rope_parameters when a file has none (Xiaomi's has none: it keeps the remote code's
+# rope_theta, swa_rope_theta and partial_rotary_factor, which transformers does not read)
+MIMO_ROPE = {"full_attention": {"rope_type": "default", "rope_theta": 5_000_000.0, "partial_rotary_factor": 0.334},
+             "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0, "partial_rotary_factor": 0.334}}
+
+
+def _mimo_position(r: ConfigReader) -> tuple[dict, int]:
+    """RoPE as transformers builds it: rope_parameters per layer kind (its defaults when absent), plain
+    RoPE on int(head_dim · partial_rotary_factor) dims, the same share on both kinds; the remote keys
+    must say the same."""
+    params = r.get("rope_parameters", default=None) or MIMO_ROPE
+    if set(params) != set(MIMO_ROPE):
+        raise InputError(r.path, r.prefix + "rope_parameters", "one entry each for full_attention and "
+                         "sliding_attention expected")
+    read = {}
+    for kind, remote in (("full_attention", "rope_theta"), ("sliding_attention", "swa_rope_theta")):
+        where = f"rope_parameters.{kind}"
+        entry = checked(r.path, r.prefix + where, "rope_parameters", params[kind])
+        if r.nested(entry, "rope_type", where, "default") != "default":
+            raise InputError(r.path, r.prefix + where + ".rope_type", "only default RoPE is supported here")
+        read[kind] = (float(r.nested(entry, "rope_theta", where, MIMO_ROPE[kind]["rope_theta"])),
+                      float(r.nested(entry, "partial_rotary_factor", where, 0.334)))
+        if r.has(remote) and float(r.get(remote)) != read[kind][0]:
+            raise InputError(r.path, r.prefix + remote, f"disagrees with {where}.rope_theta ({read[kind][0]:g}), "
+                             "which transformers reads instead")
+    fraction = {f for _, f in read.values()}
+    if len(fraction) != 1 or (r.has("partial_rotary_factor") and float(r.get("partial_rotary_factor")) not in fraction):
+        raise InputError(r.path, r.prefix + "rope_parameters", "partial_rotary_factor must be one share on both "
+                         "kinds (and the top-level key, which transformers does not read, the same)")
+    if r.get("rope_scaling", default=None):
+        raise InputError(r.path, r.prefix + "rope_scaling", "not read by transformers' MiMo-V2-Flash")
+    r.ignore("rope_scaling", "null: no context scaling")
+    pos = {"kind": "rope", "theta": read["full_attention"][0], "local_theta": read["sliding_attention"][0],
+           "rotary_fraction": fraction.pop()}
+    return pos, r.get("max_position_embeddings", default=262144)

@@ -1,0 +1,81 @@
+"""What the released files of GLM-5 (glm_moe_dsa) and MiMo-V2-Flash (mimo_v2_flash) say beyond what
+transformers reads, and their bad inputs.  Their counts are pinned on transformers' modules with every
+other fixture (tests/spec/test_hf_oracle.py); here: the published totals, the remote-code keys checked
+against what transformers builds, and one clear line, exit status 2, for each file that disagrees."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from archcalc.cli import cli
+from archcalc.spec.catalog import load_model
+
+DATA = Path(__file__).parents[1] / "data" / "hf"
+
+
+def _raw(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+def test_mimo_v2_flash_is_its_published_309b_with_15b_active():
+    """Xiaomi's model card: 309B total, 15B active (the MTP blocks, 0.33B each, are not in config.json)."""
+    from archcalc.api import size
+
+    result = size(str(DATA / "mimo-v2-flash.json"))
+    assert round(result.params.total / 1e9) == 309 and round(result.params.active / 1e9) == 15
+
+
+def test_mimo_v2_flash_sliding_layers_have_twice_the_kv_heads_and_the_sinks():
+    """MiMoV2FlashAttention: a sliding layer has 2 × num_key_value_heads KV heads and a sink per query
+    head; a global one neither; values are 128 wide under 192-wide keys; the window is
+    sliding_window_size + 1 (the query and 128 before it)."""
+    spec, report = load_model(str(DATA / "mimo-v2-flash.json"))
+    a = spec.attention
+    assert (a.n_kv_heads, a.global_kv_heads, a.head_dim, a.v_head_dim, a.sliding_window) == (8, 4, 192, 128, 129)
+    assert a.sinks and not a.global_sinks and spec.rope_dim == 64
+    assert spec.layer_attention.count("global") == 9 and report.used["hybrid_layer_pattern"]
+
+
+@pytest.mark.parametrize("name, change, message", [
+    ("mimo-v2-flash", {"swa_num_key_value_heads": 4}, "swa_num_key_value_heads: must be 8"),
+    ("mimo-v2-flash", {"swa_head_dim": 128}, "swa_head_dim: must be 192"),
+    ("mimo-v2-flash", {"hybrid_layer_pattern": [1] * 48}, "hybrid_layer_pattern: disagrees with what transformers"),
+    ("mimo-v2-flash", {"hybrid_layer_pattern": [2] * 48}, "hybrid_layer_pattern[0]: 2 is not valid"),
+    ("mimo-v2-flash", {"moe_layer_freq": [1] * 48}, "moe_layer_freq: disagrees with what transformers"),
+    ("mimo-v2-flash", {"swa_rope_theta": 20000}, "swa_rope_theta: disagrees with rope_parameters"),
+    ("mimo-v2-flash", {"partial_rotary_factor": 0.5}, "partial_rotary_factor must be one share"),
+    ("mimo-v2-flash", {"add_full_attention_sink_bias": True}, "add_full_attention_sink_bias: must be false"),
+    ("mimo-v2-flash", {"n_shared_experts": 1}, "n_shared_experts: transformers' MiMo-V2-Flash has no shared"),
+    ("mimo-v2-flash", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "rope_scaling: not read"),
+    ("glm-5", {"indexer_types": ["shared"] + ["full"] * 77}, "indexer_types: layer 0 must be full"),
+    ("glm-5", {"indexer_types": ["full"] * 77}, "indexer_types: 78 entries of full or shared expected"),
+    ("glm-5", {"index_topk_pattern": "FSX" + "F" * 75}, "index_topk_pattern: a string of F (full) and S"),
+    ("glm-5", {"index_topk_freq": "2"}, "index_topk_freq: '2' is not valid"),
+])
+def test_bad_configs_are_one_line(tmp_path, name, change, message):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_raw(name), **change}))
+    r = CliRunner().invoke(cli, ["size", str(path)])
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("change, shared", [
+    ({"index_topk_pattern": "FSSF" * 19 + "FS"}, [i for i in range(78) if ("FSSF" * 19 + "FS")[i] == "S"]),
+    ({"index_topk_freq": 4, "index_skip_topk_offset": 2},  # GlmMoeDsaConfig: full when max(i - 1, 0) % 4 == 0
+     [i for i in range(78) if max(i - 1, 0) % 4]),
+    ({"indexer_types": ["full"] * 78, "index_topk_freq": 4}, None),  # the list wins, as in GlmMoeDsaConfig
+])
+def test_glm5_indexer_sharing_as_glm_moe_dsa_config_derives_it(tmp_path, change, shared):
+    from transformers import AutoConfig
+
+    raw = {**_raw("glm-5"), **change}
+    config = AutoConfig.for_model("glm_moe_dsa", **{k: v for k, v in raw.items() if k != "model_type"})
+    theirs = [i for i, t in enumerate(config.indexer_types) if t == "shared"] or None
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    assert load_model(str(path))[0].attention.indexer.shared_layers == theirs == (shared or None)
