@@ -27,6 +27,9 @@ class FlopsConvention:
     # Soft-capped attention (no SDPA option) runs as transformers' eager_attention_forward: explicit matmuls
     # over every key and passes over the scores (ops.op.attention).
     eager_fallback: bool = False
+    # Only what FlopCounterMode sees of transformers' torch fallbacks: Kimi Delta Attention's intra-chunk
+    # q·k and k·k products, elementwise there and matmuls in flash-linear-attention's kernel.
+    counter_view: bool = False
 
 
 CONVENTIONS = {
@@ -36,7 +39,8 @@ CONVENTIONS = {
         FlopsConvention("causal", "causal", True, False, "causal attention pairs, windows capped, matmul + attention only"),
         # As torch.utils.flop_counter.FlopCounterMode counts: mm/bmm/SDPA only,
         # the full rectangle ("NB: We aren't accounting for causal attention").
-        FlopsConvention("torch", "rectangle", False, False, "FlopCounterMode: full T×S rectangle, no window cap, matmul + attention only"),
+        FlopsConvention("torch", "rectangle", False, False, "FlopCounterMode: full T×S rectangle, no window cap, matmul + attention only",
+                        counter_view=True),
         # vLLM's perf.py and older Megatron: no causal halving, windows clamp context.
         FlopsConvention("full", "rectangle", True, False, "full T×S rectangle, windows capped (vLLM MFU metrics)"),
         # calflops / DeepSpeed style: elementwise ops counted on top of causal.

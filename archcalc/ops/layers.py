@@ -264,7 +264,32 @@ def _linear_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) 
         return _mamba2_ops(spec, wl, conv)
     if spec.linear.kind == "lightning":
         return _lightning_ops(spec, wl, conv)
+    if spec.linear.kind == "kda":
+        return _kda_ops(spec, wl, conv)
     return _gated_deltanet_ops(spec, wl)
+
+
+def _kda_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
+    """Kimi Delta Attention on the linear layers (KimiDeltaSpec), as transformers'
+    KimiLinearDeltaAttention: q, k, v and β from x; the causal conv over q, k, v; the forget gate's and
+    the output gate's low-rank projections (their D -> head_dim halves replicated under TP, as vLLM's
+    KimiDeltaAttention has them); the chunked core; the sigmoid-gated norm; the output."""
+    m, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
+    H, d, I = m.n_heads, m.head_dim, m.inner
+    C = 3 * I  # q, k and v go through the conv
+    return [
+        ops.matmul("layers.linear.in_proj", "linear", wl, D, 3 * I + H, count=n, parts=(I, I, I, H)),  # q, k, v, β
+        ops.contraction("layers.linear.conv", "linear", wl, C * m.conv_kernel, 2 * C, count=n, tp="split",
+                        params=C * m.conv_kernel, shapes=((C, 1, m.conv_kernel),)),
+        *[op for gate in ("forget", "output") for op in (
+            ops.matmul(f"layers.linear.{gate}_gate_a", "linear", wl, D, d, count=n, tp="replicated"),
+            ops.matmul(f"layers.linear.{gate}_gate_b", "linear", wl, d, I, count=n))],
+        replace(ops.kimi_delta_attention("layers.linear.core", wl, conv, n_heads=H, head_dim=d, chunk=m.chunk,
+                                         conv_values=C * (m.conv_kernel - 1), count=n, params=I + H),
+                shapes=((I,), (1, 1, H, 1))),  # dt_bias per channel, A_log per head
+        _gated_norm(wl, d, n, heads=H, gate="sigmoid"),  # one weight of head_dim shared by the heads
+        ops.matmul("layers.linear.out_proj", "linear", wl, I, D, count=n, tp="row"),
+    ]
 
 
 def _lightning_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
@@ -294,13 +319,15 @@ def _sigmoid_gate(name: str, component: ops.Component, wl: Workload, width: int,
                            fn="sigmoid")
 
 
-def _gated_norm(wl: Workload, width: int, count: int, heads: int = 1, tp: ops.Sharding = "replicated") -> Op:
+def _gated_norm(wl: Workload, width: int, count: int, heads: int = 1, tp: ops.Sharding = "replicated",
+                gate: str = "silu") -> Op:
     """A linear mixer's RMSNorm(y ⊙ silu(z)) over rows of `width` (`heads` rows a token): the norm
-    plus the gate's silu and product on every value.  One weight per head shared by all heads is
-    whole on every rank ("replicated"); one over the whole width is split with it."""
+    plus the gate's activation (silu; Kimi's sigmoid) and product on every value.  One weight per head
+    shared by all heads is whole on every rank ("replicated"); one over the whole width is split with it."""
     norm = ops.norm("layers.linear.norm", wl, width, "rmsnorm", False, count=count, tokens=wl.tokens * heads,
                     component="linear", tp=tp)
-    return replace(norm, vector_flops=norm.vector_flops + (ops.ACTIVATION_FLOPS["silu"] + 1) * wl.tokens * heads * width)
+    gating = ops.ACTIVATION_FLOPS["silu"] + 1 if gate == "silu" else ops.SIGMOID_GATE_FLOPS
+    return replace(norm, vector_flops=norm.vector_flops + gating * wl.tokens * heads * width)
 
 
 def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:

@@ -482,6 +482,33 @@ def linear_attention(name: str, wl: Workload, *, n_heads: int, key_heads: int, k
                       act_values=wl.tokens * (2 * key_heads * dk + 2 * n_heads * dv))  # read q, k, v; write out
 
 
+def kimi_delta_attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, head_dim: int,
+                         chunk: int, conv_values: int, count: int = 1, params: int = 0) -> Op:
+    """Kimi Delta Attention (KimiDeltaSpec) of one linear layer over B sequences of T new tokens: the
+    gated delta rule with a decay per channel, H heads of d_k = d_v = d.
+
+    T > 1: the chunked form as transformers' chunk_kimi_delta_attention computes it, per sequence, head
+    and chunk of C tokens (the T tokens padded up to whole chunks): the solved C × C matrix times v_β and
+    times k_β·exp(g) (2C²d each), the queries and the decayed keys against the state (2 · 2C·d²), the
+    intra-chunk output (2C²d) and the state update (2C·d²).  Its two decayed C × C products, q·k and
+    k_β·k, weigh each channel by its own decay, so transformers forms them elementwise (C·C·d products
+    summed: FlopCounterMode sees none, and the "torch" convention counts them as vector FLOPs) where
+    flash-linear-attention's chunk_kda runs them as matmuls (2 · 2C²d, counted by the other conventions).
+    T = 1: the recurrent step, elementwise (DELTA_STEP_FLOPS per state value)."""
+    b, t = wl.batch, wl.new_tokens
+    d, c = head_dim, chunk
+    state = n_heads * d * d
+    if t == 1:
+        flops, vector = 0, b * DELTA_STEP_FLOPS * state
+    else:
+        chunks = b * n_heads * ceil_div(t, c)
+        flops, decayed = chunks * (6 * c * c * d + 6 * c * d * d), chunks * 4 * c * c * d
+        flops, vector = (flops, decayed) if convention.counter_view else (flops + decayed, 0)
+    return _linear_op(name, wl, count, heads=n_heads, kv_heads=n_heads, qk_dim=d, v_dim=d, state_values=state,
+                      conv_values=conv_values, flops=flops, vector_flops=vector, params=params,
+                      act_values=wl.tokens * 4 * n_heads * d)  # read q, k, v; write out
+
+
 def lightning_attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, head_dim: int,
                         block: int, count: int = 1) -> Op:
     """MiniMax-01's lightning attention (arXiv:2501.08313) of one layer over B sequences of T new

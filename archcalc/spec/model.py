@@ -359,8 +359,28 @@ class LightningSpec(_Frozen):
         return self.n_heads * self.head_dim
 
 
+class KimiDeltaSpec(_Frozen):
+    """A `linear` layers' mixer: Kimi Delta Attention (Kimi Linear, arXiv:2510.26692), as transformers'
+    KimiLinearDeltaAttention runs it: the gated delta rule with a decay per channel rather than per head.
+    Per layer, with I = n_heads · head_dim: q, k and v projections D -> I each and β's D -> H, a depthwise
+    causal conv of conv_kernel taps over q, k and v (3I channels, no bias), the forget gate's low-rank
+    D -> head_dim -> I with dt_bias [I] and A_log [H], the output gate's D -> head_dim -> I, an RMSNorm of
+    head_dim times sigmoid(gate), I -> D.  Its state per sequence: H × d × d values (fp32) and the conv's
+    last conv_kernel − 1 inputs."""
+
+    kind: Literal["kda"]
+    n_heads: Heads
+    head_dim: Width
+    conv_kernel: int = Field(default=4, ge=1, le=64)
+    chunk: Tokens = 64  # the chunk of the chunked form (transformers and flash-linear-attention: 64)
+
+    @property
+    def inner(self) -> int:
+        return self.n_heads * self.head_dim
+
+
 # The mixer of the `linear` layers, told apart by `kind` (gated_deltanet when absent).
-LinearMixer = GatedDeltaNetSpec | ShortConvSpec | MambaSpec | Mamba2Spec | LightningSpec
+LinearMixer = GatedDeltaNetSpec | ShortConvSpec | MambaSpec | Mamba2Spec | LightningSpec | KimiDeltaSpec
 
 
 class MoESpec(_Ruled):

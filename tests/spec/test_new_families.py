@@ -1,4 +1,4 @@
-"""What the released files of GLM-5 (glm_moe_dsa) and MiMo-V2-Flash (mimo_v2_flash) say beyond what
+"""What the released files of GLM-5 (glm_moe_dsa), MiMo-V2-Flash (mimo_v2_flash) and Kimi Linear (kimi_linear) say beyond what
 transformers reads, and their bad inputs.  Their counts are pinned on transformers' modules with every
 other fixture (tests/spec/test_hf_oracle.py); here: the published totals, the remote-code keys checked
 against what transformers builds, and one clear line, exit status 2, for each file that disagrees."""
@@ -29,6 +29,27 @@ def test_mimo_v2_flash_is_its_published_309b_with_15b_active():
     assert round(result.params.total / 1e9) == 309 and round(result.params.active / 1e9) == 15
 
 
+def test_kimi_linear_is_its_published_48b():
+    """Moonshot's model card: 48B total, 3B active.  transformers' numel (= archcalc's total) is
+    49,122,675,072; the checkpoint's 49,122,681,728 adds the routers' e_score_correction_bias buffers
+    (256 × 26 MoE layers), which are not parameters.  archcalc's active count includes the embedding and
+    head (0.75B): 2.73B without them."""
+    from archcalc.api import size
+
+    params = size(str(DATA / "kimi-linear-48b-a3b.json")).params
+    assert params.total + 256 * 26 == 49_122_681_728 and round(params.total / 1e9) == 49
+    assert round((params.active - params.embedding - params.by_component["lm_head"]) / 1e9) == 3
+
+
+def test_kimi_linear_layers_from_its_1_indexed_lists():
+    """linear_attn_config lists layers from 1: full_attn_layers [4, 8, ..., 27] are layers 3, 7, ..., 26;
+    the 20 others run Kimi Delta Attention, whose state replaces a cache: a fixed 32 × 128 × 128 fp32
+    state and 3 conv columns of q, k, v per layer and sequence."""
+    spec, _ = load_model(str(DATA / "kimi-linear-48b-a3b.json"))
+    assert [i for i, k in enumerate(spec.layer_attention) if k == "global"] == [3, 7, 11, 15, 19, 23, 26]
+    assert (spec.linear.kind, spec.linear.n_heads, spec.linear.head_dim, spec.position.kind) == ("kda", 32, 128, "none")
+
+
 def test_mimo_v2_flash_sliding_layers_have_twice_the_kv_heads_and_the_sinks():
     """MiMoV2FlashAttention: a sliding layer has 2 × num_key_value_heads KV heads and a sink per query
     head; a global one neither; values are 128 wide under 192-wide keys; the window is
@@ -51,6 +72,16 @@ def test_mimo_v2_flash_sliding_layers_have_twice_the_kv_heads_and_the_sinks():
     ("mimo-v2-flash", {"add_full_attention_sink_bias": True}, "add_full_attention_sink_bias: must be false"),
     ("mimo-v2-flash", {"n_shared_experts": 1}, "n_shared_experts: transformers' MiMo-V2-Flash has no shared"),
     ("mimo-v2-flash", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "rope_scaling: not read"),
+    ("kimi-linear-48b-a3b", {"mla_use_nope": False}, "mla_use_nope: must be true"),
+    ("kimi-linear-48b-a3b", {"moe_layer_freq": 2}, "moe_layer_freq: must be 1"),
+    ("kimi-linear-48b-a3b", {"linear_attn_config": {"full_attn_layers": [0], "kda_layers": [1]}},
+     "linear_attn_config.full_attn_layers[0]: 0 is not valid; expected an integer (layers count from 1) from 1"),
+    ("kimi-linear-48b-a3b", {"linear_attn_config": {"full_attn_layers": [28], "kda_layers": [1]}},
+     "linear_attn_config.full_attn_layers: layer 28 of 27 (1-indexed)"),
+    ("kimi-linear-48b-a3b", {"linear_attn_config": {"full_attn_layers": [4], "kda_layers": [1, 2, 3]}},
+     "linear_attn_config: 27 layers, each full_attention or linear_attention"),
+    ("kimi-linear-48b-a3b", {"linear_attn_config": {"num_heads": "32"}}, "linear_attn_config.num_heads: '32' is not"),
+    ("kimi-linear-48b-a3b", {"attention_bias": True}, "attention_bias: biases on MLA projections"),
     ("glm-5", {"indexer_types": ["shared"] + ["full"] * 77}, "indexer_types: layer 0 must be full"),
     ("glm-5", {"indexer_types": ["full"] * 77}, "indexer_types: 78 entries of full or shared expected"),
     ("glm-5", {"index_topk_pattern": "FSX" + "F" * 75}, "index_topk_pattern: a string of F (full) and S"),

@@ -441,3 +441,71 @@ def _dt_rank(r: ConfigReader, d_model: int, key: str = "mamba_dt_rank") -> int:
         r.report.used[r.prefix + key] = "auto"
         return -(-d_model // 16)
     return r.get(key)
+
+
+def _kimi_linear(r: ConfigReader) -> dict:
+    """Kimi Linear (KimiLinearConfig): Kimi Delta Attention layers (the linear kind) and MLA layers without
+    RoPE (KimiLinearAttention rotates nothing: its "rope" key slice is one more shared latent), DeepSeek-V3's
+    MoE (a sigmoid router, shared experts) after first_k_dense_replace dense layers.  The checkpoint keeps
+    the linear layers' shape in linear_attn_config (1-indexed layer lists), which KimiLinearConfig reads."""
+    from archcalc.spec.hf.mla import _derived_qk_head_dim
+    from archcalc.spec.hf.moe import _mtp
+
+    spec = _core(r, tie_default=False)
+    n = spec["n_layers"]
+    linear = r.get("linear_attn_config", default=None) or {}
+    where = "linear_attn_config"
+    mixer = {"kind": "kda",
+             "n_heads": r.nested(linear, "num_heads", where) or r.get("linear_num_heads", default=32),
+             "head_dim": r.nested(linear, "head_dim", where) or r.get("linear_head_dim", default=128),
+             "conv_kernel": r.nested(linear, "short_conv_kernel_size", where) or r.get("linear_conv_kernel_dim",
+                                                                                         default=4)}
+    for key in ("linear_num_heads", "linear_head_dim", "linear_conv_kernel_dim"):
+        r.ignore(key, "linear_attn_config says it (KimiLinearConfig reads that first)")
+    types = r.get("layer_types", default=None)
+    if types is None and "full_attn_layers" in linear and "kda_layers" in linear:
+        types = [None] * n
+        for key, kind in (("full_attn_layers", "full_attention"), ("kda_layers", "linear_attention")):
+            for i in r.nested(linear, key, where):
+                if not 1 <= i <= n:
+                    raise InputError(r.path, f"{r.prefix}{where}.{key}", f"layer {i} of {n} (1-indexed)")
+                types[i - 1] = kind
+    elif types is None:  # KimiLinearConfig's default: every fourth layer from layer 4 attends
+        types = ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(n)]
+    if len(types) != n or set(types) - {"full_attention", "linear_attention"}:
+        raise InputError(r.path, r.prefix + ("layer_types" if r.has("layer_types") else where),
+                         f"{n} layers, each full_attention or linear_attention, expected")
+    _built_so(r, "Kimi Linear (MLA without RoPE)", mla_use_nope=True)
+    if r.get("attention_bias", default=False):
+        raise InputError(r.path, r.prefix + "attention_bias", "biases on MLA projections are not supported")
+    att = {"kind": "mla", "n_heads": r.get("num_attention_heads"), "q_lora_rank": r.get("q_lora_rank", default=None),
+           "kv_lora_rank": r.get("kv_lora_rank", default=512), "qk_nope_head_dim": r.get("qk_nope_head_dim", default=128),
+           "qk_rope_head_dim": r.get("qk_rope_head_dim", default=64), "v_head_dim": r.get("v_head_dim", default=128),
+           "layer_types": ["global" if t == "full_attention" else "linear" for t in types]}
+    _derived_qk_head_dim(r, att["qk_nope_head_dim"] + att["qk_rope_head_dim"])
+    r.ignore("num_key_value_heads", "MLA caches one latent per token; the KV head count is meaningless")
+    r.ignore("head_dim", "KimiLinearConfig derives it (qk_rope_head_dim)")
+    for key in ("rope_theta", "rope_parameters", "rope_scaling"):
+        r.ignore(key, "no layer rotates anything (mla_use_nope)")
+    mlp = r.get("mlp_layer_types", default=None)
+    if mlp is None:
+        first = r.get("first_k_dense_replace", default=1)
+        mlp = ["dense" if i < first else "sparse" for i in range(n)]
+    else:
+        r.ignore("first_k_dense_replace", "mlp_layer_types lists the layers")
+    if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n} entries of dense or sparse expected")
+    if r.get("moe_layer_freq", default=1) != 1:
+        raise InputError(r.path, r.prefix + "moe_layer_freq", "must be 1: transformers' Kimi Linear does not read it "
+                         "(first_k_dense_replace says which layers are dense)")
+    for key in ("moe_renormalize", "moe_router_activation_func", "use_grouped_topk", "num_expert_group"):
+        r.ignore(key, "routing: no parameter, FLOP or cache byte")
+    d_expert = r.get("moe_intermediate_size", default=1024)
+    moe = {"n_experts": r.get("num_experts", "num_local_experts", default=256),
+           "top_k": r.get("num_experts_per_token", "num_experts_per_tok", default=8), "d_expert": d_expert,
+           # KimiLinearMoE's shared experts: one MLP of n_shared × the expert width (always built)
+           "d_shared": r.get("num_shared_experts", "n_shared_experts", default=1) * d_expert}
+    return {**spec, "max_context": r.get("max_position_embeddings", "model_max_length", default=1048576),
+            "attention": att, "linear": mixer, "position": {"kind": "none"}, "mtp": _mtp(r),
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size", default=9216),
+                    "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}

@@ -129,6 +129,15 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("add_swa_attention_sink_bias", "add_full_attention_sink_bias"), BOOL),
     "swa_rope_theta": POSITIVE,
     "hybrid_layer_pattern": LIST,
+    # Kimi Linear: its KDA layers' shape (linear_attn_config's num_heads, head_dim, short_conv_kernel_size,
+    # full_attn_layers and kda_layers, 1-indexed) and the names KimiLinearConfig writes for them
+    "linear_attn_config": DICT,
+    **dict.fromkeys(("linear_num_heads",), HEADS),
+    **dict.fromkeys(("linear_head_dim",), WIDTH),
+    **dict.fromkeys(("linear_conv_kernel_dim", "short_conv_kernel_size"), Kind((int,), 1, 64, "an integer")),
+    **dict.fromkeys(("full_attn_layers", "kda_layers"), LIST),
+    "num_experts_per_token": EXPERTS,
+    "mla_use_nope": BOOL,
     # GLM-5: which layers run DeepSeek Sparse Attention's indexer ("full") or reuse the last one's ("shared")
     "indexer_types": LIST,
     "index_topk_pattern": Kind((str, list), what="a string of F and S, or a list"),
@@ -152,6 +161,7 @@ ITEMS = {"layer_types": Kind((str,), what="strings"),
          "mlp_layer_types": Kind((str,), what="strings"),
          "indexer_types": Kind((str,), what="strings"),
          "hybrid_layer_pattern": Kind((int,), 0, 1, "0 (full) or 1 (sliding)"),
+         **dict.fromkeys(("full_attn_layers", "kda_layers"), Kind((int,), 1, MAX_LAYERS, "an integer (layers count from 1)")),
          "index_topk_pattern": Kind((str,), what="full or shared"),
          "attention_types": Kind((list,), what="[[kinds...], repeat] pairs"),  # GPT-Neo
          "attention_layers": Kind((str,), what="strings"),
