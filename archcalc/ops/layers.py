@@ -477,6 +477,8 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         if moe.shared_gate:
             out.append(ops.matmul("layers.moe.shared_gate", "ffn", wl, D, 1, count=n_moe, quantizable=False,
                                   tp="replicated"))
+        if moe.post_norm:  # A.X-K1: on the block's output, MoE layers only
+            out += _norm(spec, wl, "layers.moe.post_norm", D, count=n_moe)
     return out + _sublayer_norms(spec, wl, "layers.ffn", "after")
 
 

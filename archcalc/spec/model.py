@@ -401,6 +401,9 @@ class MoESpec(_Ruled):
     # ... and the always-on MLP (d_shared) and the routed experts each with their own norms: one before
     # the experts, one after each branch (3 more norms of D a layer)
     branch_norms: bool = False
+    # a norm of D on the whole MoE block's output (routed + shared) before the residual add (A.X-K1's
+    # post_mlp_layernorm; its dense layers have none)
+    post_norm: bool = False
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda m: m.top_k <= m.n_experts, lambda m: f"top_k ({m.top_k}) exceeds n_experts ({m.n_experts})",

@@ -905,6 +905,10 @@ NO_FIXTURE = {
     # after each sublayer too, and without (use_post_norm false: Granite's layers)
     "hyperclovax": {"head_dim": 16},
     "hyperclovax pre-only": {"head_dim": 16, "use_post_norm": False},
+    # A.X-K1 (skt/A.X-K1; no public config.json): DeepSeek-V3 with a norm on the MoE block's output
+    "axk1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
+             "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,
+             "n_group": 1, "topk_group": 1},
     # GLM-5 (glm_moe_dsa): DeepSeek-V3.2's MLA and indexer over DeepSeek-V3's MoE; its class's three
     # leading dense layers; and with indexer sharing (indexer_types "shared": no indexer, the last one's top-k)
     "glm_moe_dsa": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
@@ -1068,6 +1072,22 @@ def test_fairseq_decoders_at_full_size(model_type, published_m):
     Keskar et al. 2019, says "1.63 billion", 1,637,964,550 cut, not rounded, so only transformers' count)."""
     total = _at_full_size(model_type)[2]
     assert published_m is None or round(total / 1e6) == published_m
+
+
+def test_axk1_defaults_are_a_x_k1_s_published_519b_33b_active():
+    """AXK1Config's defaults are skt/A.X-K1's shapes (its README: 61 layers, 1 dense then 60 MoE, 192 experts
+    + 1 shared, 8 active, MLA, vocabulary 163,840; "519B total, 33B active"; its config.json is not public):
+    our count is the model transformers builds, and the published two; the norm on each MoE block's output
+    (post_mlp_layernorm) is one D-vector on each of the 60 MoE layers, on no dense one."""
+    raw, spec, total = _at_full_size("axk1")
+    params = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params
+    assert (round(total / 1e9), round(params.active / 1e9)) == (519, 33)
+    assert spec.ffn.moe.post_norm and spec.ffn_layers == {"dense": 1, "moe": 60, "none": 0}
+    no_norm = spec.model_copy(update={"ffn": spec.ffn.model_copy(update={"moe": spec.ffn.moe.model_copy(
+        update={"post_norm": False})})})
+    assert total - size(no_norm, Workload.forward(1), CONVENTIONS["torch"]).params.total == 60 * 7168
+    with pytest.raises(InputError, match="q_lora_rank: required"):
+        spec_dict_from_config({**raw, "q_lora_rank": None}, "config.json")
 
 
 def test_cwm_defaults_are_cwm_32b():

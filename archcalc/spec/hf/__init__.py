@@ -60,6 +60,11 @@ FAMILY_DEFAULTS = {
                     "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 192, "v_head_dim": 256,
                     "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 32,
                     "max_position_embeddings": 202752, "vocab_size": 154880},
+    # AXK1Config (skt/A.X-K1's shapes: 61 layers, the first dense, 192 experts of 2,048 + 1 shared, top 8)
+    "axk1": {"first_k_dense_replace": 1, "n_shared_experts": 1, "n_routed_experts": 192, "num_experts_per_tok": 8,
+             "moe_intermediate_size": 2048, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+             "qk_nope_head_dim": 128, "v_head_dim": 128, "max_position_embeddings": 32768, "vocab_size": 163840,
+             "hidden_size": 7168, "intermediate_size": 18432, "num_hidden_layers": 61, "num_attention_heads": 64},
     # FlintConfig (RecursiveSI/flint): head_dim 128, a 513-token window, dense MLPs in layers 0 and 1
     "flint": {"head_dim": 128, "sliding_window": 513, "max_position_embeddings": 262144, "mlp_only_layers": [0, 1]},
     # Kolibri1Config (Aleph-Alpha/Kolibri-1): head_dim 128, a 513-token window, 262,144 positions
@@ -88,7 +93,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gemma4": _gemma4, "gemma4_text": _gemma4,
     "gpt2": _gpt2, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
-    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "glm4_moe_lite": _deepseek,
+    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "axk1": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     # Config classes of their own over an existing model (AutoModelForCausalLM builds LlamaForCausalLM,
     # GPT2LMHeadModel, DeepseekV3ForCausalLM, Glm4MoeForCausalLM): their defaults in FAMILY_DEFAULTS

@@ -1,4 +1,4 @@
-"""Multi-head latent attention (MLA): DeepSeek-V2/V3/V3.2, MiniCPM3, GLM-4.7-Flash."""
+"""Multi-head latent attention (MLA): DeepSeek-V2/V3/V3.2, GLM-5, A.X-K1, MiniCPM3, GLM-4.7-Flash."""
 
 from __future__ import annotations
 
@@ -36,9 +36,14 @@ def _deepseek(r: ConfigReader) -> dict:
         if shared:
             att["indexer"]["shared_layers"] = shared
     layers = _glm4_moe_lite(r, n_layers) if r.cfg.get("model_type") == "glm4_moe_lite" else None
+    moe = _deepseek_moe(r, n_layers, layers)
+    if r.cfg.get("model_type") == "axk1":  # A.X-K1: DeepSeek-V3 with a norm on the MoE block's output
+        moe["post_norm"] = True
+        if att["q_lora_rank"] is None or ("q_lora_rank" in r.cfg and r.cfg["q_lora_rank"] is None):
+            raise InputError(r.path, r.prefix + "q_lora_rank", "required: A.X-K1's attention always has a query "
+                             "latent (AXK1Attention)")
     return {**spec, "max_context": limit, "attention": att, "position": pos, "mtp": _mtp(r),
-            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
-                    "moe": _deepseek_moe(r, n_layers, layers)}}
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"), "moe": moe}}
 
 
 # The MLA widths a config class fills in when a config.json leaves them out: MiniCPM3Config's (openbmb's
