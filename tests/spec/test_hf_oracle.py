@@ -905,6 +905,12 @@ NO_FIXTURE = {
     # after each sublayer too, and without (use_post_norm false: Granite's layers)
     "hyperclovax": {"head_dim": 16},
     "hyperclovax pre-only": {"head_dim": 16, "use_post_norm": False},
+    # Mellum 2 (JetBrains; no config.json found): Qwen3-MoE's attention and experts with sliding and dense layers
+    # listed, a RoPE base per layer kind; and at its config class's defaults (every layer global and MoE)
+    "mellum": {"head_dim": 16, "sliding_window": 4, "num_experts": 4, "num_experts_per_tok": 2,
+               "moe_intermediate_size": 32, "layer_types": ["sliding_attention", "full_attention"] * 2,
+               "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"], "num_mtp_layers": 1},
+    "mellum defaults": {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
     # A.X-K1 (skt/A.X-K1; no public config.json): DeepSeek-V3 with a norm on the MoE block's output
     "axk1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
              "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,

@@ -65,6 +65,9 @@ FAMILY_DEFAULTS = {
              "moe_intermediate_size": 2048, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
              "qk_nope_head_dim": 128, "v_head_dim": 128, "max_position_embeddings": 32768, "vocab_size": 163840,
              "hidden_size": 7168, "intermediate_size": 18432, "num_hidden_layers": 61, "num_attention_heads": 64},
+    # MellumConfig (JetBrains' Mellum 2): head_dim 128, a 1,024-token window, 64 experts of 896, 131,072 positions
+    "mellum": {"head_dim": 128, "sliding_window": 1024, "num_experts": 64, "moe_intermediate_size": 896,
+               "max_position_embeddings": 131072},
     # FlintConfig (RecursiveSI/flint): head_dim 128, a 513-token window, dense MLPs in layers 0 and 1
     "flint": {"head_dim": 128, "sliding_window": 513, "max_position_embeddings": 262144, "mlp_only_layers": [0, 1]},
     # Kolibri1Config (Aleph-Alpha/Kolibri-1): head_dim 128, a 513-token window, 262,144 positions
@@ -86,7 +89,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "exaone", "apertus", "helium", "arcee", "minimax_m2",
         "ministral", "ministral3", "vaultgemma", "glm", "internlm3", "solar_open", "nanochat", "jais2", "flex_olmo",
         "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe", "afmoe", "hy_v3", "cwm",
-        "hyperclovax", "kolibri1", "flint")},
+        "hyperclovax", "kolibri1", "flint", "mellum")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),

@@ -190,7 +190,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     if family == "minimax_m2":
         rotary = _minimax_m2(r, att)
     pos, limit = _position(r, rotary_fraction=rotary, scaled_limit_is_final=scaled_final)
-    if family in ("gemma3", "gemma4"):
+    if family in ("gemma3", "gemma4", "mellum"):
         pos["local_theta"] = _rope_base(r, "sliding_attention")
     if family == "cohere" and r.has("model_max_length"):
         limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
@@ -199,7 +199,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
                      _every_nth_global(spec["n_layers"], r.get("global_attn_every_n_layers", default=4))
                      if family == "afmoe" else _every_nth_global(spec["n_layers"], 5) if family == "kolibri1" else
                      _flint_types(spec["n_layers"]) if family == "flint" else
-                     _every_nth_global(spec["n_layers"], 6, last=True) if family == "gemma4" else None)
+                     _every_nth_global(spec["n_layers"], 6, last=True) if family == "gemma4" else
+                     ["full_attention"] * spec["n_layers"] if family == "mellum" else None)
     att.update({k: v for k, v in window.items() if v is not None})
     if family == "afmoe":  # AfmoeAttention rotates its sliding layers only, window or not
         kinds = att.get("layer_types") or ["global"] * spec["n_layers"]
@@ -214,6 +215,9 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         ffn["moe"] = moe
     if family in ("glm4_moe", "dots1", "solar_open"):
         spec["mtp"] = _mtp(r)
+    if family == "mellum":  # MellumConfig's MTP keys: modules the checkpoint stores and transformers does not build
+        for key in ("num_nextn_predict_layers", "num_mtp_layers", "mtp_layer_types", "mtp_mlp_layer_types"):
+            r.ignore(key, "MTP modules (mtp.* in the checkpoint) are not modelled: in no total, and --mtp adds none")
     return {**spec, "max_context": limit, "attention": att, "ffn": ffn, "norm": norm, "position": pos,
             "residual": residual}
 
@@ -335,4 +339,4 @@ ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5, "glm": 0.5,
 QWEN_HYBRID = ("qwen3_next", "qwen3_5", "qwen3_5_moe")
 # Families whose attention normalises q and k per head (one RMSNorm of head_dim each).
 HEAD_QK_NORM = ("qwen3", "qwen3_moe", "gemma3", "gemma4", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", "exaone4", "exaone_moe",
-                "afmoe", "hy_v3", "kolibri1", "flint", *QWEN_HYBRID)
+                "afmoe", "hy_v3", "kolibri1", "flint", "mellum", *QWEN_HYBRID)

@@ -126,6 +126,13 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
                "d_shared": r.get("num_shared_experts", default=2) * d_expert, "router_bias": True}
         first = r.get("num_dense_layers", default=1)
         return _with_layers(moe, list(range(first, n_layers)), n_layers)
+    if family == "mellum":  # Qwen3-MoE's experts on mlp_layer_types' sparse layers (MellumConfig: all, absent)
+        types = r.get("mlp_layer_types", default=["sparse"] * n_layers)
+        if len(types) != n_layers or set(types) - {"dense", "sparse"}:
+            raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+        moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+               "d_expert": r.get("moe_intermediate_size")}
+        return _with_layers(moe, [i for i, t in enumerate(types) if t == "sparse"], n_layers)
     if family in ("exaone_moe", "hy_v3"):  # DeepSeek-V3-style MoE (a sigmoid router, its bias a buffer) on "sparse" layers
         n_dense = r.get("first_k_dense_replace", default=1)
         types = r.get("mlp_layer_types", default=None)
