@@ -18,6 +18,20 @@ GEMMA4_DEFAULTS = {"vocab_size": 262144, "hidden_size": 2304, "intermediate_size
                    "rope_local_base_freq": 10_000.0, "hidden_size_per_layer_input": 256,
                    "vocab_size_per_layer_input": 262144}
 GLOBAL_HEAD_DIM = 512  # Gemma4TextConfig.__post_init__'s default for global_head_dim
+# Gemma4UnifiedTextConfig's (Gemma 4 12B unified): its context and window, and no per-layer embeddings
+GEMMA4_UNIFIED_DEFAULTS = {**GEMMA4_DEFAULTS, "max_position_embeddings": 262144, "sliding_window": 1024,
+                           "hidden_size_per_layer_input": 0}
+
+
+def _gemma4_unified(r: ConfigReader) -> dict:
+    """Gemma 4 unified (gemma4_unified_text, and the text_config of gemma4_unified): Gemma 4's dense layers,
+    whose config class removes the per-layer embeddings and the MoE block; a file that asks for either is
+    not what transformers builds."""
+    for key in ("hidden_size_per_layer_input", "enable_moe_block"):
+        if r.cfg.get(key):
+            raise InputError(r.path, r.prefix + key, "not read by transformers' Gemma 4 unified (no per-layer "
+                             "embeddings, no MoE block)")
+    return _gemma4(r)
 
 
 def _gemma4(r: ConfigReader) -> dict:
