@@ -110,3 +110,12 @@ def test_glm5_indexer_sharing_as_glm_moe_dsa_config_derives_it(tmp_path, change,
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))
     assert load_model(str(path))[0].attention.indexer.shared_layers == theirs == (shared or None)
+
+
+def test_gpt1_is_its_published_117m_post_ln_without_a_final_norm():
+    """GPT-1 (openai-gpt): "117M parameters"; post-LN blocks, no final norm, learned positions, a tied head."""
+    from archcalc.api import size
+
+    spec, _ = load_model(str(DATA / "openai-gpt.json"))
+    assert (spec.norm.placement, spec.norm.final, spec.position.kind, spec.tie_embeddings) == ("post", False, "learned", True)
+    assert round(size(spec).params.total / 1e6) == 117

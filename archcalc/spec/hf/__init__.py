@@ -20,7 +20,7 @@ from archcalc.errors import InputError
 from archcalc.files import read_json
 from archcalc.spec.hf.gpt import (
     _bloom, _ctrl, _dbrx, _fairseq_decoder, _falcon, _gpt2, _gpt_bigcode, _gpt_neo, _gpt_neox, _mpt, _nemotron,
-    _opt, _parallel_gptj, _persimmon, _phi, _starcoder2,
+    _openai_gpt, _opt, _parallel_gptj, _persimmon, _phi, _starcoder2,
 )
 from archcalc.spec.hf.hybrid import (
     _bamba, _falcon_h1, _granitemoehybrid, _jamba, _kimi_linear, _lfm2, _lfm2_moe, _mamba2_lm, _mamba_lm, _minimax,
@@ -95,7 +95,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gemma4": _gemma4, "gemma4_text": _gemma4, "gemma4_unified": _gemma4_unified, "gemma4_unified_text": _gemma4_unified,
-    "gpt2": _gpt2, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
+    "gpt2": _gpt2, "openai-gpt": _openai_gpt, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "axk1": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     # Config classes of their own over an existing model (AutoModelForCausalLM builds LlamaForCausalLM,

@@ -22,6 +22,20 @@ def _gpt2(r: ConfigReader) -> dict:
             "norm": {"kind": "layernorm", "bias": True}, "position": {"kind": "learned"}}
 
 
+def _openai_gpt(r: ConfigReader) -> dict:
+    """GPT-1 (openai-gpt): GPT-2's Conv1D block, biased everywhere, but post-LN (ln_1(x + attn), then
+    ln_2(n + mlp)) and no final norm; learned positions, a 4D MLP of `afn` (gelu is gelu_new), tied head."""
+    spec = _core(r, tie_default=True)
+    r.ignore("n_special", "not read by transformers' OpenAI GPT: the table has vocab_size rows")
+    r.ignore("predict_special_tokens", "not read by transformers' OpenAI GPT")
+    return {**spec, "max_context": r.get("n_positions", "n_ctx"),
+            "attention": {"n_heads": r.get("n_head"), "bias": ["q", "k", "v", "o"]},
+            "ffn": {"activation": _activation(r, False, "gelu", keys=("afn",)), "d_ff": 4 * spec["d_model"],
+                    "bias": True},
+            "norm": {"kind": "layernorm", "bias": True, "placement": "post", "final": False},
+            "position": {"kind": "learned"}}
+
+
 def _gpt_neo(r: ConfigReader) -> dict:
     """GPT-Neo: GPT-2's block with bias-free q/k/v (out_proj biased) and, per attention_types, layers
     that attend to the last window_size tokens (GPTNeoSelfAttention's local mask keeps keys j with

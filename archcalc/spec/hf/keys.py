@@ -109,7 +109,7 @@ KEYS: dict[str, Kind] = {
                      "rope_type", "type", "quant_method", "attn_type", "mlp_hidden_act", "mamba_hidden_act", "activation",
                      "position_embedding_type", "qk_norm_type", "mamba_ssm_dtype",
                      "mamba_ssm_cache_dtype", "shared_expert_combination_strategy", "expert_selection_fn",
-                     "order_of_interleaved_layers", "name"), STR),
+                     "order_of_interleaved_layers", "name", "afn"), STR),
     **dict.fromkeys(("layer_types", "mlp_only_layers", "no_rope_layers", "moe_layers", "full_attn_idxs",
                      "layers_block_type", "attn_layer_indices", "attn_type_list", "mlp_layer_types",
                      "attention_types", "attention_layers", "layer_rope_theta"), LIST),
