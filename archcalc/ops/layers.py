@@ -399,7 +399,8 @@ def _gated_deltanet_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     g, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
     Hv, Kd, Vd, C = g.n_heads, g.key_width, g.value_width, g.conv_channels
     qkvz, ba = 2 * Kd + 2 * Vd, 2 * Hv  # q, k, v and the gate z; β and α per value head
-    parts = (qkvz, ba) if g.fused_projections else (2 * Kd + Vd, Vd, Hv, Hv)  # qkv, z, b, a
+    parts = (qkvz, ba) if g.fused_projections else (Kd, Kd, Vd, Vd, Hv, Hv) if g.separate_qkv else \
+        (2 * Kd + Vd, Vd, Hv, Hv)  # (q, k, v,) z, b, a
     proj = ops.matmul("layers.linear.in_proj", "linear", wl, D, qkvz + ba, count=n, parts=parts)
     return [
         proj,

@@ -257,10 +257,14 @@ class GatedDeltaNetSpec(_Ruled):
     # in_proj_qkv, in_proj_z, in_proj_b and in_proj_a (Qwen3.5).  The same parameters; the tensors
     # matter to what goes tensor by tensor (Muon's matrices, FSDP's padding).
     fused_projections: bool = True
+    # ... or six, q_proj, k_proj, v_proj, g_proj (z), b_proj and a_proj (OLMo Hybrid), with fused_projections false
+    separate_qkv: bool = False
     state_dtype: StateDtype = None
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
-        _divisible("n_heads", "n_key_heads", "linear n_heads divisible by n_key_heads"),)
+        _divisible("n_heads", "n_key_heads", "linear n_heads divisible by n_key_heads"),
+        NumericRule(lambda g: not (g.separate_qkv and g.fused_projections),
+                    lambda g: "separate_qkv needs fused_projections false", "separate_qkv with unfused projections"))
 
     @property
     def key_width(self) -> int:

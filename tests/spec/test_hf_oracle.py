@@ -673,6 +673,21 @@ def test_linear_layer_tensors_are_hf_s(name):
     assert sorted(shape for op in ops for shape in op_tensors(op)) == hf_shapes
 
 
+def test_olmo_hybrid_linear_tensors_are_hf_s():
+    """OLMo Hybrid's six input projections (q, k, v, g, a, b apart: GatedDeltaNetSpec.separate_qkv), its conv,
+    A_log, dt_bias, gated norm and output, shape for shape, on its config class's model."""
+    from archcalc.training.tensors import op_tensors
+
+    config = AutoConfig.for_model("olmo_hybrid", **{**SMALL, **NO_FIXTURE["olmo_hybrid grouped"]})
+    spec = ModelSpec.model_validate({"name": "x", **spec_dict_from_config(json.loads(config.to_json_string()),
+                                                                           "config.json")[0]})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    layer = next(m for m in model.modules() if type(m).__name__ == "OlmoHybridGatedDeltaNet")
+    ops = [op for op in size(spec, Workload.forward(1), CONVENTIONS["torch"]).ops if op.name.startswith("layers.linear.")]
+    assert sorted(shape for op in ops for shape in op_tensors(op)) == sorted(tuple(p.shape) for p in layer.parameters())
+
+
 @pytest.mark.parametrize("name", [n for n in CONFIGS if n not in EXCLUDED_MODULES])
 def test_components_equal_hf_modules(name):
     """size's breakdown by component against HF's module tree: the attention projections (norms
@@ -922,6 +937,12 @@ NO_FIXTURE = {
                "moe_intermediate_size": 32, "layer_types": ["sliding_attention", "full_attention"] * 2,
                "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"], "num_mtp_layers": 1},
     "mellum defaults": {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+    # OLMo Hybrid (allenai/Olmo-Hybrid-7B; no config.json found): Gated DeltaNet layers with six projections, OLMo 3's
+    # post-norm attention every fourth layer; and with its own linear widths and grouped attention
+    "olmo_hybrid": {"pad_token_id": 0, "eos_token_id": 1},
+    "olmo_hybrid grouped": {"linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+                            "linear_value_head_dim": 16, "attention_bias": True, "pad_token_id": 0, "eos_token_id": 1,
+                            "layer_types": ["linear_attention", "full_attention"] * 2},
     # A.X-K1 (skt/A.X-K1; no public config.json): DeepSeek-V3 with a norm on the MoE block's output
     "axk1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
              "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,

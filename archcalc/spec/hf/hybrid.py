@@ -509,3 +509,36 @@ def _kimi_linear(r: ConfigReader) -> dict:
             "attention": att, "linear": mixer, "position": {"kind": "none"}, "mtp": _mtp(r),
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size", default=9216),
                     "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}
+
+
+def _olmo_hybrid(r: ConfigReader) -> dict:
+    """OLMo Hybrid (OlmoHybridConfig): Gated DeltaNet layers (q, k, v, g, a and b projections apart) and, every
+    fourth by default, OLMo 3's attention: post-norm, q and k normed over their whole width, RoPE.  Its
+    linear layers are pre-norm: the same two norms a layer, the same cost."""
+    spec = _core(r, tie_default=False)
+    n, D = spec["n_layers"], spec["d_model"]
+    H = r.get("num_attention_heads")
+    types = r.get("layer_types", default=None)
+    if types is None:  # OlmoHybridConfig: every fourth layer attends (the last, if none would)
+        types = ["full_attention" if i % 4 == 3 else "linear_attention" for i in range(n)]
+        types[-1] = types[-1] if "full_attention" in types else "full_attention"
+    if len(types) != n or set(types) - {"full_attention", "linear_attention"} or len(set(types)) != 2:
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} layers of full_attention and linear_attention, "
+                         "both kinds present (OlmoHybridConfig refuses a model of one kind)")
+    att = {"n_heads": H, "n_kv_heads": r.get("num_key_value_heads", default=H), "qk_norm": "full",
+           "layer_types": ["global" if t == "full_attention" else "linear" for t in types]}
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    k_heads = r.get("linear_num_key_heads", default=H)
+    key_dim = r.get("linear_key_head_dim", default=int(0.75 * D / k_heads))  # OlmoHybridConfig's rule
+    linear = {"n_heads": r.get("linear_num_value_heads", default=H), "n_key_heads": k_heads, "key_head_dim": key_dim,
+              "value_head_dim": r.get("linear_value_head_dim", default=2 * key_dim),
+              "conv_kernel": r.get("linear_conv_kernel_dim", default=4), "fused_projections": False,
+              "separate_qkv": True}
+    for key in ("linear_a_log_min", "linear_a_log_max", "linear_dt_min", "linear_dt_max", "linear_dt_init_floor"):
+        r.ignore(key, "initialisation only")
+    r.ignore("linear_allow_neg_eigval", "β scaled by 2: elementwise")
+    pos, limit = _position(r)  # (OlmoHybridConfig always gives rope_parameters a base: its model always rotates)
+    return {**spec, "max_context": limit, "attention": att, "linear": linear, "position": pos,
+            "norm": {"placement": "post"},
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size")}}

@@ -138,6 +138,7 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("full_attn_layers", "kda_layers"), LIST),
     "num_experts_per_token": EXPERTS,
     "mla_use_nope": BOOL,
+    "linear_allow_neg_eigval": BOOL,
     # GLM-5: which layers run DeepSeek Sparse Attention's indexer ("full") or reuse the last one's ("shared")
     "indexer_types": LIST,
     "index_topk_pattern": Kind((str, list), what="a string of F and S, or a list"),
