@@ -943,6 +943,12 @@ NO_FIXTURE = {
     "olmo_hybrid grouped": {"linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
                             "linear_value_head_dim": 16, "attention_bias": True, "pad_token_id": 0, "eos_token_id": 1,
                             "layer_types": ["linear_attention", "full_attention"] * 2},
+    # Lara Mini (translated/Lara-4-Mini; no config.json found): Qwen3.5's Gated DeltaNet between Qwen3's
+    # attention on rotated sliding layers and unrotated full ones, Flint's experts in every layer
+    "lara_mini": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 5, "linear_num_key_heads": 2,
+                  "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 16, "num_experts": 4,
+                  "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+                  "eos_token_id": 1},
     # A.X-K1 (skt/A.X-K1; no public config.json): DeepSeek-V3 with a norm on the MoE block's output
     "axk1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
              "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,
@@ -1358,7 +1364,8 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
 
 
 @pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe",
-                                        "afmoe dense2", "kolibri1", "flint", "glm_moe_dsa", "glm_moe_dsa shared"])
+                                        "afmoe dense2", "kolibri1", "flint", "glm_moe_dsa", "glm_moe_dsa shared",
+                                        "lara_mini"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):
     """The same for families pinned on their config class: EXAONE MoE's RoPE on sliding layers only."""
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})

@@ -23,7 +23,7 @@ from archcalc.spec.hf.gpt import (
     _openai_gpt, _opt, _parallel_gptj, _persimmon, _phi, _starcoder2,
 )
 from archcalc.spec.hf.hybrid import (
-    _bamba, _falcon_h1, _granitemoehybrid, _jamba, _kimi_linear, _olmo_hybrid, _lfm2, _lfm2_moe, _mamba2_lm, _mamba_lm, _minimax,
+    LARA_MINI_DEFAULTS, _bamba, _falcon_h1, _granitemoehybrid, _jamba, _kimi_linear, _lara_mini, _olmo_hybrid, _lfm2, _lfm2_moe, _mamba2_lm, _mamba_lm, _minimax,
     _nemotron_h,
 )
 from archcalc.spec.hf.llama import _llama_like
@@ -41,7 +41,7 @@ FAMILY_DEFAULTS = {
     "gemma3_text": {"vocab_size": 262208, "max_position_embeddings": 131072, "rope_theta": 1_000_000.0,
                     "rope_local_base_freq": 10_000.0, "sliding_window_pattern": 6,
                     "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True},
-    "gemma4_text": GEMMA4_DEFAULTS, "gemma4_unified_text": GEMMA4_UNIFIED_DEFAULTS,
+    "gemma4_text": GEMMA4_DEFAULTS, "lara_mini": LARA_MINI_DEFAULTS, "gemma4_unified_text": GEMMA4_UNIFIED_DEFAULTS,
     # BambaConfig's context default; Bamba-9B's config.json has no max_position_embeddings.
     "bamba": {"max_position_embeddings": 262144},
     # GraniteSWAConfig / GraniteMoeSWAConfig: a 128-token window (their layer_types default is _granite_swa's).
@@ -107,7 +107,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
     "jamba": _jamba, "nemotron_h": _nemotron_h,
     "persimmon": _persimmon, "dbrx": _dbrx, "ctrl": _ctrl, "minicpm3": _mla_dense, "youtu": _mla_dense,
-    "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid,
+    "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

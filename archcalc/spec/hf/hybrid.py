@@ -542,3 +542,40 @@ def _olmo_hybrid(r: ConfigReader) -> dict:
     return {**spec, "max_context": limit, "attention": att, "linear": linear, "position": pos,
             "norm": {"placement": "post"},
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size")}}
+
+
+# LaraMiniConfig's defaults (translated/Lara-4-Mini's shapes), for the keys save_pretrained leaves out
+LARA_MINI_DEFAULTS = {"head_dim": 128, "sliding_window": 512, "num_key_value_heads": 4, "tie_word_embeddings": True,
+                      "max_position_embeddings": 131072, "linear_num_key_heads": 8, "linear_num_value_heads": 16,
+                      "linear_key_head_dim": 128, "linear_value_head_dim": 128, "num_experts": 128,
+                      "num_experts_per_tok": 4, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512}
+
+
+def _lara_mini(r: ConfigReader) -> dict:
+    """Lara Mini (LaraMiniConfig): Qwen3.5's Gated DeltaNet layers (four input projections) between Qwen3's
+    attention, with q/k norms and no output gate, on sliding layers (rotated) and full ones (no RoPE), in the
+    released period of five; every layer's MLP is routed experts beside an ungated shared expert (Flint's)."""
+    spec = _core(r, tie_default=True)
+    n = spec["n_layers"]
+    pattern = ["linear_attention", "sliding_attention", "linear_attention", "full_attention", "sliding_attention"]
+    types = r.get("layer_types", default=[pattern[i % 5] for i in range(n)])
+    names = {"linear_attention": "linear", "sliding_attention": "local", "full_attention": "global"}
+    if len(types) != n or set(types) - set(names):
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of {', '.join(names)} expected")
+    att = {**_heads(r), "qk_norm": "head", "layer_types": [names[t] for t in types], "global_rope": False}
+    if "local" in att["layer_types"]:
+        att["sliding_window"] = r.get("sliding_window")
+    else:
+        r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    linear = {"n_heads": r.get("linear_num_value_heads"), "n_key_heads": r.get("linear_num_key_heads"),
+              "key_head_dim": r.get("linear_key_head_dim"), "value_head_dim": r.get("linear_value_head_dim"),
+              "conv_kernel": r.get("linear_conv_kernel_dim", default=4), "fused_projections": False}
+    pos, limit = _position(r, rotary_fraction=_rotary_fraction(r, 1.0))
+    r.ignore("attn_output_gate", "LaraMiniAttention is Qwen3's: no output gate whatever this says")
+    r.ignore("intermediate_size", "no dense MLP: every layer is MoE (LaraMiniConfig removes the key)")
+    moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+           "d_expert": r.get("moe_intermediate_size"), "d_shared": r.get("shared_expert_intermediate_size")}
+    return {**spec, "max_context": limit, "attention": att, "linear": linear, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "moe": moe}}
