@@ -81,6 +81,12 @@ def random_spec(seed: int) -> ModelSpec:
         att["layer_types"] = [pick(kinds) for _ in range(n_layers)]
     if not mla and rng.random() < 0.15:
         att["qk_norm"] = "l2"
+    if rng.random() < 0.1:  # BitNet's gated squared ReLU and its sub-norms
+        ffn["activation"] = "relu2glu"
+    if not mla and rng.random() < 0.15:
+        att["sub_norm"] = True
+    if "moe" not in ffn and rng.random() < 0.15:
+        ffn["sub_norm"] = True
     return ModelSpec.model_validate({**top, "attention": att, "ffn": ffn, "norm": norm, "position": position,
                                      "residual": res})
 

@@ -44,6 +44,7 @@ ACTIVATIONS = {
     "silu": F.silu,
     "relu2": lambda x: F.relu(x).square(),
     "reglu": F.relu,  # gated: act(gate(x)) * up(x)
+    "relu2glu": lambda x: F.relu(x).square(),
     "geglu": F.gelu,
     "swiglu": F.silu,
 }
@@ -340,6 +341,8 @@ class Attention(nn.Module):
         # ReferenceModel sets these (build_reference_model)
         self.impl, self.dropout, self.recompute_core = "explicit", 0.0, False
         self.o_proj = nn.Linear(a.n_heads * self.v_dim, spec.d_model, bias="o" in a.bias)
+        # BitNet: a norm over every head's output before o_proj
+        self.sub_norm = make_norm(spec.norm, a.n_heads * self.v_dim) if a.sub_norm else nn.Identity()
 
     def project(self, x: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         raise NotImplementedError
@@ -368,7 +371,7 @@ class Attention(nn.Module):
             out = self.attend(q, k, v, positions)
         if getattr(self, "output_gate", False):  # sigmoid(gate) ⊙ each head's output, before o_proj
             out = out * torch.sigmoid(self.gate)
-        return self.o_proj(out.flatten(2))
+        return self.o_proj(self.sub_norm(out.flatten(2)))
 
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         """softmax(q kᵀ) v -> [B, T, H, dv]; the S keys are the S tokens ending at the newest query's."""
@@ -491,9 +494,10 @@ class LatentAttention(Attention):
 class MLP(nn.Module):
     """Dense FFN of width F: down(act(up(x))), or down(act(gate(x)) * up(x)) when gated."""
 
-    def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool):
+    def __init__(self, d_model: int, d_ff: int, activation: str, bias: bool, sub_norm: nn.Module | None = None):
         super().__init__()
         self.act = ACTIVATIONS[activation]
+        self.sub_norm = sub_norm or nn.Identity()  # BitNet: a norm over F before down_proj
         self.gated = activation in GATED_ACTIVATIONS
         if self.gated:
             self.gate_proj = nn.Linear(d_model, d_ff, bias=bias)
@@ -502,7 +506,7 @@ class MLP(nn.Module):
 
     def forward(self, x):
         hidden = self.act(self.gate_proj(x)) * self.up_proj(x) if self.gated else self.act(self.up_proj(x))
-        return self.down_proj(hidden)
+        return self.down_proj(self.sub_norm(hidden))
 
 
 class MoE(nn.Module):
@@ -586,7 +590,8 @@ class DecoderLayer(nn.Module):
         super().__init__()
         f = spec.ffn
         attn = LatentAttention(spec, layer) if spec.attention.kind == "mla" else MultiHeadAttention(spec, layer)
-        mlp = MoE(spec) if spec.layer_ffn[layer] == "moe" else MLP(spec.d_model, spec.d_ff, f.activation, f.bias)
+        mlp = MoE(spec) if spec.layer_ffn[layer] == "moe" else MLP(
+            spec.d_model, spec.d_ff, f.activation, f.bias, make_norm(spec.norm, spec.d_ff) if f.sub_norm else None)
         shared = None  # parallel with one norm: both units read the same N(x) (GPT-J)
         if spec.residual.kind == "parallel" and spec.residual.parallel_norms == 1:
             shared = SharedNorm(make_norm(spec.norm, spec.d_model))

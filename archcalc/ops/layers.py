@@ -151,6 +151,8 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     out += _cores(spec, wl, conv, spec.attention_layers, K, dk, dv, kv_width)
     if a.output_gate:
         out.append(_sigmoid_gate("layers.attn.gate", "attention", wl, H * dv, L))
+    if a.sub_norm:  # BitNet: over all heads' output (split with the heads under TP, its statistics all-reduced)
+        out += _norm(spec, wl, "layers.attn.sub_norm", H * dv, count=L, tp="split")
     out.append(_out_proj(spec, wl, "layers.attn.o", H * dv, L))
     return out
 
@@ -441,6 +443,8 @@ def _mlp(spec: ModelSpec, wl: Workload, prefix: str, width: int, count: int, *, 
                        parts=parts),
             replace(ops.elementwise(f"{prefix}.act", component, wl, width, per_element, inputs=inputs, count=count,
                                     tp="split", fn=act, params=learned), shapes=((1,),) * learned),
+            # BitNet: a norm over F before down (split with F under TP, its statistics all-reduced)
+            *(_norm(spec, wl, f"{prefix}.sub_norm", width, count=count, tp="split") if f.sub_norm else []),
             ops.matmul(f"{prefix}.down", component, wl, width, D, bias_width=D if f.bias else 0, count=count,
                        tp="row")]
 

@@ -17,12 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from archcalc.limits import MAX_CONTEXT
 from archcalc.ops.arrays import ceil_div, floor_int, lesser
 
-GATED_ACTIVATIONS = ("reglu", "geglu", "swiglu")
+GATED_ACTIVATIONS = ("reglu", "geglu", "swiglu", "relu2glu")
 # The nonlinearity inside each activation choice (a gated one applies it to the gate).
 BASE_ACTIVATION = {"relu": "relu", "gelu": "gelu", "silu": "silu", "relu2": "relu2", "xielu": "xielu",
-                   "reglu": "relu", "geglu": "gelu", "swiglu": "silu"}
+                   "reglu": "relu", "geglu": "gelu", "swiglu": "silu", "relu2glu": "relu2"}
 # xielu: Apertus' learned activation (Huang 2024, arXiv:2411.13010), two scalar parameters per MLP.
-Activation = Literal["relu", "gelu", "silu", "relu2", "xielu", "reglu", "geglu", "swiglu"]
+# relu2glu: relu(gate)² ⊙ up (BitNet b1.58's gated squared ReLU)
+Activation = Literal["relu", "gelu", "silu", "relu2", "xielu", "reglu", "geglu", "swiglu", "relu2glu"]
 LEARNED_ACTIVATION_PARAMS = {"xielu": 2}  # alpha_p and alpha_n, one each per MLP (beta and eps are buffers)
 # global: full causal attention; local: a sliding window; chunked: attention within fixed chunks of
 # chunk_size tokens (Llama 4's chunked local attention: the query at p sees p - p mod C ... p);
@@ -170,6 +171,7 @@ class AttentionSpec(_Frozen):
     global_kv_heads: Heads | None = None
     global_k_eq_v: bool = False  # global layers' values come from their key projection: no v_proj (Gemma 4)
     v_norm: bool = False  # a weightless RMSNorm over each value head, beside qk_norm "head" (Gemma 4)
+    sub_norm: bool = False  # a norm over the heads' output (H·d_v) before o_proj (BitNet's attn_sub_norm)
     # The last kv_shared_layers layers compute no K or V: each reuses those of the last earlier layer of
     # its kind (Gemma 3n / 4), so it has no k/v projection, k/v norms or cache of its own.
     kv_shared_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)
@@ -225,6 +227,8 @@ class AttentionSpec(_Frozen):
         if not self.global_sinks and not (self.sinks and self.sliding_window is not None):
             raise ValueError("global_sinks false says only the sliding layers have sinks: it needs sinks and a "
                              "sliding_window")
+        if self.sub_norm and (self.kind != "mha" or self.grouped):
+            raise ValueError("sub_norm goes with kind mha and layers of one shape (BitNet)")
         if self.v_norm and self.qk_norm != "head":
             raise ValueError("v_norm goes with qk_norm head (Gemma 4 normalises q, k and v per head)")
         if self.kv_shared_layers and not isinstance(self.layer_types, list):
@@ -428,11 +432,14 @@ class FFNSpec(_Frozen):
     moe: MoESpec | None = None
     none_layers: list[LayerIndex] | None = None  # layers with no FFN (Nemotron-H's blocks without one)
     kv_shared_d_ff: FFNWidth | None = None  # F of the layers that reuse K/V (Gemma 4's double-wide MLP: 2·d_ff)
+    sub_norm: bool = False  # a norm over the activation's output (F) before the down projection (BitNet's ffn_sub_norm)
 
     @model_validator(mode="after")
     def _check(self) -> FFNSpec:
         if self.d_ff is not None and self.d_ff_ratio is not None:
             raise ValueError("give d_ff or d_ff_ratio, not both")
+        if self.sub_norm and self.moe is not None:
+            raise ValueError("ffn.sub_norm with MoE experts is not supported (no model has it)")
         if self.activation in LEARNED_ACTIVATION_PARAMS and self.moe is not None:
             raise ValueError(f"activation {self.activation} with MoE experts is not supported (no model has it)")
         return self

@@ -50,6 +50,7 @@ ACTIVATION_KEEPS = {
     "relu2": 1,  # relu(u) keeps r, square keeps r; down keeps r²
     "swiglu": 3, "geglu": 3,  # act keeps g; the product keeps act(g) and u
     "reglu": 2,  # relu keeps r = relu(g); the product keeps r and u
+    "relu2glu": 3,  # relu keeps r = relu(g), square keeps r; the product keeps r² and u
 }
 
 

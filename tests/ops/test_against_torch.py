@@ -55,9 +55,10 @@ def test_every_option_is_drawn():
         **{f"position {k}": any(s.position.kind == k for s in specs)
            for k in ("rope", "learned", "sinusoidal", "alibi", "none")},
         **{f"activation {k}": any(s.ffn.activation == k for s in specs)
-           for k in ("relu", "gelu", "silu", "relu2", "reglu", "geglu", "swiglu")},
+           for k in ("relu", "gelu", "silu", "relu2", "reglu", "geglu", "swiglu", "relu2glu")},
         **{f"qk_norm {k}": any(s.attention.qk_norm == k for s in specs) for k in ("head", "full")},
         "sinks": any(s.attention.sinks for s in specs), "tied": any(s.tie_embeddings for s in specs),
+        "attention sub_norm": any(s.attention.sub_norm for s in specs), "ffn sub_norm": any(s.ffn.sub_norm for s in specs),
         "lm_head bias": any(s.lm_head_bias for s in specs),
         "tied lm_head bias": any(s.lm_head_bias and s.tie_embeddings for s in specs),
         "embedding_dim": any(s.embedding_dim for s in specs),

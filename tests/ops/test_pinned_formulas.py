@@ -133,7 +133,7 @@ def test_parallel_softcapped_layer_elementwise_flops_by_hand():
     # alpha_p·x·x + beta·x (mul, mul, mul, add) and (expm1(min(x, eps)) − x)·alpha_n + beta·x
     # (min, expm1, sub, mul, mul, add), plus the select.
     ("xielu", 4 + 6 + 1),
-    ("reglu", 1 + 1), ("swiglu", 4 + 1), ("geglu", 8 + 1),  # gated: one more multiply
+    ("reglu", 1 + 1), ("swiglu", 4 + 1), ("geglu", 8 + 1), ("relu2glu", 2 + 1),  # gated: one more multiply
 ])
 def test_each_activation_constant(activation, per_element):
     s = spec(attention={"n_heads": 2}, ffn={"activation": activation, "d_ff": 12})

@@ -60,7 +60,7 @@ DIMS: dict[str, tuple] = {
     "sinks": (False, True),
     "window": ("none", "all", "ratio", "list", "chunked"),
     "nope": (False, True),
-    "activation": ("relu", "gelu", "silu", "relu2", "reglu", "geglu", "swiglu"),
+    "activation": ("relu", "gelu", "silu", "relu2", "reglu", "geglu", "swiglu", "relu2glu"),
     "d_ff": ("explicit", "ratio", "default"),
     "ffn_bias": (False, True),
     "moe": ("none", "routed", "shared", "shared_gate", "first_dense", "every", "layers"),

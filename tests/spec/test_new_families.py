@@ -119,3 +119,15 @@ def test_gpt1_is_its_published_117m_post_ln_without_a_final_norm():
     spec, _ = load_model(str(DATA / "openai-gpt.json"))
     assert (spec.norm.placement, spec.norm.final, spec.position.kind, spec.tie_embeddings) == ("post", False, "learned", True)
     assert round(size(spec).params.total / 1e6) == 117
+
+
+def test_bitnet_is_the_dumped_2_412_820_480_with_its_sub_norms():
+    """BitNet b1.58 2B4T: a dump of its -bf16 weights counts 2,412,820,480 parameters (tied embedding once);
+    its MLP is relu(gate)² ⊙ up with a norm over F before down, its attention a norm over H·d before o_proj,
+    and its packed ternary checkpoint is said to be sized at --dtype."""
+    from archcalc.api import size
+
+    spec, report = load_model(str(DATA / "bitnet-b1.58-2b-4t.json"))
+    assert (spec.ffn.activation, spec.ffn.sub_norm, spec.attention.sub_norm) == ("relu2glu", True, True)
+    assert size(spec).params.total == 2_412_820_480
+    assert "ternary weights packed" in report.ignored["quantization_config"]

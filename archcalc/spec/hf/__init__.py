@@ -89,7 +89,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "olmo3", "phimoe", "granitemoe", "granitemoeshared", "qwen3_next", "exaone", "apertus", "helium", "arcee", "minimax_m2",
         "ministral", "ministral3", "vaultgemma", "glm", "internlm3", "solar_open", "nanochat", "jais2", "flex_olmo",
         "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe", "afmoe", "hy_v3", "cwm",
-        "hyperclovax", "kolibri1", "flint", "mellum")},
+        "hyperclovax", "kolibri1", "flint", "mellum", "bitnet")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
@@ -174,6 +174,8 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
                 (method == "compressed-tensors" and q.get("format") == "nvfp4-pack-quantized"):
             fmt = "nvfp4"
         how = f"--weights {fmt}" if fmt else "--dtype"
+        if method == "bitnet":  # BitNet b1.58's ternary weights, packed four to a byte: no --weights format has them
+            how = "--dtype (the ternary weights packed 2 bits each are not a --weights format: sizes are at --dtype)"
         r.ignore("quantization_config", f"checkpoint stored as {method}; size it with {how}")
     r.finish()
     if r is not outer:

@@ -11,7 +11,7 @@ from archcalc.spec.hf.keys import checked
 GELU_NAMES = ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python", "gelu_accurate")
 ACTIVATIONS = {**{g: "gelu" for g in GELU_NAMES}, "silu": "silu", "swish": "silu", "relu": "relu", "relu2": "relu2",
                "xielu": "xielu"}
-GATED_FORM = {"gelu": "geglu", "silu": "swiglu", "relu": "reglu"}
+GATED_FORM = {"gelu": "geglu", "silu": "swiglu", "relu": "reglu", "relu2": "relu2glu"}
 
 
 def _activation(r: ConfigReader, gated: bool, default: str,

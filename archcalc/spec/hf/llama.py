@@ -157,6 +157,8 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         norm["placement"] = "both"  # Peri-LN: an RMSNorm after each sublayer too (post_norm1, post_norm2)
     if family in GRANITE_SWA:
         _granite_swa(r, att, spec["n_layers"])
+    if family == "bitnet":  # BitNet b1.58: a norm before o_proj and one before down_proj
+        att["sub_norm"], ffn["sub_norm"] = True, True
     if family == "flint":
         att["sinks"] = True  # FlintAttention.sinks: one learned logit per head (its fp32 copy counted at --dtype)
     if family == "smollm3":
@@ -326,12 +328,13 @@ NO_ATTENTION_BIAS = {"ministral": "Ministral", "ministral3": "Ministral3", "cwm"
 # (Flint's attention_bias is Qwen3-MoE's: read as given.)
 # Families whose MLP has no bias switch (GlmMLP is Phi-3's fused gate_up, bias-free).
 NO_MLP_BIAS = {"glm": "GLM", "ministral": "Ministral", "ministral3": "Ministral3", "solar_open": "Solar Open",
+               "bitnet": "BitNet",
                "kolibri1": "Kolibri-1",
                "nanochat": "NanoChat"}
 # Llama-shaped families whose MLP is up, activation, down (no gate).
 UNGATED = ("apertus", "arcee", "nanochat", "jais2")
 # hidden_act when a config leaves it out, where the config class's default is not silu.
-FAMILY_ACTIVATION = {"nanochat": "relu2", "jais2": "relu2"}
+FAMILY_ACTIVATION = {"nanochat": "relu2", "jais2": "relu2", "bitnet": "relu2"}
 # partial_rotary_factor when a config leaves it out (the config classes' defaults).
 ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5, "glm": 0.5,
                    **{f: 0.25 for f in ("qwen3_next", "qwen3_5", "qwen3_5_moe")}}
