@@ -148,7 +148,8 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         rope_layers = spec.rope_layers
         if nonzero(rope_layers):
             out.append(_rope(wl, "layers.attn.rope", rotated, rope_layers))
-    out += _cores(spec, wl, conv, spec.attention_layers, K, dk, dv, kv_width)
+    cores = _cores(spec, wl, conv, spec.attention_layers, K, dk, dv, kv_width)
+    out += cores if not a.differential else _differential(spec, wl, cores, L, H, dv)
     if a.output_gate:
         out.append(_sigmoid_gate("layers.attn.gate", "attention", wl, H * dv, L))
     if a.sub_norm:  # BitNet: over all heads' output (split with the heads under TP, its statistics all-reduced)
@@ -206,6 +207,19 @@ def _cores(spec: ModelSpec, wl: Workload, conv: FlopsConvention, kinds: dict[str
         eager=a.softcap is not None,  # transformers runs soft-capped attention eagerly (no SDPA option)
         shared=shared)
         for kind in windows if nonzero(kinds.get(kind, 0))]
+
+
+def _differential(spec: ModelSpec, wl: Workload, cores: list[Op], L: int, H: int, d: int) -> list[Op]:
+    """DiffLlama's differential attention after its cores: each core runs twice (transformers' DiffLlamaAttention
+    calls attention once per half of the value heads, scores and all); then out₁ − λ·out₂ over the H/2 pairs of
+    heads (a multiply and a subtract per value; the 4 λ vectors of d its parameters) and a weightless RMSNorm
+    over each pair's 2·d values, scaled by 1 − λ_init (one more FLOP a value)."""
+    twice = [replace(c, flops=2 * c.flops, vector_flops=2 * c.vector_flops, act_bytes=2 * c.act_bytes) for c in cores]
+    combine = replace(ops.elementwise("layers.attn.diff", "attention", wl, H * d, 2, inputs=2, count=L, params=4 * d,
+                                      tp="split"), shapes=((d,),) * 4)
+    norm = ops.norm("layers.attn.diff_norm", wl, 2 * d, "rmsnorm", False, weight=False, count=L,
+                    tokens=wl.tokens * H // 2, tp="split")
+    return [*twice, combine, replace(norm, vector_flops=norm.vector_flops + wl.tokens * H * d)]
 
 
 def _out_proj(spec: ModelSpec, wl: Workload, name: str, width: int, L: int) -> Op:

@@ -172,6 +172,10 @@ class AttentionSpec(_Frozen):
     global_k_eq_v: bool = False  # global layers' values come from their key projection: no v_proj (Gemma 4)
     v_norm: bool = False  # a weightless RMSNorm over each value head, beside qk_norm "head" (Gemma 4)
     sub_norm: bool = False  # a norm over the heads' output (H·d_v) before o_proj (BitNet's attn_sub_norm)
+    # Differential attention (DiffLlama, arXiv:2410.05258): (softmax(QKᵀ) V₁ − λ softmax(QKᵀ) V₂), the core run
+    # once per half of the value heads; 4 learned λ vectors of head_dim and a weightless RMSNorm over each pair
+    # of heads' 2·d outputs per layer.  Needs an even n_kv_heads.
+    differential: bool = False
     # The last kv_shared_layers layers compute no K or V: each reuses those of the last earlier layer of
     # its kind (Gemma 3n / 4), so it has no k/v projection, k/v norms or cache of its own.
     kv_shared_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)
@@ -227,6 +231,10 @@ class AttentionSpec(_Frozen):
         if not self.global_sinks and not (self.sinks and self.sliding_window is not None):
             raise ValueError("global_sinks false says only the sliding layers have sinks: it needs sinks and a "
                              "sliding_window")
+        if self.differential and (self.kind != "mha" or self.grouped or self.output_gate or self.sub_norm
+                                  or self.n_heads % 2 or (self.n_kv_heads or self.n_heads) % 2):
+            raise ValueError("differential attention goes with kind mha, layers of one shape, no output gate or "
+                             "sub_norm, and even n_heads and n_kv_heads (DiffLlama)")
         if self.sub_norm and (self.kind != "mha" or self.grouped):
             raise ValueError("sub_norm goes with kind mha and layers of one shape (BitNet)")
         if self.v_norm and self.qk_norm != "head":

@@ -157,6 +157,9 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         norm["placement"] = "both"  # Peri-LN: an RMSNorm after each sublayer too (post_norm1, post_norm2)
     if family in GRANITE_SWA:
         _granite_swa(r, att, spec["n_layers"])
+    if family == "diffllama":  # DiffLlamaAttention: differential attention, its λ vectors an init's std only
+        att["differential"] = True
+        r.ignore("lambda_std_dev", "initialisation only")
     if family == "bitnet":  # BitNet b1.58: a norm before o_proj and one before down_proj
         att["sub_norm"], ffn["sub_norm"] = True, True
     if family == "flint":
