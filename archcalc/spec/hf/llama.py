@@ -45,7 +45,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     # Apertus' MLP is up, xIELU, down; Arcee's (AFM-4.5B), NanoChat's and Jais 2's up, ReLU², down: not gated.
     ffn = {"activation": _activation(r, family not in UNGATED, FAMILY_ACTIVATION.get(family) or
                                      ("gelu_pytorch_tanh" if gemma else "silu")),
-           "d_ff": None if family in MOE_EVERY_LAYER else r.get("intermediate_size", default=None)}
+           "d_ff": None if family in MOE_EVERY_LAYER or family == "aria_text" else r.get("intermediate_size", default=None)}
     if family in MOE_EVERY_LAYER:  # their config classes remove intermediate_size: every layer is MoE
         r.ignore("intermediate_size", f"no dense MLP: transformers' {MOE_EVERY_LAYER[family]} is MoE in every layer")
     if family in NO_MLP_BIAS:
@@ -157,6 +157,11 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         norm["placement"] = "both"  # Peri-LN: an RMSNorm after each sublayer too (post_norm1, post_norm2)
     if family in GRANITE_SWA:
         _granite_swa(r, att, spec["n_layers"])
+    if family == "aria_text":  # AriaExperts are SiLU-gated and bias-free whatever the shared MLP (LlamaMLP) says
+        _built_so(r, "Aria (its routed experts: SiLU, no bias)", mlp_bias=False)
+        if ffn["activation"] != "swiglu":
+            raise InputError(r.path, r.prefix + "hidden_act", "silu expected: Aria's routed experts are SiLU-gated "
+                             "whatever it says, and archcalc has one activation for experts and the shared MLP")
     if family == "diffllama":  # DiffLlamaAttention: differential attention, its λ vectors an init's std only
         att["differential"] = True
         r.ignore("lambda_std_dev", "initialisation only")

@@ -126,6 +126,10 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
                "d_shared": r.get("num_shared_experts", default=2) * d_expert, "router_bias": True}
         first = r.get("num_dense_layers", default=1)
         return _with_layers(moe, list(range(first, n_layers)), n_layers)
+    if family == "aria_text":  # every layer: experts of intermediate_size, the shared MLP of n_shared times that
+        d_expert = r.get("intermediate_size")
+        return {"n_experts": r.get("moe_num_experts"), "top_k": r.get("moe_topk"), "d_expert": d_expert,
+                "d_shared": r.get("moe_num_shared_experts", default=2) * d_expert}
     if family == "mellum":  # Qwen3-MoE's experts on mlp_layer_types' sparse layers (MellumConfig: all, absent)
         types = r.get("mlp_layer_types", default=["sparse"] * n_layers)
         if len(types) != n_layers or set(types) - {"dense", "sparse"}:
