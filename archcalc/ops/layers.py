@@ -475,9 +475,10 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     moe, n_moe, D = spec.ffn.moe, kinds["moe"], spec.d_model
     if nonzero(n_moe):
         out += [
-            ops.matmul("layers.moe.router", "router", wl, D, moe.n_experts,
-                       bias_width=moe.n_experts if moe.router_bias else 0, count=n_moe, quantizable=False,
-                       tp="replicated"),
+            # (zero-computation experts are scored too: LongCat-Flash)
+            ops.matmul("layers.moe.router", "router", wl, D, moe.n_experts + moe.zero_experts,
+                       bias_width=moe.n_experts + moe.zero_experts if moe.router_bias else 0, count=n_moe,
+                       quantizable=False, tp="replicated"),
             *_mlp(spec, wl, "layers.moe.experts", moe.d_expert, n_moe, experts=(moe.n_experts, moe.top_k)),
             # Weighted sum of the k expert outputs: a multiply and an add per value.
             ops.elementwise("layers.moe.combine", "experts", wl, D, 2 * moe.top_k, inputs=moe.top_k, count=n_moe),

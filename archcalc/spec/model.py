@@ -420,6 +420,10 @@ class MoESpec(_Ruled):
     # a norm of D on the whole MoE block's output (routed + shared) before the residual add (A.X-K1's
     # post_mlp_layernorm; its dense layers have none)
     post_norm: bool = False
+    # Zero-computation experts (LongCat-Flash's identity experts): the router scores n_experts + zero_experts
+    # and a token's top_k may land on them, which costs nothing.  How many do is the data's: archcalc counts
+    # top_k real experts a token, an upper bound on the FLOPs and the active parameters.
+    zero_experts: int = Field(default=0, ge=0, le=MAX_EXPERTS)
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda m: m.top_k <= m.n_experts, lambda m: f"top_k ({m.top_k}) exceeds n_experts ({m.n_experts})",

@@ -60,6 +60,18 @@ EXCLUDED_MODULES = {
     "gemma-3-27b": (("model.vision_tower", "model.multi_modal_projector"), 423_060_336, 27_432_406_640),
 }
 
+# LongCat-Flash: LongcatFlashExperts allocates gate_up_proj for every expert the router scores, the 256 zero
+# (identity) experts included, though only the 512 real ones have a down_proj or ever run: a transformers
+# quirk, not weights (the released checkpoint holds 560B, as LongCat says).  Pinned: those rows.
+ZERO_EXPERT_ROWS = {"longcat-flash-chat": 256 * 2 * 2048 * 6144 * 28}
+
+
+def _zero_expert_rows(model: torch.nn.Module) -> int:
+    """The gate_up_proj rows of experts with no down_proj (LongcatFlashExperts), from HF's own shapes."""
+    return sum((m.gate_up_proj.shape[0] - m.down_proj.shape[0]) * m.gate_up_proj[0].numel() for m in model.modules()
+               if type(m).__name__ == "LongcatFlashExperts")
+
+
 # Multi-token-prediction layers: DeepSeek-V3 and GLM-4.5/4.6 say num_nextn_predict_layers 1, but the
 # MTP layer lives only in the checkpoint; HF's DeepseekV3ForCausalLM (Glm4MoeForCausalLM) builds num_hidden_layers
 # decoder layers and no more, and archcalc does not count it either.  So the adjustment is zero,
@@ -244,7 +256,7 @@ NO_HF_CACHE = {"openai-gpt"}
 # DBRX's experts loop (DbrxExperts.forward) picks its experts and their tokens with torch.nonzero and
 # indexes with the result, which meta tensors cannot answer: its forward runs on CPU instead, on the
 # fixture's architecture shrunk (test_dbrx_forward_on_its_own_routing).
-NO_META_FORWARD = {"dbrx-instruct"}
+NO_META_FORWARD = {"dbrx-instruct", "longcat-flash-chat"}  # (LongCat-Flash's experts loop likewise)
 
 
 def _mixer_layers(spec: ModelSpec) -> ModelSpec:
@@ -353,7 +365,8 @@ def test_params_equal_hf_numel(name):
         adjustment = sum(p.numel() for p in model.parameters() if id(p) in excluded)
         assert (hf_total, adjustment) == (pinned_hf_total, pinned_adjustment)
         hf_total -= adjustment
-    assert ours_total == hf_total
+    assert _zero_expert_rows(model) == ZERO_EXPERT_ROWS.get(name, 0)
+    assert ours_total == hf_total - _zero_expert_rows(model)
 
 
 @pytest.mark.parametrize("name", sorted(EXCLUDED_MODULES))
@@ -425,8 +438,10 @@ def test_decoder_layers_and_mtp(name):
     spec = spec_of(name)
     # Nemotron-H's blocks are one sublayer each: HF's stack has one block per mixer and per FFN.
     blocks = 2 * spec.n_layers - spec.attention_layers["none"] - spec.ffn_layers["none"]
-    assert len(stacks) == 1 and len(stacks[0]) == (blocks if spec_of(name).ffn.none_layers or
-                                                   "none" in spec.layer_attention else spec.n_layers)
+    # LongCat-Flash's blocks are two layers each (two MLA sublayers, two MLPs and one shortcut MoE)
+    blocks = blocks if spec.ffn.none_layers or "none" in spec.layer_attention else \
+        spec.n_layers // 2 if spec.architecture == "longcat_flash" else spec.n_layers
+    assert len(stacks) == 1 and len(stacks[0]) == blocks
     if name in MTP_CONFIGS:
         assert _raw(name)["num_nextn_predict_layers"] >= 1 and len(stacks[0]) == _raw(name)["num_hidden_layers"]
 
@@ -645,7 +660,8 @@ LINEAR_MIXERS = {"Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGa
 
 def _hf_components(model: torch.nn.Module) -> dict[str, int]:
     """Parameters by what HF's module tree says they are: inside a linear mixer; inside an `experts`
-    module (routed experts); inside an attention module (a class named *Attention) but not in a norm."""
+    module (routed experts); inside an attention module (a class named *Attention, or LongcatFlashMLA) but
+    not in a norm."""
     out = {"linear": 0, "attention": 0, "experts": 0}
     for module in model.modules():
         if type(module).__name__ in LINEAR_MIXERS:
@@ -654,7 +670,8 @@ def _hf_components(model: torch.nn.Module) -> dict[str, int]:
         parts = name.split(".")
         owners = [type(model.get_submodule(".".join(parts[:i]))).__name__ for i in range(1, len(parts))]
         out["experts"] += p.numel() * ("experts" in parts)
-        in_attention = any(o.endswith("Attention") and o not in LINEAR_MIXERS for o in owners)  # not lightning
+        # (not lightning; LongCat-Flash's attention class is LongcatFlashMLA)
+        in_attention = any(o.endswith(("Attention", "FlashMLA")) and o not in LINEAR_MIXERS for o in owners)
         out["attention"] += p.numel() * (in_attention and "norm" not in owners[-1].lower())
     return out
 
@@ -694,6 +711,7 @@ def test_components_equal_hf_modules(name):
     apart), the routed experts and the linear mixers hold exactly what archcalc calls attention,
     experts and linear (a component mislabelled moves parameters between them)."""
     hf = _hf_components(hf_model(name))
+    hf["experts"] -= _zero_expert_rows(hf_model(name))
     by = ours(name, 1).params.by_component
     assert {c: by.get(c, 0) for c in hf} == hf
 
@@ -1092,6 +1110,37 @@ def test_dbrx_forward_on_its_own_routing():
     assert sum(cached) == ours_.kv.bytes_per_token * SHORT and len(cached) == spec.n_layers
 
 
+def test_longcat_flash_forward_on_its_own_routing():
+    """LongCat-Flash's forward, which meta cannot run (NO_META_FORWARD: its experts loop): longcat-flash-chat.json
+    shrunk (width 64, 2 blocks = 4 layers, 4 heads, 4 experts of 32 and 4 zero experts, top 3, MLPs of 48), built
+    with random weights on CPU and run on 8 tokens.  Its cache: each of the 4 MLA sublayers' latent and rope key,
+    ours.  Its FLOPs: ours, which count top_k real experts a token (an upper bound), less the expert FLOPs of the
+    slots its router gave to zero experts (counted from its own routing)."""
+    raw = _raw("longcat-flash-chat")
+    small = {**raw, "hidden_size": 64, "num_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+             "q_lora_rank": 24, "kv_lora_rank": 16, "qk_nope_head_dim": 8, "qk_rope_head_dim": 8, "head_dim": 8,
+             "v_head_dim": 16, "n_routed_experts": 4, "zero_expert_num": 4, "moe_topk": 3, "expert_ffn_hidden_size": 32,
+             "ffn_hidden_size": 48}
+    spec = ModelSpec.model_validate({"name": "longcat", **spec_dict_from_config(small, "config.json")[0]})
+    config = AutoConfig.for_model(small.pop("model_type"), **small)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=DTYPE).eval().requires_grad_(False)
+    zero_slots = []  # per router call: the top-k slots on zero experts
+    for router in [m for m in model.modules() if type(m).__name__ == "LongcatFlashTopkRouter"]:
+        router.register_forward_hook(lambda m, args, out: zero_slots.append(int((out[2] >= 4).sum())))
+    ids = torch.randint(0, 100, (1, SHORT))
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        out = model(input_ids=ids, use_cache=True)
+    ours_ = size(spec, Workload.forward(SHORT), CONVENTIONS["torch"])
+    assert ours_.params.total == sum(p.numel() for p in model.parameters()) - _zero_expert_rows(model)
+    per_slot = 2 * (64 * 2 * 32 + 32 * 64)  # one token through one expert: gate_up and down
+    assert len(zero_slots) == 2 and sum(zero_slots) > 0  # this seed routes some slots to zero experts
+    assert ours_.flops.forward - sum(zero_slots) * per_slot == counter.get_total_flops()
+    cached = [layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()
+              for layer in out.cache.layers]
+    assert sum(cached) == ours_.kv.bytes_per_token * SHORT and len(cached) == spec.n_layers == 4
+
+
 def _at_full_size(model_type: str, left_out: tuple[str, ...] = ()) -> tuple[dict, ModelSpec, int]:
     """A config class's defaults at full size: the config.json it writes, less the keys `left_out` (read
     back from the class's defaults), read without a warning; our parameter count of it is what the model
@@ -1218,6 +1267,8 @@ FP8_KEPT = ["lm_head", "shared_expert_gate"]
 FP8_REFUSED = {"gpt-oss-20b": "FP8Experts asserts has_bias is False, and gpt-oss's experts have biases",
                "dbrx-instruct": "replace_with_fp8_linear reads num_local_experts or num_experts from the config, "
                                 "which DbrxConfig has not (its count is ffn_config.moe_num_experts)",
+               "longcat-flash-chat": "FP8Experts would quantise the zero experts' gate_up rows transformers allocates "
+                                     "(ZERO_EXPERT_ROWS): not the checkpoint's tensors",
                "gemma-4-26b-a4b": "its experts are 704 wide, 5.5 blocks: FP8Experts' fused gate_up rounds its 1,408 "
                                   "rows to 11 blocks of scales where archcalc's separate gate and up (as DeepSeek's "
                                   "FP8 files and GGUF store experts) take 12; no FP8 Gemma 4 file says which"}

@@ -131,3 +131,15 @@ def test_bitnet_is_the_dumped_2_412_820_480_with_its_sub_norms():
     assert (spec.ffn.activation, spec.ffn.sub_norm, spec.attention.sub_norm) == ("relu2glu", True, True)
     assert size(spec).params.total == 2_412_820_480
     assert "ternary weights packed" in report.ignored["quantization_config"]
+
+
+def test_longcat_flash_is_its_published_560b_with_an_upper_bound_on_active():
+    """LongCat-Flash: "560B total, 18.6B-31.3B active (about 27B on average)", the active count depending on
+    how many of a token's 12 slots go to the 256 zero experts; archcalc counts 12 real experts, an upper bound
+    (with the embedding and head it is 32.2B), and reads the 28 blocks as 56 layers, MoE on the even ones."""
+    from archcalc.api import size
+
+    spec, _ = load_model(str(DATA / "longcat-flash-chat.json"))
+    params = size(spec).params
+    assert round(params.total / 1e9) == 560 and spec.n_layers == 56 and spec.ffn.moe.layers == list(range(0, 56, 2))
+    assert spec.ffn.moe.zero_experts == 256 and 31.3e9 < params.active < 33e9

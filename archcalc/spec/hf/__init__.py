@@ -27,7 +27,7 @@ from archcalc.spec.hf.hybrid import (
     _nemotron_h,
 )
 from archcalc.spec.hf.llama import _llama_like
-from archcalc.spec.hf.mla import _deepseek, _mla_dense
+from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
 from archcalc.spec.hf.gemma import GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _gemma4, _gemma4_unified
 from archcalc.spec.hf.moe import _cohere2_moe, _gpt_oss, _llama4, _mimo_v2_flash
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
@@ -107,7 +107,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
     "jamba": _jamba, "nemotron_h": _nemotron_h,
     "persimmon": _persimmon, "dbrx": _dbrx, "ctrl": _ctrl, "minicpm3": _mla_dense, "youtu": _mla_dense,
-    "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini,
+    "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "longcat_flash": _longcat_flash, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

@@ -138,6 +138,11 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("full_attn_layers", "kda_layers"), LIST),
     "num_experts_per_token": EXPERTS,
     "mla_use_nope": BOOL,
+    # LongCat-Flash
+    "expert_ffn_hidden_size": FFN,
+    "zero_expert_num": Kind((int,), 0, MAX_EXPERTS, "an integer"),
+    **dict.fromkeys(("zero_expert_type", "attention_method"), STR),
+    **dict.fromkeys(("router_bias", "mla_scale_q_lora", "mla_scale_kv_lora"), BOOL),
     "linear_allow_neg_eigval": BOOL,
     # GLM-5: which layers run DeepSeek Sparse Attention's indexer ("full") or reuse the last one's ("shared")
     "indexer_types": LIST,

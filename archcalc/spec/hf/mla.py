@@ -149,3 +149,41 @@ def _shared_indexers(r: ConfigReader, n_layers: int) -> list[int]:
     if types[0] != "full":
         raise InputError(r.path, where, "layer 0 must be full: a shared layer reuses an earlier layer's top-k")
     return [i for i, t in enumerate(types) if t == "shared"]
+
+
+def _longcat_flash(r: ConfigReader) -> dict:
+    """LongCat-Flash (LongcatFlashConfig): each of num_layers blocks holds two MLA sublayers (always with a query
+    latent; their LoRA scalings are multipliers), each followed by a dense SwiGLU MLP of ffn_hidden_size, and one
+    MoE that reads the first MLP's input and whose output joins after the second ("shortcut").  Read as
+    2·num_layers layers: even ones MLA + that MoE beside the MLP (its d_shared: the same input, the same cost),
+    odd ones MLA + the MLP.  The router also scores zero_expert_num identity experts (moe.zero_experts)."""
+    blocks = r.get("num_layers", default=28)
+    n = 2 * blocks
+    if r.get("num_hidden_layers", default=n) != n:
+        raise InputError(r.path, r.prefix + "num_hidden_layers", f"must be 2 × num_layers ({n}): LongcatFlashConfig "
+                         "derives it so")
+    spec = {**_core(r, tie_default=False, layers=False), "n_layers": n}
+    pos, limit = _position(r)
+    if r.get("attention_bias", default=False):
+        raise InputError(r.path, r.prefix + "attention_bias", "biases on MLA projections are not supported")
+    if r.get("attention_method", default="MLA") != "MLA":
+        raise InputError(r.path, r.prefix + "attention_method", "MLA is what transformers' LongCat-Flash builds")
+    if "q_lora_rank" in r.cfg and r.cfg["q_lora_rank"] is None:
+        raise InputError(r.path, r.prefix + "q_lora_rank", "required: LongCat-Flash's MLA always has a query latent")
+    att = {"kind": "mla", "n_heads": r.get("num_attention_heads"), "q_lora_rank": r.get("q_lora_rank", default=1536),
+           "kv_lora_rank": r.get("kv_lora_rank", default=512), "qk_nope_head_dim": r.get("qk_nope_head_dim", default=128),
+           "qk_rope_head_dim": r.get("qk_rope_head_dim", default=64), "v_head_dim": r.get("v_head_dim", default=128)}
+    _derived_qk_head_dim(r, att["qk_nope_head_dim"] + att["qk_rope_head_dim"])
+    for key in ("num_key_value_heads", "head_dim"):
+        r.ignore(key, "MLA: the latent, the rope and nope widths say what is cached and computed")
+    for key in ("mla_scale_q_lora", "mla_scale_kv_lora"):
+        r.ignore(key, "a multiplier on the latents: no parameter, FLOP or cache byte")
+    if r.get("zero_expert_type", default="identity") != "identity":
+        raise InputError(r.path, r.prefix + "zero_expert_type", "identity is what transformers' LongCat-Flash builds")
+    d_ff = r.get("ffn_hidden_size", default=12288)
+    moe = {"n_experts": r.get("n_routed_experts", default=512), "top_k": r.get("moe_topk", default=12),
+           "d_expert": r.get("expert_ffn_hidden_size", default=2048), "d_shared": d_ff,
+           "zero_experts": r.get("zero_expert_num", default=256), "router_bias": bool(r.get("router_bias", default=False)),
+           "layers": list(range(0, n, 2))}
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": d_ff, "moe": moe}}
