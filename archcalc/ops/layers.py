@@ -152,6 +152,8 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     out += cores if not a.differential else _differential(spec, wl, cores, L, H, dv)
     if a.output_gate:
         out.append(_sigmoid_gate("layers.attn.gate", "attention", wl, H * dv, L))
+    if a.head_gate:
+        out += _head_gate(spec, wl, "", H, dv, L)
     if a.sub_norm:  # BitNet: over all heads' output (split with the heads under TP, its statistics all-reduced)
         out += _norm(spec, wl, "layers.attn.sub_norm", H * dv, count=L, tp="split")
     out.append(_out_proj(spec, wl, "layers.attn.o", H * dv, L))
@@ -192,21 +194,33 @@ def _rope(wl: Workload, name: str, rotated: int, layers: int, tp: str = "split")
 
 
 def _cores(spec: ModelSpec, wl: Workload, conv: FlopsConvention, kinds: dict[str, int], K: int, dk: int, dv: int,
-           kv_width: int, shared: bool = False) -> list[Op]:
+           kv_width: int, shared: bool = False, n_heads: int | None = None) -> list[Op]:
     """The attention core of each kind of layer in `kinds`: named by kind where the model has several
     (core.global, core.local), ".shared" for layers that read earlier layers' K/V."""
     a = spec.attention
     windows = {"global": None, "local": a.sliding_window, "chunked": a.chunk_size}
     several = sum(bool(nonzero(n)) for k, n in spec.attention_layers.items() if k in windows) > 1
+    H = n_heads or a.n_heads
     return [ops.attention(
         "layers.attn.core" + f".{kind}" * several + ".shared" * shared, wl, conv,
-        n_heads=a.n_heads, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
+        n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
         window=windows[kind], layer_kind=kind, topk=a.indexer.topk if a.indexer else None,
         softcap=a.softcap is not None, count=kinds[kind],
-        params=a.n_heads if a.sinks and (kind != "global" or a.global_sinks) else 0,
+        params=H if a.sinks and (kind != "global" or a.global_sinks) else 0,
         eager=a.softcap is not None,  # transformers runs soft-capped attention eagerly (no SDPA option)
         shared=shared)
         for kind in windows if nonzero(kinds.get(kind, 0))]
+
+
+SOFTPLUS_FLOPS = 3  # log(1 + exp(g)): exp, add, log
+
+
+def _head_gate(spec: ModelSpec, wl: Workload, suffix: str, H: int, d: int, L: int) -> list[Op]:
+    """Laguna's per-head gate: g_proj D -> H, its softplus (SOFTPLUS_FLOPS a head), and each head's d outputs
+    times it (a product of two tensors, timed as the elementwise kernel of two inputs)."""
+    gate = ops.elementwise(f"layers.attn.head_gate{suffix}", "attention", wl, H * d, 1, inputs=2, count=L, tp="split")
+    return [ops.matmul(f"layers.attn.gate_proj{suffix}", "attention", wl, spec.d_model, H, count=L),
+            replace(gate, vector_flops=gate.vector_flops + SOFTPLUS_FLOPS * wl.tokens * H)]
 
 
 def _differential(spec: ModelSpec, wl: Workload, cores: list[Op], L: int, H: int, d: int) -> list[Op]:
@@ -232,19 +246,23 @@ def _grouped_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     """Attention whose layers differ in shape (AttentionSpec.grouped, Gemma 4): the ops of each
     ModelSpec.attention_groups group, named with its suffix.  Layers that reuse K/V project only queries
     and rotate only them; their cores read the earlier layer's cache and keep none."""
-    a, H = spec.attention, spec.attention.n_heads
+    a = spec.attention
     out = []
     for g in spec.attention_groups:
-        L, d, dv = sum(g.kinds.values()), g.head_dim, g.v_head_dim
+        L, d, dv, H = sum(g.kinds.values()), g.head_dim, g.v_head_dim, g.n_heads
         kv = not g.shared
         out += _qkv(spec, wl, ("layers.attn.qkv" if kv else "layers.attn.q") + g.suffix, L, H * d, g.kv_heads, d, dv,
                     kv=kv, v=not g.k_eq_v)
         if a.qk_norm == "head":
             out += _head_norms(spec, wl, g.suffix, L, H, g.kv_heads, d, dv, kv=kv)
         if spec.position.kind == "rope":
-            rope_dim = floor_int(d * spec.position.rotary_fraction)
+            p = spec.position
+            local = "local" in g.kinds and p.local_rotary_fraction is not None  # (a group of local layers alone)
+            rope_dim = floor_int(d * (p.local_rotary_fraction if local else p.rotary_fraction))
             out.append(_rope(wl, f"layers.attn.rope{g.suffix}", (H + g.kv_heads * kv) * rope_dim, L))
-        out += _cores(spec, wl, conv, g.kinds, g.kv_heads, d, dv, g.kv_heads * (d + dv), shared=g.shared)
+        out += _cores(spec, wl, conv, g.kinds, g.kv_heads, d, dv, g.kv_heads * (d + dv), shared=g.shared, n_heads=H)
+        if a.head_gate:
+            out += _head_gate(spec, wl, g.suffix, H, dv, L)
         out.append(_out_proj(spec, wl, f"layers.attn.o{g.suffix}", H * dv, L))
     return out
 

@@ -89,6 +89,7 @@ class AttentionGroup(NamedTuple):
 
     suffix: str
     kinds: dict[str, int]
+    n_heads: int
     kv_heads: int
     head_dim: int
     v_head_dim: int
@@ -172,6 +173,10 @@ class AttentionSpec(_Frozen):
     global_k_eq_v: bool = False  # global layers' values come from their key projection: no v_proj (Gemma 4)
     v_norm: bool = False  # a weightless RMSNorm over each value head, beside qk_norm "head" (Gemma 4)
     sub_norm: bool = False  # a norm over the heads' output (H·d_v) before o_proj (BitNet's attn_sub_norm)
+    # a separate D -> H projection whose softplus scales each head's output (Laguna's per-head g_proj)
+    head_gate: bool = False
+    # sliding layers' query heads where they differ from n_heads (Laguna: 64 beside the global layers' 48)
+    local_heads: Heads | None = None
     # Differential attention (DiffLlama, arXiv:2410.05258): (softmax(QKᵀ) V₁ − λ softmax(QKᵀ) V₂), the core run
     # once per half of the value heads; 4 learned λ vectors of head_dim and a weightless RMSNorm over each pair
     # of heads' 2·d outputs per layer.  Needs an even n_kv_heads.
@@ -184,6 +189,9 @@ class AttentionSpec(_Frozen):
         NumericRule(lambda a: a.n_kv_heads is None or a.n_heads % a.n_kv_heads == 0,
                     lambda a: f"n_heads ({a.n_heads}) must be divisible by n_kv_heads ({a.n_kv_heads})",
                     "n_heads divisible by n_kv_heads"),
+        NumericRule(lambda a: a.local_heads is None or a.n_kv_heads is None or a.local_heads % a.n_kv_heads == 0,
+                    lambda a: f"local_heads ({a.local_heads}) must be divisible by n_kv_heads ({a.n_kv_heads})",
+                    "local_heads divisible by n_kv_heads"),
         NumericRule(lambda a: a.global_kv_heads is None or a.n_heads % a.global_kv_heads == 0,
                     lambda a: f"n_heads ({a.n_heads}) must be divisible by global_kv_heads ({a.global_kv_heads})",
                     "n_heads divisible by global_kv_heads"),
@@ -193,7 +201,7 @@ class AttentionSpec(_Frozen):
     def grouped(self) -> bool:
         """Layers differ in their attention's shape (global geometry, shared K/V): ops per group."""
         return (self.global_head_dim is not None or self.global_kv_heads is not None or self.global_k_eq_v
-                or self.kv_shared_layers > 0)
+                or self.kv_shared_layers > 0 or self.local_heads is not None)
 
     @model_validator(mode="after")
     def _check(self) -> AttentionSpec:
@@ -235,6 +243,10 @@ class AttentionSpec(_Frozen):
                                   or self.n_heads % 2 or (self.n_kv_heads or self.n_heads) % 2):
             raise ValueError("differential attention goes with kind mha, layers of one shape, no output gate or "
                              "sub_norm, and even n_heads and n_kv_heads (DiffLlama)")
+        if self.head_gate and (self.kind != "mha" or self.output_gate):
+            raise ValueError("head_gate goes with kind mha and no output_gate (Laguna)")
+        if self.local_heads is not None and (self.sliding_window is None or self.chunk_size is not None):
+            raise ValueError("local_heads needs sliding layers (a sliding_window) and no chunked ones")
         if self.sub_norm and (self.kind != "mha" or self.grouped):
             raise ValueError("sub_norm goes with kind mha and layers of one shape (BitNet)")
         if self.v_norm and self.qk_norm != "head":
@@ -496,6 +508,8 @@ class PositionSpec(_Ruled):
     kind: Literal["rope", "learned", "sinusoidal", "alibi", "none"] = "rope"
     theta: Positive = 10000.0
     local_theta: Positive | None = None  # RoPE base of local layers (Gemma 3)
+    # the share local layers rotate where it differs from rotary_fraction (Laguna: 1.0 beside its global 0.5)
+    local_rotary_fraction: float | None = Field(default=None, gt=0, le=1)
     rotary_fraction: float = Field(default=1.0, gt=0, le=1)  # partial rotary (NeoX 0.25)
     scaling: RopeScaling | None = None
     # learned: rows of the table beyond max_context (OPT's positions start at row 2).
@@ -503,7 +517,7 @@ class PositionSpec(_Ruled):
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda p: p.kind == "rope" or p.scaling is None and p.local_theta is None
-                    and p.rotary_fraction == 1.0,
+                    and p.rotary_fraction == 1.0 and p.local_rotary_fraction is None,
                     lambda p: f"scaling, local_theta and rotary_fraction only apply to rope, not {p.kind}",
                     "rope settings only with rope"),
         NumericRule(lambda p: (p.kind == "learned") | (p.offset == 0),
@@ -711,6 +725,10 @@ class ModelSpec(_Frozen):
             self._check_kv_sharing()
         elif self.ffn.kv_shared_d_ff is not None:
             raise ValueError("ffn.kv_shared_d_ff needs attention.kv_shared_layers")
+        if self.position.local_rotary_fraction is not None and not (
+                a.grouped and all(set(g.kinds) <= {"local"} or "local" not in g.kinds for g in self.attention_groups)):
+            raise ValueError("position.local_rotary_fraction needs the local layers in groups of their own: attention "
+                             "with global_head_dim, global_kv_heads or local_heads")
         if self.per_layer_input is not None and r.kind != "standard":
             raise ValueError("per_layer_input needs residual kind standard")
         return self
@@ -805,7 +823,7 @@ class ModelSpec(_Frozen):
         """The softmax-attention layers by shape, for a grouped attention (AttentionSpec.grouped): global
         layers apart where they have their own geometry, and the layers that reuse K/V apart."""
         a = self.attention
-        own = a.global_head_dim is not None or a.global_kv_heads is not None or a.global_k_eq_v
+        own = a.global_head_dim is not None or a.global_kv_heads is not None or a.global_k_eq_v or a.local_heads is not None
         first_shared = self.n_layers - a.kv_shared_layers
         groups: dict[tuple[bool, bool], dict[str, int]] = {}
         for i, kind in enumerate(self.layer_attention):
@@ -817,7 +835,8 @@ class ModelSpec(_Frozen):
         for (wide, shared), kinds in sorted(groups.items()):
             # Gemma 4's global_head_dim is d_k and d_v both
             dk, dv = (a.global_head_dim,) * 2 if wide and a.global_head_dim else (self.qk_head_dim, self.v_head_dim)
-            out.append(AttentionGroup(".global" * wide + ".shared" * shared, kinds,
+            heads = a.n_heads if wide else a.local_heads or a.n_heads  # (local_heads: no chunked layers)
+            out.append(AttentionGroup(".global" * wide + ".shared" * shared, kinds, heads,
                                       (a.global_kv_heads or self.n_kv_heads) if wide else self.n_kv_heads,
                                       dk, dv, shared, wide and a.global_k_eq_v))
         return out

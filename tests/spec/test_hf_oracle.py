@@ -970,6 +970,9 @@ NO_FIXTURE = {
     # Aria's language model (rhymes-ai/Aria; no config.json found): Llama's attention over SiLU-gated experts and
     # a shared MLP of moe_num_shared_experts × their width, in every layer
     "aria_text": {"moe_num_experts": 4, "moe_topk": 2, "moe_num_shared_experts": 2},
+    # Laguna at its config class's defaults (every layer full, one head count): the per-head gate without groups
+    "laguna": {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+               "shared_expert_intermediate_size": 48},
     # A.X-K1 (skt/A.X-K1; no public config.json): DeepSeek-V3 with a norm on the MoE block's output
     "axk1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
              "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,

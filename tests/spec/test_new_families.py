@@ -143,3 +143,28 @@ def test_longcat_flash_is_its_published_560b_with_an_upper_bound_on_active():
     params = size(spec).params
     assert params.total // 10**9 == 560 and spec.n_layers == 56  # 560.66B, "560B" as the report cuts it and spec.ffn.moe.layers == list(range(0, 56, 2))
     assert spec.ffn.moe.zero_experts == 256 and 31.3e9 < params.active < 33e9
+
+
+def test_laguna_heads_per_kind_gate_per_head_and_rope_per_kind():
+    """Laguna XS.2: 48 query heads on its full layers and 64 on its sliding ones (num_attention_heads_per_layer),
+    a softplus gate per head (g_proj, D -> H), RoPE on half the dims of full layers and all of sliding ones; its
+    experts' router bias an nn.Parameter.  33,442,617,088 parameters = transformers' numel (test_hf_oracle.py)."""
+    spec, _ = load_model(str(DATA / "laguna-xs.2-fp8.json"))
+    a, p = spec.attention, spec.position
+    assert (a.n_heads, a.local_heads, a.head_gate, p.rotary_fraction, p.local_rotary_fraction) == (48, 64, True, 0.5, 1.0)
+    assert {g.suffix: g.n_heads for g in spec.attention_groups} == {"": 64, ".global": 48}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"gating": "per-element"}, "gating: only the per-head gate"),
+    ({"num_attention_heads_per_layer": [48] * 39 + [64]}, "num_attention_heads_per_layer: 40 entries, one head count"),
+    ({"moe_apply_router_weight_on_input": True}, "moe_apply_router_weight_on_input: must be false"),
+    ({"partial_rotary_factor": 1.0}, "partial_rotary_factor: disagrees with rope_parameters.full_attention"),
+    ({"gating": 1}, "gating: 1 is not valid"),
+])
+def test_bad_laguna_configs_are_one_line(tmp_path, change, message):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_raw("laguna-xs.2-fp8"), **change}))
+    r = CliRunner().invoke(cli, ["size", str(path)])
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1

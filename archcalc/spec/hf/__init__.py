@@ -29,7 +29,7 @@ from archcalc.spec.hf.hybrid import (
 from archcalc.spec.hf.llama import _llama_like
 from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
 from archcalc.spec.hf.gemma import GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _gemma4, _gemma4_unified
-from archcalc.spec.hf.moe import _cohere2_moe, _gpt_oss, _llama4, _mimo_v2_flash
+from archcalc.spec.hf.moe import _cohere2_moe, _gpt_oss, _laguna, _llama4, _mimo_v2_flash
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
 from archcalc.spec.hf.vision import VISION_PROJECTORS, VISION_WITHOUT_CONFIG, _vision
 from archcalc.spec.hf.keys import checked
@@ -67,6 +67,10 @@ FAMILY_DEFAULTS = {
              "hidden_size": 7168, "intermediate_size": 18432, "num_hidden_layers": 61, "num_attention_heads": 64},
     # MellumConfig (JetBrains' Mellum 2): head_dim 128, a 1,024-token window, 64 experts of 896, 131,072 positions
     "mellum": {"head_dim": 128, "sliding_window": 1024, "num_experts": 64, "moe_intermediate_size": 896,
+               "max_position_embeddings": 131072},
+    # LagunaConfig (poolside's Laguna XS.2 shapes): head_dim 128, a 512-token window, 256 experts of 512 + a shared one
+    "laguna": {"head_dim": 128, "sliding_window": 512, "num_experts": 256, "num_experts_per_tok": 8,
+               "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "num_key_value_heads": 8,
                "max_position_embeddings": 131072},
     # FlintConfig (RecursiveSI/flint): head_dim 128, a 513-token window, dense MLPs in layers 0 and 1
     "flint": {"head_dim": 128, "sliding_window": 513, "max_position_embeddings": 262144, "mlp_only_layers": [0, 1]},
@@ -107,7 +111,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
     "jamba": _jamba, "nemotron_h": _nemotron_h,
     "persimmon": _persimmon, "dbrx": _dbrx, "ctrl": _ctrl, "minicpm3": _mla_dense, "youtu": _mla_dense,
-    "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "longcat_flash": _longcat_flash, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini,
+    "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "longcat_flash": _longcat_flash, "laguna": _laguna, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

@@ -138,6 +138,11 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("full_attn_layers", "kda_layers"), LIST),
     "num_experts_per_token": EXPERTS,
     "mla_use_nope": BOOL,
+    # Laguna
+    "gating": Kind((bool, str), what="true, false, \"per-head\" or \"per-element\""),
+    "num_attention_heads_per_layer": LIST,
+    "use_bidirectional_attention": Kind((bool, str), what="true, false or a mode (\"vision\", \"all\")"),
+    "moe_apply_router_weight_on_input": BOOL,
     # LongCat-Flash
     "expert_ffn_hidden_size": FFN,
     "zero_expert_num": Kind((int,), 0, MAX_EXPERTS, "an integer"),
@@ -167,6 +172,7 @@ ITEMS = {"layer_types": Kind((str,), what="strings"),
          "mlp_layer_types": Kind((str,), what="strings"),
          "indexer_types": Kind((str,), what="strings"),
          "hybrid_layer_pattern": Kind((int,), 0, 1, "0 (full) or 1 (sliding)"),
+         "num_attention_heads_per_layer": Kind((int,), 1, MAX_HEADS, "head counts"),
          **dict.fromkeys(("full_attn_layers", "kda_layers"), Kind((int,), 1, MAX_LAYERS, "an integer (layers count from 1)")),
          "index_topk_pattern": Kind((str,), what="full or shared"),
          "attention_types": Kind((list,), what="[[kinds...], repeat] pairs"),  # GPT-Neo

@@ -372,3 +372,76 @@ def _mimo_position(r: ConfigReader) -> tuple[dict, int]:
     pos = {"kind": "rope", "theta": read["full_attention"][0], "local_theta": read["sliding_attention"][0],
            "rotary_fraction": fraction.pop()}
     return pos, r.get("max_position_embeddings", default=262144)
+
+
+# LagunaConfig's rope_parameters when a file has none
+LAGUNA_ROPE = {"full_attention": {"rope_theta": 500000.0, "partial_rotary_factor": 0.5},
+               "sliding_attention": {"rope_theta": 10000.0, "partial_rotary_factor": 1.0}}
+
+
+def _laguna(r: ConfigReader) -> dict:
+    """Laguna (poolside; LagunaConfig): AfMoE's qk-normed GQA on full and sliding layers, each with its own query
+    head count (num_attention_heads_per_layer: one count per kind), every head's output scaled by the softplus of
+    a D -> H gate (g_proj; "per-head", as the released files say), RoPE on every layer with its own base and
+    share per kind; a dense first layer, then routed experts (a sigmoid router whose correction bias is a
+    parameter) beside an ungated shared expert."""
+    spec = _core(r, tie_default=False)
+    n = spec["n_layers"]
+    att = _heads(r)
+    att.update(head_dim=r.get("head_dim", default=128), qk_norm="head", head_gate=True)
+    gating = r.get("gating", default=True) if not isinstance(r.cfg.get("gating"), str) else r.cfg["gating"]
+    if gating is not True and gating != "per-head":
+        raise InputError(r.path, r.prefix + "gating", "only the per-head gate (true or \"per-head\") is supported; "
+                         "a per-element one is not modelled")
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    types = r.get("layer_types", default=["full_attention"] * n)
+    if len(types) != n or set(types) - {"full_attention", "sliding_attention"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of full_attention or sliding_attention")
+    kinds = ["global" if t == "full_attention" else "local" for t in types]
+    heads = r.get("num_attention_heads_per_layer", default=[att["n_heads"]] * n)
+    per_kind = {k: {h for h, kk in zip(heads, kinds) if kk == k} for k in ("global", "local")}
+    if len(heads) != n or any(len(v) > 1 for v in per_kind.values()):
+        raise InputError(r.path, r.prefix + "num_attention_heads_per_layer", f"{n} entries, one head count for all "
+                         "full_attention layers and one for all sliding_attention ones")
+    if per_kind["global"]:
+        att["n_heads"] = per_kind["global"].pop()
+    if "local" in kinds:
+        att.update(sliding_window=r.get("sliding_window", default=512), layer_types=kinds)
+        local = per_kind["local"].pop()
+        if local != att["n_heads"]:
+            att["local_heads"] = local
+            if not per_kind["global"] and "global" not in kinds:
+                att["n_heads"] = local
+    else:
+        r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+    if r.get("use_bidirectional_attention", default=False):
+        raise InputError(r.path, r.prefix + "use_bidirectional_attention", "bidirectional attention is not supported")
+    _built_so(r, "Laguna", moe_apply_router_weight_on_input=False)
+    pos, limit = _position(r)
+    rope = r.cfg.get("rope_parameters") or LAGUNA_ROPE
+    shares = {}
+    for kind in ("full_attention", "sliding_attention"):
+        entry = rope.get(kind) if isinstance(rope.get(kind), dict) else {}
+        shares[kind] = float(r.nested(entry, "partial_rotary_factor", f"rope_parameters.{kind}",
+                                      LAGUNA_ROPE[kind]["partial_rotary_factor"]))
+    if r.has("partial_rotary_factor") and float(r.get("partial_rotary_factor")) != shares["full_attention"]:
+        raise InputError(r.path, r.prefix + "partial_rotary_factor", "disagrees with rope_parameters.full_attention's, "
+                         "which transformers reads")
+    pos["local_theta"] = float(r.nested(rope.get("sliding_attention") or {}, "rope_theta",
+                                        "rope_parameters.sliding_attention", 10000.0))
+    if shares["full_attention"] != 1.0:
+        pos["rotary_fraction"] = shares["full_attention"]
+    if "local" in kinds and shares["sliding_attention"] != pos.get("rotary_fraction", 1.0):
+        pos["local_rotary_fraction"] = shares["sliding_attention"]
+    for key in ("moe_routed_scaling_factor", "moe_router_logit_softcapping"):
+        r.ignore(key, "scales or caps the router's output: no parameter, FLOP or cache byte")
+    mlp = r.get("mlp_layer_types", default=["dense"] + ["sparse"] * (n - 1))
+    if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n} entries of dense or sparse expected")
+    moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+           "d_expert": r.get("moe_intermediate_size"), "d_shared": r.get("shared_expert_intermediate_size"),
+           "router_bias": True}  # LagunaTopKRouter.e_score_correction_bias: an nn.Parameter
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
+                    "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}
