@@ -279,7 +279,7 @@ def test_written_files_get_the_usual_mode(tmp_path):
     ("gpt_bigcode-santacoder", {"num_key_value_heads": 16}, "num_key_value_heads: must be 1, as multi_query says"),
     ("dbrx-instruct", {"attn_config": {"kv_n_heads": "8"}}, "attn_config.kv_n_heads: '8' is not valid; expected an integer"),
     ("dbrx-instruct", {"ffn_config": {"moe_top_k": 0}}, "ffn_config.moe_top_k: 0 is not valid; expected an integer"),
-    ("dbrx-instruct", {"ffn_config": {"ffn_act_fn": {"name": "relu2"}}}, "ffn_config.ffn_act_fn.name: 'relu2' has no gated form"),
+    ("dbrx-instruct", {"ffn_config": {"ffn_act_fn": {"name": "xielu"}}}, "ffn_config.ffn_act_fn.name: 'xielu' has no gated form"),
     ("dbrx-instruct", {"ffn_config": {"ffn_act_fn": {"name": 1}}}, "ffn_act_fn.name: 1 is not valid; expected a string"),
     ("dbrx-instruct", {"ffn_config": [16]}, "ffn_config: [16] is not valid; expected a JSON object"),
     ("persimmon-8b-base", {"model_type": "minicpm3", "attention_bias": True, "qk_nope_head_dim": 32,
