@@ -168,3 +168,16 @@ def test_bad_laguna_configs_are_one_line(tmp_path, change, message):
     r = CliRunner().invoke(cli, ["size", str(path)])
     assert r.exit_code == 2, r.output
     assert message in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_mellum_without_layer_types_is_every_layer_global():
+    """MellumConfig fills layer_types with full_attention when a file leaves it out, whatever sliding_window
+    says: a Mellum file without the list is every layer global, as transformers builds it."""
+    from transformers import AutoConfig
+
+    from archcalc.spec.hf import spec_dict_from_config
+
+    raw = {k: v for k, v in json.loads(AutoConfig.for_model("mellum").to_json_string()).items() if k != "layer_types"}
+    config = AutoConfig.for_model("mellum", **{k: v for k, v in raw.items() if k != "model_type"})
+    data, _ = spec_dict_from_config(raw, "config.json")
+    assert set(config.layer_types) == {"full_attention"} and "sliding_window" not in data["attention"]
