@@ -777,6 +777,8 @@ class ReferenceModel(nn.Module):
             # Linear mixers and single-sublayer blocks are pinned by transformers' own modules
             # (Qwen3-Next, LFM2, Jamba, Nemotron-H, MiniMax's lightning attention: tests/spec/test_hf_oracle.py).
             raise ValueError("the reference model has no linear-attention layer and no layer without a sublayer")
+        if spec.residual.kind == "altup" or spec.residual.laurel_rank is not None:  # Gemma 3n: transformers' modules
+            raise ValueError("the reference model has no AltUp streams or LAuReL branches (Gemma 3n)")
         if spec.attention.indexer is not None:  # DeepSeek-V3.2: pinned by transformers' own modules instead
             raise ValueError("the reference model has no DeepSeek Sparse Attention indexer")
         if spec.attention.grouped or spec.attention.v_norm or spec.per_layer_input is not None:

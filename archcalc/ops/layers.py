@@ -551,9 +551,12 @@ def _per_layer_input_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
 def _residual_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     r, D, L = spec.residual, spec.d_model, spec.n_layers
     U = 2 * L
+    laurel = _laurel_ops(spec, wl) if r.laurel_rank is not None else []
+    if r.kind == "altup":
+        return laurel + _altup_ops(spec, wl)
     if r.kind == "standard":  # x + F(x) after each sublayer that is there
         units = U - spec.attention_layers["none"] - spec.ffn_layers["none"] + L * (spec.per_layer_input is not None)
-        return [ops.elementwise("layers.residual.add", "residual", wl, D, 1, inputs=2, count=units)]
+        return laurel + [ops.elementwise("layers.residual.add", "residual", wl, D, 1, inputs=2, count=units)]
     if r.kind == "parallel":  # x + attn + ffn: two adds, once per layer
         return [ops.elementwise("layers.residual.add", "residual", wl, D, 2, inputs=3, count=L)]
     if r.kind in ("hyper", "mhc"):
@@ -598,6 +601,49 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         # the embedding copied to n streams: D values read, n·D written
         replace(ops.elementwise("hc.expand", "residual", wl, n * D, 0), act_bytes=nbytes((n + 1) * m * D, wl.act_dtype)),
         ops.elementwise("hc.merge", "residual", wl, D, n - 1, inputs=n),  # streams summed before the final norm
+    ]
+
+
+def _laurel_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """LAuReL (ResidualSpec.laurel_rank, Gemma 3n's Gemma3nTextLaurelBlock): per layer, the attention's normed
+    input through D -> r -> D and an RMSNorm of D, added to the stream after attention, the sum scaled by
+    1/√2 (an add and a multiply a value).  Whole on every TP rank, as the residual stream is."""
+    D, L, rank = spec.d_model, spec.n_layers, spec.residual.laurel_rank
+    return [ops.matmul("layers.laurel.left", "residual", wl, D, rank, count=L, tp="replicated"),
+            ops.matmul("layers.laurel.right", "residual", wl, rank, D, count=L, tp="replicated"),
+            ops.norm("layers.laurel.norm", wl, D, "rmsnorm", False, count=L, component="residual"),
+            ops.elementwise("layers.laurel.add", "residual", wl, D, 2, inputs=2, count=L)]
+
+
+def _altup_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """AltUp (ResidualSpec kind altup) as transformers' Gemma3nTextAltUp runs it, n streams of D, each layer on
+    one.  Per layer: the router (an RMSNorm of D, a D -> n projection, tanh), run twice, on the active stream
+    before the layer and on its output after; the prediction's coefficients n -> n² and the prediction, each
+    stream a mix of all n ([D, n] × [n, n] a token: a matmul transformers runs) plus itself; the correction's
+    coefficients n -> n, each stream plus its coefficient times the innovation; the corrected active stream
+    scaled by a learned D-vector; the layer's own two residual adds on the active stream and, with per-layer
+    embeddings, their branch added to the n − 1 others.  Around the layers: n − 1 D × D projections of the
+    embedded token make the other streams and n − 1 more undo them before the streams are averaged, each
+    rescaled to the first stream's RMS."""
+    D, L, n, m = spec.d_model, spec.n_layers, spec.residual.streams, wl.tokens
+    ple = spec.per_layer_input is not None
+    rescale = ops.RMSNORM_FLOPS + 2  # each projected stream's RMS, then times target / new
+    return [
+        ops.norm("layers.altup.router_norm", wl, D, "rmsnorm", False, count=L, tokens=2 * m, component="residual"),
+        ops.matmul("layers.altup.router", "residual", wl, D, n, count=L, tokens=2 * m, tp="replicated",
+                   quantizable=False),
+        ops.matmul("layers.altup.predict_coefs", "residual", wl, n, n * n, count=L, tp="replicated", quantizable=False),
+        ops.contraction("layers.altup.predict", "residual", wl, D * n * n, 2 * n * D, count=L),
+        ops.matmul("layers.altup.correct_coefs", "residual", wl, n, n, count=L, tp="replicated", quantizable=False),
+        ops.elementwise("layers.altup.correct", "residual", wl, n * D, 3, inputs=2, count=L),  # (a − p)·c + p
+        replace(ops.elementwise("layers.altup.scale", "residual", wl, D, 1, count=L, params=D), shapes=((D,),)),
+        ops.elementwise("layers.residual.add", "residual", wl, D, 1, inputs=2, count=2 * L),
+        *([ops.elementwise("layers.altup.per_layer_add", "residual", wl, (n - 1) * D, 1, inputs=2, count=L)]
+          if ple else []),
+        replace(ops.matmul("altup.project", "residual", wl, D, D, count=n - 1, tp="replicated"),
+                vector_flops=(n - 1) * rescale * m * D),
+        replace(ops.matmul("altup.unembed", "residual", wl, D, D, count=n - 1, tp="replicated"),
+                vector_flops=(n - 1) * rescale * m * D + n * m * D),  # and the mean of the n streams
     ]
 
 

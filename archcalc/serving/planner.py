@@ -248,7 +248,7 @@ class Planner:
         r = spec.residual
         # Hyper-connections carry n streams; attention residuals keep every
         # block's sum (N blocks + the partial one).
-        if r.kind in ("hyper", "mhc"):
+        if r.kind in ("hyper", "mhc", "altup"):
             self.residual_copies = r.streams
         elif r.kind == "attnres":
             self.residual_copies = (r.blocks or 2 * spec.n_layers) + 1

@@ -529,13 +529,25 @@ class PositionSpec(_Ruled):
 class ResidualSpec(_Frozen):
     # standard: x + F(x) per sublayer; parallel: x + Attn(N(x)) + MLP(N(x));
     # hyper: hyper-connections (arXiv:2409.19606); mhc: manifold-constrained
-    # HC (arXiv:2512.24880); attnres: attention residuals (arXiv:2603.15031).
-    kind: Literal["standard", "parallel", "hyper", "mhc", "attnres"] = "standard"
+    # HC (arXiv:2512.24880); attnres: attention residuals (arXiv:2603.15031);
+    # altup: alternating updates (Gemma 3n; NeurIPS 2023): n streams, each layer runs on one, a learned
+    # prediction before it and correction after it; the streams made from the embedding by n − 1 D × D
+    # projections and merged by n − 1 more before the final norm.
+    kind: Literal["standard", "parallel", "hyper", "mhc", "attnres", "altup"] = "standard"
     parallel_norms: int = Field(default=1, ge=1, le=2)  # strict int: a bool is not a count; parallel: one shared norm (GPT-J, Cohere) or two (NeoX, Falcon-40B)
     streams: int = Field(default=4, ge=1, le=64)  # hyper / mhc: n residual streams
     dynamic: bool = True  # hyper: input-dependent coefficients (DHC) or static ones (SHC)
     sinkhorn_iters: int = Field(default=20, ge=1, le=10**4)  # mhc
     blocks: Layers | None = None  # attnres: N blocks; None = full (one block per sublayer)
+    # LAuReL (Gemma 3n): per layer a low-rank D -> r -> D branch of the attention's normed input, RMS-normed and
+    # added to the stream after attention (its sum scaled by 1/√2)
+    laurel_rank: Width | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ResidualSpec:
+        if self.laurel_rank is not None and self.kind not in ("standard", "altup"):
+            raise ValueError("laurel_rank goes with residual kind standard or altup")
+        return self
 
 
 class TrainingSpec(_Frozen):
@@ -729,8 +741,10 @@ class ModelSpec(_Frozen):
                 a.grouped and all(set(g.kinds) <= {"local"} or "local" not in g.kinds for g in self.attention_groups)):
             raise ValueError("position.local_rotary_fraction needs the local layers in groups of their own: attention "
                              "with global_head_dim, global_kv_heads or local_heads")
-        if self.per_layer_input is not None and r.kind != "standard":
-            raise ValueError("per_layer_input needs residual kind standard")
+        if self.per_layer_input is not None and r.kind not in ("standard", "altup"):
+            raise ValueError("per_layer_input needs residual kind standard or altup")
+        if r.kind == "altup" and ("none" in self.layer_attention or self.ffn.none_layers):
+            raise ValueError("residual kind altup needs every layer to have a mixer and an FFN")
         return self
 
     def _check_kv_sharing(self) -> None:

@@ -225,7 +225,7 @@ def loss_saved(spec: ModelSpec, tokens: int, z_loss: bool) -> float:
 def layer_input_bytes(spec: ModelSpec, tokens: int, act_dtype: str) -> float:
     """What full recomputation keeps of one layer: its input, the residual stream (n streams
     under hyper-connections and mHC)."""
-    streams = spec.residual.streams if spec.residual.kind in ("hyper", "mhc") else 1
+    streams = spec.residual.streams if spec.residual.kind in ("hyper", "mhc", "altup") else 1
     return nbytes(tokens * spec.d_model * streams, act_dtype)
 
 

@@ -135,6 +135,9 @@ def plan(spec: ModelSpec, hw: HardwareProfile, o: TrainOptions) -> TrainPlan:
         raise InputError(None, "MODEL", f"{spec.name} has linear-attention layers or single-sublayer blocks; what "
                          "they keep for backward is not modelled yet, so train cannot plan it (size, fit, roofline "
                          "and compare can)")
+    if spec.residual.kind == "altup" or spec.residual.laurel_rank is not None:
+        raise InputError(None, "MODEL", f"{spec.name}'s AltUp streams and LAuReL branches: what they keep for backward "
+                         "is not modelled yet, so train cannot plan it (size, fit, roofline and compare can)")
     if spec.attention.differential:
         raise InputError(None, "MODEL", f"{spec.name}'s differential attention (two attention calls a layer) is not "
                          "modelled in training yet, so train cannot plan it (size, fit, roofline and compare can)")

@@ -27,7 +27,8 @@ BY_PREFIX = {
     "layers.moe.combine": "experts", "layers.moe.router": "router",
     "layers.moe.router_scale": "router", "layers.moe.router_norm": "router", "layers.moe.shared": "ffn",
     "layers.moe.shared_gate": "ffn", "layers.residual": "residual", "hc": "residual", "layers.hc": "residual",
-    "layers.mhc": "residual", "attnres": "residual", "layers.attnres": "residual",
+    "layers.mhc": "residual", "attnres": "residual", "layers.attnres": "residual", "altup": "residual",
+    "layers.altup": "residual", "layers.laurel": "residual",
     # a multimodal checkpoint's image encoder and projector (ops/vision.py), norms included
     "vision": "vision", "projector": "vision",
     # multi-token prediction (ops/mtp.py): its own embedding copy, head and 2D -> D projection
@@ -52,7 +53,7 @@ def _variants() -> list[tuple[str, ModelSpec]]:
     out = [(f, load_model(f)[0]) for f in BUNDLED + sorted(glob.glob("tests/data/hf/*.json"))]
     base = load_model("debug")[0]
     for residual in ({"kind": "hyper", "streams": 4, "dynamic": True}, {"kind": "mhc", "streams": 4},
-                     {"kind": "attnres", "blocks": 2}):
+                     {"kind": "attnres", "blocks": 2}, {"kind": "altup", "streams": 4, "laurel_rank": 8}):
         spec = ModelSpec.model_validate({**base.model_dump(), "residual": residual})
         out.append((residual["kind"], spec))
     return out

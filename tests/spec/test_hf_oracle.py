@@ -973,6 +973,10 @@ NO_FIXTURE = {
     # Laguna at its config class's defaults (every layer full, one head count): the per-head gate without groups
     "laguna": {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                "shared_expert_intermediate_size": 48},
+    # Gemma 3n (google/gemma-3n-E2B / E4B; no config.json found, only converters' presets): Gemma 3's layers in
+    # AltUp's 4 streams with a LAuReL branch, per-layer embeddings, the last layers reusing K/V
+    "gemma3n_text": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 10, "hidden_size_per_layer_input": 8,
+                     "vocab_size_per_layer_input": 50, "num_kv_shared_layers": 3, "laurel_rank": 4},
     # A.X-K1 (skt/A.X-K1; no public config.json): DeepSeek-V3 with a norm on the MoE block's output
     "axk1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
              "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,
@@ -1190,6 +1194,17 @@ def test_fairseq_decoders_at_full_size(model_type, published_m):
     Keskar et al. 2019, says "1.63 billion", 1,637,964,550 cut, not rounded, so only transformers' count)."""
     total = _at_full_size(model_type)[2]
     assert published_m is None or round(total / 1e6) == published_m
+
+
+def test_gemma3n_defaults_are_e4b_at_full_size():
+    """Gemma3nTextConfig's defaults are google/gemma-3n-E4B's text model: our count of it is transformers'
+    (6,835,235,568, the per-layer table 262,144 × 35 · 256 of it; 5 layers of 35 global, the last 15 reusing
+    K/V, AltUp's 4 streams made and merged by 3 + 3 projections of 2,048², LAuReL of rank 64 in every layer)."""
+    _, spec, total = _at_full_size("gemma3n_text")
+    params = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params
+    assert total == 6_835_235_568 and params.per_layer_table == 262144 * 35 * 256
+    assert (spec.residual.kind, spec.residual.streams, spec.residual.laurel_rank) == ("altup", 4, 64)
+    assert spec.attention.kv_shared_layers == 15 and spec.layer_attention.count("global") == 7
 
 
 def test_axk1_defaults_are_a_x_k1_s_published_519b_33b_active():

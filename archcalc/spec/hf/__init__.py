@@ -28,7 +28,9 @@ from archcalc.spec.hf.hybrid import (
 )
 from archcalc.spec.hf.llama import _llama_like
 from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
-from archcalc.spec.hf.gemma import GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _gemma4, _gemma4_unified
+from archcalc.spec.hf.gemma import (
+    GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _gemma3n, _gemma4, _gemma4_unified,
+)
 from archcalc.spec.hf.moe import _cohere2_moe, _gpt_oss, _laguna, _llama4, _mimo_v2_flash
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
 from archcalc.spec.hf.vision import VISION_PROJECTORS, VISION_WITHOUT_CONFIG, _vision
@@ -41,7 +43,7 @@ FAMILY_DEFAULTS = {
     "gemma3_text": {"vocab_size": 262208, "max_position_embeddings": 131072, "rope_theta": 1_000_000.0,
                     "rope_local_base_freq": 10_000.0, "sliding_window_pattern": 6,
                     "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True},
-    "gemma4_text": GEMMA4_DEFAULTS, "lara_mini": LARA_MINI_DEFAULTS, "gemma4_unified_text": GEMMA4_UNIFIED_DEFAULTS,
+    "gemma4_text": GEMMA4_DEFAULTS, "lara_mini": LARA_MINI_DEFAULTS, "gemma3n_text": GEMMA3N_DEFAULTS, "gemma4_unified_text": GEMMA4_UNIFIED_DEFAULTS,
     # BambaConfig's context default; Bamba-9B's config.json has no max_position_embeddings.
     "bamba": {"max_position_embeddings": 262144},
     # GraniteSWAConfig / GraniteMoeSWAConfig: a 128-token window (their layer_types default is _granite_swa's).
@@ -98,7 +100,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
-    "gemma4": _gemma4, "gemma4_text": _gemma4, "gemma4_unified": _gemma4_unified, "gemma4_unified_text": _gemma4_unified,
+    "gemma4": _gemma4, "gemma4_text": _gemma4, "gemma3n": _gemma3n, "gemma3n_text": _gemma3n, "gemma4_unified": _gemma4_unified, "gemma4_unified_text": _gemma4_unified,
     "gpt2": _gpt2, "openai-gpt": _openai_gpt, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "axk1": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,

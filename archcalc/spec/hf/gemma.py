@@ -1,4 +1,5 @@
-"""Gemma 4 (gemma4_text, and the text_config of gemma4): Gemma 3's layers (q/k norms, four norms a layer,
+"""Gemma 3n (gemma3n_text, and the text_config of gemma3n) and Gemma 4 (gemma4_text, and the text_config of
+gemma4): Gemma 3's layers (q/k norms, four norms a layer,
 5 sliding : 1 global) with what transformers' Gemma4TextModel adds: a weightless v_norm, global layers of
 their own head_dim (and KV heads, with V taken from the key projection), the last layers reusing earlier
 layers' K/V with a double-wide MLP, and per-layer embeddings."""
@@ -112,3 +113,46 @@ def _global_layers(r: ConfigReader, att: dict, kinds: list[str], base_dim: int) 
         att["global_kv_heads"] = kv
     if k_eq_v:
         att["global_k_eq_v"] = True
+
+
+# Gemma3nTextConfig's defaults (google/gemma-3n-E4B's shapes), for the keys save_pretrained leaves out
+GEMMA3N_DEFAULTS = {"vocab_size": 262400, "vocab_size_per_layer_input": 262144, "hidden_size": 2048,
+                    "hidden_size_per_layer_input": 256, "intermediate_size": 16384, "num_hidden_layers": 35,
+                    "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256, "sliding_window": 512,
+                    "max_position_embeddings": 32768, "num_kv_shared_layers": 15, "laurel_rank": 64,
+                    "altup_num_inputs": 4, "final_logit_softcapping": 30.0, "tie_word_embeddings": True,
+                    "hidden_activation": "gelu_pytorch_tanh"}
+
+
+def _gemma3n(r: ConfigReader) -> dict:
+    """Gemma 3n: Gemma 3's layers (four norms, q/k norms, a weightless v_norm, 4 sliding : 1 global) with
+    Gemma 4's per-layer embeddings and K/V sharing (the last num_kv_shared_layers reuse the last earlier K/V of
+    their kind), inside AltUp's altup_num_inputs streams (residual kind altup) with a LAuReL branch in every
+    layer.  Its activation sparsity (a Gaussian top-k on the first layers' gate) is elementwise work only."""
+    spec = _llama_like(r, family="gemma3n")
+    att, ffn, n = spec["attention"], spec["ffn"], spec["n_layers"]
+    att.setdefault("layer_types", ["global"] * n)
+    att["v_norm"] = True  # Gemma3nTextAttention.v_norm: RMSNorm(head_dim, with_scale=False)
+    widths = r.cfg.get("intermediate_size", GEMMA3N_DEFAULTS["intermediate_size"] if "intermediate_size" in
+                       r.family_defaults else None)
+    widths = widths if isinstance(widths, list) else [widths]
+    for i, width in enumerate(widths):
+        checked(r.path, f"{r.prefix}intermediate_size" + (f"[{i}]" if len(widths) > 1 else ""), "intermediate_size",
+                width)
+    if len(set(widths)) != 1 or len(widths) not in (1, n):
+        raise InputError(r.path, r.prefix + "intermediate_size", f"one width, or {n} equal ones: MLPs of different "
+                         "widths per layer are not supported")
+    r.report.used[r.prefix + "intermediate_size"] = widths[0]
+    ffn["d_ff"] = widths[0]
+    shared = int(r.get("num_kv_shared_layers", default=0))
+    if shared:
+        att["kv_shared_layers"] = shared
+    width = int(r.get("hidden_size_per_layer_input"))
+    spec["per_layer_input"] = {"width": width, "vocab_size": r.get("vocab_size_per_layer_input")}
+    spec["residual"] = {"kind": "altup", "streams": r.get("altup_num_inputs"), "laurel_rank": r.get("laurel_rank")}
+    for key, why in (("altup_active_idx", "which stream the layers run on: the same work whichever"),
+                     ("altup_coef_clip", "a clip of the coefficients in training"),
+                     ("altup_correct_scale", "whether the learned scale multiplies (it exists either way)"),
+                     ("activation_sparsity_pattern", "a Gaussian top-k on the gate's output: elementwise work only")):
+        r.ignore(key, why)
+    return spec

@@ -141,6 +141,9 @@ KEYS: dict[str, Kind] = {
     # Laguna
     "gating": Kind((bool, str), what="true, false, \"per-head\" or \"per-element\""),
     "num_attention_heads_per_layer": LIST,
+    # Gemma 3n
+    "altup_num_inputs": Kind((int,), 1, 64, "an integer"),
+    "laurel_rank": WIDTH,
     "use_bidirectional_attention": Kind((bool, str), what="true, false or a mode (\"vision\", \"all\")"),
     "moe_apply_router_weight_on_input": BOOL,
     # LongCat-Flash

@@ -45,7 +45,9 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     # Apertus' MLP is up, xIELU, down; Arcee's (AFM-4.5B), NanoChat's and Jais 2's up, ReLU², down: not gated.
     ffn = {"activation": _activation(r, family not in UNGATED, FAMILY_ACTIVATION.get(family) or
                                      ("gelu_pytorch_tanh" if gemma else "silu")),
-           "d_ff": None if family in MOE_EVERY_LAYER or family == "aria_text" else r.get("intermediate_size", default=None)}
+           # (Gemma 3n's intermediate_size may be a list: its reader reads it)
+           "d_ff": None if family in MOE_EVERY_LAYER or family in ("aria_text", "gemma3n")
+           else r.get("intermediate_size", default=None)}
     if family in MOE_EVERY_LAYER:  # their config classes remove intermediate_size: every layer is MoE
         r.ignore("intermediate_size", f"no dense MLP: transformers' {MOE_EVERY_LAYER[family]} is MoE in every layer")
     if family in NO_MLP_BIAS:
@@ -99,7 +101,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
                              "supported: archcalc models causal decoders")
         else:
             r.ignore("use_bidirectional_attention", "null or false: causal, as every Gemma LM")
-    if family in ("gemma2", "gemma3", "gemma4", "glm4", "afmoe", "kolibri1"):
+    if family in ("gemma2", "gemma3", "gemma3n", "gemma4", "glm4", "afmoe", "kolibri1"):
         norm["placement"] = "both"  # input, post-attention, pre- and post-feedforward norms
     if family in ("gemma2", "vaultgemma"):  # VaultGemma: Gemma 2 without its post-norms
         att["softcap"] = r.get("attn_logit_softcapping", default=None)
@@ -120,7 +122,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
                 raise InputError(r.path, key, "soft-capping is not expected on gemma3; remove it or use gemma2")
             r.ignore(key, "null")
         scaled_final = True  # Gemma 3's max_position_embeddings already includes the linear scaling
-    elif family == "gemma4":  # soft-capped logits (30 in every release), no soft-capped scores
+    elif family in ("gemma3n", "gemma4"):  # soft-capped logits (30 in every release), no soft-capped scores
         spec["final_softcap"] = r.get("final_logit_softcapping", default=None)
     if family in ("olmo2", "olmo3", "olmoe", "flex_olmo"):
         att["qk_norm"] = "full"  # q_norm over H·d, k_norm over K·d
@@ -200,7 +202,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
     if family == "minimax_m2":
         rotary = _minimax_m2(r, att)
     pos, limit = _position(r, rotary_fraction=rotary, scaled_limit_is_final=scaled_final)
-    if family in ("gemma3", "gemma4", "mellum"):
+    if family in ("gemma3", "gemma3n", "gemma4", "mellum"):
         pos["local_theta"] = _rope_base(r, "sliding_attention")
     if family == "cohere" and r.has("model_max_length"):
         limit = int(r.get("model_max_length"))  # vLLM's Cohere special case
@@ -210,6 +212,7 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
                      if family == "afmoe" else _every_nth_global(spec["n_layers"], 5) if family == "kolibri1" else
                      _flint_types(spec["n_layers"]) if family == "flint" else
                      _every_nth_global(spec["n_layers"], 6, last=True) if family == "gemma4" else
+                     _every_nth_global(spec["n_layers"], 5) if family == "gemma3n" else
                      ["full_attention"] * spec["n_layers"] if family == "mellum" else None)
     att.update({k: v for k, v in window.items() if v is not None})
     if family == "afmoe":  # AfmoeAttention rotates its sliding layers only, window or not
@@ -349,5 +352,5 @@ ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5, "glm": 0.5,
 # Qwen3-Next and Qwen3.5: Gated DeltaNet layers between gated full-attention ones.
 QWEN_HYBRID = ("qwen3_next", "qwen3_5", "qwen3_5_moe")
 # Families whose attention normalises q and k per head (one RMSNorm of head_dim each).
-HEAD_QK_NORM = ("qwen3", "qwen3_moe", "gemma3", "gemma4", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", "exaone4", "exaone_moe",
+HEAD_QK_NORM = ("qwen3", "qwen3_moe", "gemma3", "gemma3n", "gemma4", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", "exaone4", "exaone_moe",
                 "afmoe", "hy_v3", "kolibri1", "flint", "mellum", *QWEN_HYBRID)
