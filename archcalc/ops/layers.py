@@ -152,7 +152,7 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     out += cores if not a.differential else _differential(spec, wl, cores, L, H, dv)
     if a.output_gate:
         out.append(_sigmoid_gate("layers.attn.gate", "attention", wl, H * dv, L))
-    if a.head_gate:
+    if a.head_gate is not None:
         out += _head_gate(spec, wl, "", H, dv, L)
     if a.sub_norm:  # BitNet: over all heads' output (split with the heads under TP, its statistics all-reduced)
         out += _norm(spec, wl, "layers.attn.sub_norm", H * dv, count=L, tp="split")
@@ -212,15 +212,17 @@ def _cores(spec: ModelSpec, wl: Workload, conv: FlopsConvention, kinds: dict[str
         for kind in windows if nonzero(kinds.get(kind, 0))]
 
 
-SOFTPLUS_FLOPS = 3  # log(1 + exp(g)): exp, add, log
+# the gate's activation, once a head: softplus log(1 + exp(g)) (exp, add, log); sigmoid (neg, exp, add, divide)
+HEAD_GATE_FLOPS = {"softplus": 3, "sigmoid": 4}
 
 
 def _head_gate(spec: ModelSpec, wl: Workload, suffix: str, H: int, d: int, L: int) -> list[Op]:
-    """Laguna's per-head gate: g_proj D -> H, its softplus (SOFTPLUS_FLOPS a head), and each head's d outputs
-    times it (a product of two tensors, timed as the elementwise kernel of two inputs)."""
+    """A per-head gate (Laguna's softplus, LFM3's sigmoid): g_proj D -> H, its activation once a head, and each
+    head's d outputs times it (a product of two tensors, timed as the elementwise kernel of two inputs)."""
     gate = ops.elementwise(f"layers.attn.head_gate{suffix}", "attention", wl, H * d, 1, inputs=2, count=L, tp="split")
+    act = HEAD_GATE_FLOPS[spec.attention.head_gate]
     return [ops.matmul(f"layers.attn.gate_proj{suffix}", "attention", wl, spec.d_model, H, count=L),
-            replace(gate, vector_flops=gate.vector_flops + SOFTPLUS_FLOPS * wl.tokens * H)]
+            replace(gate, vector_flops=gate.vector_flops + act * wl.tokens * H)]
 
 
 def _differential(spec: ModelSpec, wl: Workload, cores: list[Op], L: int, H: int, d: int) -> list[Op]:
@@ -261,7 +263,7 @@ def _grouped_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
             rope_dim = floor_int(d * (p.local_rotary_fraction if local else p.rotary_fraction))
             out.append(_rope(wl, f"layers.attn.rope{g.suffix}", (H + g.kv_heads * kv) * rope_dim, L))
         out += _cores(spec, wl, conv, g.kinds, g.kv_heads, d, dv, g.kv_heads * (d + dv), shared=g.shared, n_heads=H)
-        if a.head_gate:
+        if a.head_gate is not None:
             out += _head_gate(spec, wl, g.suffix, H, dv, L)
         out.append(_out_proj(spec, wl, f"layers.attn.o{g.suffix}", H * dv, L))
     return out

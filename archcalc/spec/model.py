@@ -173,8 +173,9 @@ class AttentionSpec(_Frozen):
     global_k_eq_v: bool = False  # global layers' values come from their key projection: no v_proj (Gemma 4)
     v_norm: bool = False  # a weightless RMSNorm over each value head, beside qk_norm "head" (Gemma 4)
     sub_norm: bool = False  # a norm over the heads' output (H·d_v) before o_proj (BitNet's attn_sub_norm)
-    # a separate D -> H projection whose softplus scales each head's output (Laguna's per-head g_proj)
-    head_gate: bool = False
+    # a separate D -> H projection whose activation scales each head's output: softplus (Laguna's per-head
+    # g_proj) or sigmoid (LFM3's)
+    head_gate: Literal["softplus", "sigmoid"] | None = None
     # sliding layers' query heads where they differ from n_heads (Laguna: 64 beside the global layers' 48)
     local_heads: Heads | None = None
     # Differential attention (DiffLlama, arXiv:2410.05258): (softmax(QKᵀ) V₁ − λ softmax(QKᵀ) V₂), the core run
@@ -243,7 +244,7 @@ class AttentionSpec(_Frozen):
                                   or self.n_heads % 2 or (self.n_kv_heads or self.n_heads) % 2):
             raise ValueError("differential attention goes with kind mha, layers of one shape, no output gate or "
                              "sub_norm, and even n_heads and n_kv_heads (DiffLlama)")
-        if self.head_gate and (self.kind != "mha" or self.output_gate):
+        if self.head_gate is not None and (self.kind != "mha" or self.output_gate):
             raise ValueError("head_gate goes with kind mha and no output_gate (Laguna)")
         if self.local_heads is not None and (self.sliding_window is None or self.chunk_size is not None):
             raise ValueError("local_heads needs sliding layers (a sliding_window) and no chunked ones")

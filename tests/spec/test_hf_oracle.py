@@ -977,6 +977,12 @@ NO_FIXTURE = {
     # AltUp's 4 streams with a LAuReL branch, per-layer embeddings, the last layers reusing K/V
     "gemma3n_text": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 10, "hidden_size_per_layer_input": 8,
                      "vocab_size_per_layer_input": 50, "num_kv_shared_layers": 3, "laurel_rank": 4},
+    # LFM3 (LiquidAI; no config.json found): LFM2's short convs beside qk-normed attention on sliding and full
+    # layers with a sigmoid gate per head, sandwich norms; and without the gate or the sandwich
+    "lfm3": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 8, "pad_token_id": 0, "bos_token_id": 1,
+             "eos_token_id": 2},
+    "lfm3 plain": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 8, "pad_token_id": 0, "bos_token_id": 1,
+                   "eos_token_id": 2, "use_attention_gate": False, "use_sandwich_norm": False, "conv_bias": True},
     # A.X-K1 (skt/A.X-K1; no public config.json): DeepSeek-V3 with a norm on the MoE block's output
     "axk1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
              "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,

@@ -151,7 +151,8 @@ def test_laguna_heads_per_kind_gate_per_head_and_rope_per_kind():
     experts' router bias an nn.Parameter.  33,442,617,088 parameters = transformers' numel (test_hf_oracle.py)."""
     spec, _ = load_model(str(DATA / "laguna-xs.2-fp8.json"))
     a, p = spec.attention, spec.position
-    assert (a.n_heads, a.local_heads, a.head_gate, p.rotary_fraction, p.local_rotary_fraction) == (48, 64, True, 0.5, 1.0)
+    assert (a.n_heads, a.local_heads, a.head_gate, p.rotary_fraction, p.local_rotary_fraction) == \
+        (48, 64, "softplus", 0.5, 1.0)
     assert {g.suffix: g.n_heads for g in spec.attention_groups} == {"": 64, ".global": 48}
 
 

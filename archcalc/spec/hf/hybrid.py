@@ -7,7 +7,7 @@ from __future__ import annotations
 from archcalc.errors import InputError
 from archcalc.limits import MAX_CONTEXT
 from archcalc.spec.hf.common import (
-    _activation, _built_so, _core, _heads, _ignore_multipliers, _position, _rotary_fraction, _state_dtype,
+    _activation, _built_so, _core, _heads, _ignore_multipliers, _position, _rope_base, _rotary_fraction, _state_dtype,
     _with_layers,
 )
 from archcalc.spec.hf.reader import ConfigReader
@@ -579,3 +579,35 @@ def _lara_mini(r: ConfigReader) -> dict:
            "d_expert": r.get("moe_intermediate_size"), "d_shared": r.get("shared_expert_intermediate_size")}
     return {**spec, "max_context": limit, "attention": att, "linear": linear, "position": pos,
             "ffn": {"activation": _activation(r, True, "silu"), "moe": moe}}
+
+
+def _lfm3(r: ConfigReader) -> dict:
+    """LFM3 (Lfm3Config): LFM2's gated short convolutions (conv_L_cache taps) beside Qwen3's qk-normed attention
+    on sliding and full layers (by default layer i % 4 == 2 full, i % 4 == 0 sliding, the rest conv), each head's
+    output scaled by a sigmoid of a D -> H gate (use_attention_gate); sandwich norms (use_sandwich_norm); a SwiGLU
+    MLP of intermediate_size as given; RoPE per kind (proportional on full layers: the whole head rotated, the
+    dims past partial_rotary_factor at frequency 0, as archcalc counts Gemma 4's)."""
+    spec = _core(r, tie_default=True)
+    n = spec["n_layers"]
+    default = ["full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i > 0 else "conv"
+               for i in range(n)]
+    names = {"conv": "linear", "sliding_attention": "local", "full_attention": "global"}
+    types = r.get("layer_types", default=default)
+    if len(types) != n or set(types) - set(names):
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of {', '.join(names)} expected")
+    att = {**_heads(r), "qk_norm": "head", "layer_types": [names[t] for t in types]}
+    if "local" in att["layer_types"]:
+        att["sliding_window"] = r.get("sliding_window", default=256)
+    else:
+        r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+    if r.get("use_attention_gate", default=True):
+        att["head_gate"] = "sigmoid"  # Lfm3Attention.g_proj: D -> H
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    pos, limit = _position(r)
+    pos["local_theta"] = _rope_base(r, "sliding_attention")
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "linear": {"kind": "short_conv", "conv_kernel": r.get("conv_L_cache", default=7),
+                       "bias": bool(r.get("conv_bias", default=False))},
+            "norm": {"placement": "both" if r.get("use_sandwich_norm", default=True) else "pre"},
+            "ffn": {"activation": "swiglu", "d_ff": r.get("intermediate_size")}}

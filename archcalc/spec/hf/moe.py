@@ -388,7 +388,7 @@ def _laguna(r: ConfigReader) -> dict:
     spec = _core(r, tie_default=False)
     n = spec["n_layers"]
     att = _heads(r)
-    att.update(head_dim=r.get("head_dim", default=128), qk_norm="head", head_gate=True)
+    att.update(head_dim=r.get("head_dim", default=128), qk_norm="head", head_gate="softplus")
     gating = r.get("gating", default=True) if not isinstance(r.cfg.get("gating"), str) else r.cfg["gating"]
     if gating is not True and gating != "per-head":
         raise InputError(r.path, r.prefix + "gating", "only the per-head gate (true or \"per-head\") is supported; "
