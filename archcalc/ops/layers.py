@@ -309,7 +309,8 @@ def _kda_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
     """Kimi Delta Attention on the linear layers (KimiDeltaSpec), as transformers'
     KimiLinearDeltaAttention: q, k, v and β from x; the causal conv over q, k, v; the forget gate's and
     the output gate's low-rank projections (their D -> head_dim halves replicated under TP, as vLLM's
-    KimiDeltaAttention has them); the chunked core; the sigmoid-gated norm; the output."""
+    KimiDeltaAttention has them; full-rank D -> I ones without low_rank_gates); the chunked core; the
+    sigmoid-gated norm; the output."""
     m, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
     H, d, I = m.n_heads, m.head_dim, m.inner
     C = 3 * I  # q, k and v go through the conv
@@ -317,9 +318,10 @@ def _kda_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
         ops.matmul("layers.linear.in_proj", "linear", wl, D, 3 * I + H, count=n, parts=(I, I, I, H)),  # q, k, v, β
         ops.contraction("layers.linear.conv", "linear", wl, C * m.conv_kernel, 2 * C, count=n, tp="split",
                         params=C * m.conv_kernel, shapes=((C, 1, m.conv_kernel),)),
-        *[op for gate in ("forget", "output") for op in (
+        *[op for gate in ("forget", "output") for op in ((
             ops.matmul(f"layers.linear.{gate}_gate_a", "linear", wl, D, d, count=n, tp="replicated"),
-            ops.matmul(f"layers.linear.{gate}_gate_b", "linear", wl, d, I, count=n))],
+            ops.matmul(f"layers.linear.{gate}_gate_b", "linear", wl, d, I, count=n)) if m.low_rank_gates else (
+            ops.matmul(f"layers.linear.{gate}_gate", "linear", wl, D, I, count=n),))],
         replace(ops.kimi_delta_attention("layers.linear.core", wl, conv, n_heads=H, head_dim=d, chunk=m.chunk,
                                          conv_values=C * (m.conv_kernel - 1), count=n, params=I + H),
                 shapes=((I,), (1, 1, H, 1))),  # dt_bias per channel, A_log per head

@@ -244,8 +244,8 @@ class AttentionSpec(_Frozen):
                                   or self.n_heads % 2 or (self.n_kv_heads or self.n_heads) % 2):
             raise ValueError("differential attention goes with kind mha, layers of one shape, no output gate or "
                              "sub_norm, and even n_heads and n_kv_heads (DiffLlama)")
-        if self.head_gate is not None and (self.kind != "mha" or self.output_gate):
-            raise ValueError("head_gate goes with kind mha and no output_gate (Laguna)")
+        if self.head_gate is not None and self.output_gate:
+            raise ValueError("head_gate and output_gate are two gates on the same output: give one")
         if self.local_heads is not None and (self.sliding_window is None or self.chunk_size is not None):
             raise ValueError("local_heads needs sliding layers (a sliding_window) and no chunked ones")
         if self.sub_norm and (self.kind != "mha" or self.grouped):
@@ -402,6 +402,7 @@ class KimiDeltaSpec(_Frozen):
     head_dim: Width
     conv_kernel: int = Field(default=4, ge=1, le=64)
     chunk: Tokens = 64  # the chunk of the chunked form (transformers and flash-linear-attention: 64)
+    low_rank_gates: bool = True  # false: the forget and output gates are D -> I directly (Ling's bailing_hybrid)
 
     @property
     def inner(self) -> int:

@@ -983,6 +983,12 @@ NO_FIXTURE = {
              "eos_token_id": 2},
     "lfm3 plain": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 8, "pad_token_id": 0, "bos_token_id": 1,
                    "eos_token_id": 2, "use_attention_gate": False, "use_sandwich_norm": False, "conv_bias": True},
+    # Ling's hybrid (bailing_hybrid, inclusionAI Ling-3.0-Flash; no config.json found): Kimi Delta Attention with
+    # full-rank gates, MLA with a sigmoid gate per head every sixth layer, DeepSeek-V3's MoE
+    "bailing_hybrid": {"head_dim": 16, "num_hidden_layers": 6, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+                       "qk_nope_head_dim": 8, "v_head_dim": 16, "num_experts": 4, "num_experts_per_token": 2,
+                       "moe_intermediate_size": 32, "first_k_dense_replace": 1, "num_key_value_heads": 4,
+                       "pad_token_id": 0, "eos_token_id": 1, "n_group": 1, "topk_group": 1},
     # A.X-K1 (skt/A.X-K1; no public config.json): DeepSeek-V3 with a norm on the MoE block's output
     "axk1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
              "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,

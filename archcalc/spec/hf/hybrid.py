@@ -611,3 +611,59 @@ def _lfm3(r: ConfigReader) -> dict:
                        "bias": bool(r.get("conv_bias", default=False))},
             "norm": {"placement": "both" if r.get("use_sandwich_norm", default=True) else "pre"},
             "ffn": {"activation": "swiglu", "d_ff": r.get("intermediate_size")}}
+
+
+def _bailing_hybrid(r: ConfigReader) -> dict:
+    """Ling's hybrid (bailing_hybrid, BailingHybridConfig): Kimi Delta Attention layers with full-rank forget and
+    output gates (f_proj, g_proj: D -> I) and num_attention_heads heads of head_dim, and, every layer_group_size-th
+    layer, MLA whose heads are each scaled by a sigmoid of a D -> H gate; DeepSeek-V3's MoE (a shared expert)
+    after first_k_dense_replace dense layers.  Its MTP module is in the checkpoint only, not modelled."""
+    from archcalc.spec.hf.mla import _derived_qk_head_dim
+
+    spec = _core(r, tie_default=False)
+    n = spec["n_layers"]
+    group = r.get("layer_group_size", default=6)
+    types = r.get("layer_types", default=["full_attention" if (i + 1) % group == 0 else "linear_attention"
+                                          for i in range(n)])
+    if len(types) != n or set(types) - {"full_attention", "linear_attention"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of full_attention or linear_attention")
+    if r.get("attention_bias", default=False):
+        raise InputError(r.path, r.prefix + "attention_bias", "biases on MLA projections are not supported")
+    H = r.get("num_attention_heads")
+    att = {"kind": "mla", "n_heads": H, "q_lora_rank": r.get("q_lora_rank", default=None),
+           "kv_lora_rank": r.get("kv_lora_rank", default=512), "qk_nope_head_dim": r.get("qk_nope_head_dim", default=128),
+           "qk_rope_head_dim": r.get("qk_rope_head_dim", default=64), "v_head_dim": r.get("v_head_dim", default=128),
+           "head_gate": "sigmoid", "layer_types": ["global" if t == "full_attention" else "linear" for t in types]}
+    _derived_qk_head_dim(r, att["qk_nope_head_dim"] + att["qk_rope_head_dim"])
+    r.ignore("num_key_value_heads", "MLA caches one latent per token; the KV head count is meaningless")
+    # BailingHybridConfig derives the linear layers' shape from head_dim, num_attention_heads and
+    # short_conv_kernel_size, and writes it as linear_* (its head_dim it then sets to the MLA rope width)
+    linear = {"kind": "kda", "n_heads": r.get("linear_num_heads", default=H),
+              "head_dim": r.get("linear_head_dim") if r.has("linear_head_dim") else r.get("head_dim", default=128),
+              "conv_kernel": r.get("linear_conv_kernel_dim", "short_conv_kernel_size", default=4),
+              "low_rank_gates": False}
+    r.ignore("head_dim", "linear_head_dim says the linear heads' width; MLA's are its qk and v widths")
+    for key, why in (("kda_safe_gate", "the forget gate's form: elementwise"), ("kda_lower_bound", "its bound"),
+                     ("mtp_loss_scaling_factor", "training only"),
+                     ("num_nextn_predict_layers", "an MTP module in the checkpoint only: not modelled, in no total"),
+                     ("num_mtp_layers", "an MTP module in the checkpoint only: not modelled, in no total")):
+        r.ignore(key, why)
+    pos, _ = _position(r)
+    limit = r.get("max_position_embeddings", "model_max_length", default=262144)  # (BailingHybridConfig's alias)
+    mlp = r.get("mlp_layer_types", default=None)
+    if mlp is None:
+        first = r.get("first_k_dense_replace", default=2)
+        mlp = ["dense" if i < first else "sparse" for i in range(n)]
+    else:
+        r.ignore("first_k_dense_replace", "mlp_layer_types lists the layers")
+    if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n} entries of dense or sparse expected")
+    d_expert = r.get("moe_intermediate_size", default=768)
+    moe = {"n_experts": r.get("num_experts", "num_local_experts", default=512),
+           "top_k": r.get("num_experts_per_token", "num_experts_per_tok", default=8), "d_expert": d_expert,
+           "d_shared": r.get("num_shared_experts", "n_shared_experts", default=1) * d_expert}
+    for key in ("moe_renormalize", "num_expert_group", "topk_group", "routed_scaling_factor"):
+        r.ignore(key, "routing: no parameter, FLOP or cache byte")
+    return {**spec, "max_context": limit, "attention": att, "linear": linear, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size", default=6144),
+                    "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}

@@ -145,6 +145,7 @@ KEYS: dict[str, Kind] = {
     "altup_num_inputs": Kind((int,), 1, 64, "an integer"),
     "laurel_rank": WIDTH,
     **dict.fromkeys(("use_attention_gate", "use_sandwich_norm"), BOOL),  # LFM3
+    "layer_group_size": STEP,  # Ling's bailing_hybrid
     "use_bidirectional_attention": Kind((bool, str), what="true, false or a mode (\"vision\", \"all\")"),
     "moe_apply_router_weight_on_input": BOOL,
     # LongCat-Flash
