@@ -152,6 +152,8 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     out += cores if not a.differential else _differential(spec, wl, cores, L, H, dv)
     if a.output_gate:
         out.append(_sigmoid_gate("layers.attn.gate", "attention", wl, H * dv, L))
+    if a.indexer is not None and a.indexer.kind == "block":
+        out += _block_indexer_ops(spec, wl, conv)
     if a.head_gate is not None:
         out += _head_gate(spec, wl, "", H, dv, L)
     if a.sub_norm:  # BitNet: over all heads' output (split with the heads under TP, its statistics all-reduced)
@@ -204,7 +206,8 @@ def _cores(spec: ModelSpec, wl: Workload, conv: FlopsConvention, kinds: dict[str
     return [ops.attention(
         "layers.attn.core" + f".{kind}" * several + ".shared" * shared, wl, conv,
         n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
-        window=windows[kind], layer_kind=kind, topk=a.indexer.topk if a.indexer else None,
+        # (a block indexer's selection is not credited: its layers' cores are counted dense, an upper bound)
+        window=windows[kind], layer_kind=kind, topk=a.indexer.topk if a.indexer and a.indexer.kind == "dsa" else None,
         softcap=a.softcap is not None, count=kinds[kind],
         params=H if a.sinks and (kind != "global" or a.global_sinks) else 0,
         eager=a.softcap is not None,  # transformers runs soft-capped attention eagerly (no SDPA option)
@@ -288,6 +291,27 @@ def _indexer_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention, L: int) -
         ops.matmul("layers.attn.indexer.weights", "attention", wl, D, ix.n_heads, count=L, tp="replicated"),
         ops.attention("layers.attn.indexer.core", wl, conv, n_heads=ix.n_heads, kv_heads=1, qk_dim=ix.head_dim, v_dim=1,
                       kv_width=ix.head_dim, window=None, layer_kind="indexer", count=L),
+    ]
+
+
+def _block_indexer_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
+    """MiniMax-M3's block indexer (IndexerSpec kind block) on its layers, as transformers' MiniMaxM3VLIndexer
+    runs it: q D -> n_heads·head_dim and k D -> head_dim, each RMS-normed per head and rotated on the main
+    attention's rotary dims; q·k against every earlier key (an attention of n_heads heads over one key with no
+    value); the max-pool and top-k elementwise.  Its key is cached (layer kind "indexer").  Replicated under TP."""
+    a, D, p = spec.attention, spec.d_model, spec.position
+    ix = a.indexer
+    L = len(ix.layers) if ix.layers is not None else spec.n_layers
+    rope = [_rope(wl, "layers.attn.rope.indexer", (ix.n_heads + 1) * min(spec.rope_dim, ix.head_dim), L,
+                  tp="replicated")] * (p.kind == "rope")
+    return [
+        ops.matmul("layers.attn.indexer.q", "attention", wl, D, ix.n_heads * ix.head_dim, count=L, tp="replicated"),
+        ops.matmul("layers.attn.indexer.k", "attention", wl, D, ix.head_dim, count=L, tp="replicated"),
+        *_norm(spec, wl, "layers.attn.indexer.q_norm", ix.head_dim, count=L, tokens=wl.tokens * ix.n_heads),
+        *_norm(spec, wl, "layers.attn.indexer.k_norm", ix.head_dim, count=L),
+        *rope,
+        ops.attention("layers.attn.indexer.core", wl, conv, n_heads=ix.n_heads, kv_heads=1, qk_dim=ix.head_dim,
+                      v_dim=0, kv_width=ix.head_dim, window=None, layer_kind="indexer", count=L),
     ]
 
 

@@ -114,11 +114,20 @@ class IndexerSpec(_Frozen):
     (q_lora_rank -> n_heads·head_dim), one key of head_dim from the hidden state (D -> head_dim, then a
     LayerNorm with bias), and a per-head weight (D -> n_heads).  Each query scores every earlier key,
     Σ_h w_h · relu(q_h · k), and attends only to the topk best: the indexer keeps a key of head_dim per
-    token per layer beside MLA's latent."""
+    token per layer beside MLA's latent.
 
+    kind "block" (MiniMax-M3's, on GQA attention): queries D -> n_heads·head_dim and one key D -> head_dim, each
+    RMS-normed (a weight of head_dim) and rotated; each query scores every earlier key (q·k), the scores are
+    max-pooled over blocks of block_size keys, and it keeps the topk best blocks and the local_blocks before
+    its own; only `layers` run it (the others attend to everything)."""
+
+    kind: Literal["dsa", "block"] = "dsa"
     n_heads: Heads
     head_dim: Width
-    topk: Tokens
+    topk: Tokens  # dsa: keys; block: key blocks
+    block_size: Tokens | None = None  # block: keys a block
+    local_blocks: int = Field(default=0, ge=0, le=2**16)  # block: blocks always kept
+    layers: list[LayerIndex] | None = None  # block: the layers with the indexer (absent: every layer)
     # Layers with no indexer of their own (GLM-5's indexer_types "shared", arXiv:2603.12201): each attends
     # to the top-k of the last earlier layer that has one, so it has no indexer weights, key cache or scoring.
     shared_layers: list[LayerIndex] | None = None
@@ -129,6 +138,10 @@ class IndexerSpec(_Frozen):
             raise ValueError("indexer.shared_layers: layer 0 has no earlier layer whose top-k it could reuse")
         if self.shared_layers and len(set(self.shared_layers)) != len(self.shared_layers):
             raise ValueError("indexer.shared_layers names a layer twice")
+        if (self.kind == "block") != (self.block_size is not None) or self.kind == "dsa" and (
+                self.local_blocks or self.layers is not None) or self.kind == "block" and self.shared_layers:
+            raise ValueError("indexer kind block takes block_size (and local_blocks, layers); kind dsa takes "
+                             "shared_layers instead")
         return self
 
 
@@ -224,7 +237,9 @@ class AttentionSpec(_Frozen):
             extra = [f for f in (*mla_fields, "q_lora_rank") if getattr(self, f) is not None and f != "v_head_dim"]
             if extra:
                 raise ValueError(f"{', '.join(extra)} only apply to kind mla")
-        if self.indexer is not None and (self.kind != "mla" or self.q_lora_rank is None):
+        if self.indexer is not None and self.indexer.kind == "block" and (self.kind != "mha" or self.grouped):
+            raise ValueError("a block indexer (MiniMax-M3) goes with kind mha, layers of one shape")
+        if self.indexer is not None and self.indexer.kind == "dsa" and (self.kind != "mla" or self.q_lora_rank is None):
             raise ValueError("indexer (DeepSeek Sparse Attention) needs kind mla with q_lora_rank: its queries "
                              "come from the query latent")
         if self.indexer is not None and (self.sliding_window is not None or self.chunk_size is not None):
@@ -687,6 +702,10 @@ class ModelSpec(_Frozen):
         NumericRule(lambda s: not s.ffn.none_layers or max(s.ffn.none_layers) < s.n_layers,
                     lambda s: f"ffn.none_layers names layer {max(s.ffn.none_layers)} of {s.n_layers}",
                     "ffn.none_layers within n_layers"),
+        NumericRule(lambda s: s.attention.indexer is None or not s.attention.indexer.layers
+                    or max(s.attention.indexer.layers) < s.n_layers,
+                    lambda s: f"attention.indexer.layers names layer {max(s.attention.indexer.layers)} of {s.n_layers}",
+                    "indexer.layers within n_layers"),
         NumericRule(lambda s: s.attention.indexer is None or not s.attention.indexer.shared_layers
                     or max(s.attention.indexer.shared_layers) < s.n_layers,
                     lambda s: f"attention.indexer.shared_layers names layer {max(s.attention.indexer.shared_layers)} "

@@ -989,6 +989,14 @@ NO_FIXTURE = {
                        "qk_nope_head_dim": 8, "v_head_dim": 16, "num_experts": 4, "num_experts_per_token": 2,
                        "moe_intermediate_size": 32, "first_k_dense_replace": 1, "num_key_value_heads": 4,
                        "pad_token_id": 0, "eos_token_id": 1, "n_group": 1, "topk_group": 1},
+    # MiniMax-M3's language model (MiniMaxAI/MiniMax-M3; no config.json found): per-head q/k norms, a block indexer
+    # on its sparse layers, dense and MoE layers listed, experts beside an ungated shared MLP
+    "minimax_m3_vl_text": {"head_dim": 16, "rotary_dim": 8, "num_local_experts": 4, "num_experts_per_tok": 2,
+                           "intermediate_size": 32, "shared_intermediate_size": 48, "dense_intermediate_size": 96,
+                           "layer_types": ["full_attention", "minimax_m3_sparse"] * 2,
+                           "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"], "index_n_heads": 2,
+                           "index_head_dim": 16, "index_block_size": 2, "index_topk_blocks": 2, "pad_token_id": 0,
+                           "bos_token_id": 1, "eos_token_id": 2},
     # A.X-K1 (skt/A.X-K1; no public config.json): DeepSeek-V3 with a norm on the MoE block's output
     "axk1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
              "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,
@@ -1064,9 +1072,12 @@ def _equal_hf_on_its_own_config(config, name: str, warnings: tuple[str, ...] = (
         k, v = getattr(layer, "keys", None), getattr(layer, "values", None)
         if k is not None and k.numel():
             per_token += (k.shape[1] * k.shape[3] + v.shape[1] * v.shape[3]) * k.element_size()
-        ik = getattr(layer, "indexer_keys", None)  # DeepSeek Sparse Attention's keys [B, S, d]: none on shared layers
+        # an indexer's keys: DeepSeek Sparse Attention's [B, S, d] (none on GLM-5's shared layers), MiniMax-M3's
+        # [B, 1, S, d] on its sparse layers
+        ik = getattr(layer, "indexer_keys", None)
+        ik = ik if ik is not None else getattr(layer, "idx_keys", None)
         if ik is not None and ik.numel():
-            per_token += ik.shape[2] * ik.element_size()
+            per_token += ik.shape[-1] * ik.element_size()
         for states in (getattr(layer, "conv_states", {}), getattr(layer, "recurrent_states", {})):
             state += sum(t.numel() * t.element_size() for t in states.values() if t is not None)
     state -= sum(c.weight.shape[0] * DTYPE.itemsize for c in convs)

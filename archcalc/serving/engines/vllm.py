@@ -145,8 +145,9 @@ def _fold_indexer(kinds: list[AttnKind]) -> list[AttnKind]:
         return kinds
     # A spec with an indexer has global layers only (spec validation: no windows, no chunks).
     if sum(k.layers for k in index) != sum(k.layers for k in kinds if k.kind == "global"):
-        raise InputError(None, "MODEL", "vLLM's paging of an indexer shared by some layers (GLM-5's indexer_types "
-                                        "\"shared\") is not modelled; use --engine plain")
+        raise InputError(None, "MODEL", "vLLM's paging of an indexer cache that only some layers hold (GLM-5's "
+                                        "\"shared\" indexer_types, MiniMax-M3's block indexer) is not modelled; "
+                                        "use --engine plain")
     extra = sum(k.token_bytes for k in index)
     return [replace(k, token_bytes=k.token_bytes + extra) for k in kinds if k.kind != "indexer"]
 

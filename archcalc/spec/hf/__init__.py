@@ -31,7 +31,7 @@ from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
 from archcalc.spec.hf.gemma import (
     GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _gemma3n, _gemma4, _gemma4_unified,
 )
-from archcalc.spec.hf.moe import _cohere2_moe, _gpt_oss, _laguna, _llama4, _mimo_v2_flash
+from archcalc.spec.hf.moe import _cohere2_moe, _gpt_oss, _laguna, _llama4, _mimo_v2_flash, _minimax_m3
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
 from archcalc.spec.hf.vision import VISION_PROJECTORS, VISION_WITHOUT_CONFIG, _vision
 from archcalc.spec.hf.keys import checked
@@ -113,7 +113,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "opt": _opt, "gpt_bigcode": _gpt_bigcode, "mpt": _mpt, "llama4_text": _llama4, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
     "jamba": _jamba, "nemotron_h": _nemotron_h,
     "persimmon": _persimmon, "dbrx": _dbrx, "ctrl": _ctrl, "minicpm3": _mla_dense, "youtu": _mla_dense,
-    "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "longcat_flash": _longcat_flash, "laguna": _laguna, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, "lfm3": _lfm3, "bailing_hybrid": _bailing_hybrid,
+    "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "longcat_flash": _longcat_flash, "laguna": _laguna, "minimax_m3_vl_text": _minimax_m3, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, "lfm3": _lfm3, "bailing_hybrid": _bailing_hybrid,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

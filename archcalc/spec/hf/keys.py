@@ -146,6 +146,11 @@ KEYS: dict[str, Kind] = {
     "laurel_rank": WIDTH,
     **dict.fromkeys(("use_attention_gate", "use_sandwich_norm"), BOOL),  # LFM3
     "layer_group_size": STEP,  # Ling's bailing_hybrid
+    # MiniMax-M3's block indexer (and its checkpoint's sparse_attention_config names)
+    "sparse_attention_config": DICT,
+    **dict.fromkeys(("index_block_size",), TOKENS),
+    **dict.fromkeys(("index_topk_blocks", "index_local_blocks"), Kind((int,), 0, 2**16, "an integer")),
+    "dense_intermediate_size": FFN,
     "use_bidirectional_attention": Kind((bool, str), what="true, false or a mode (\"vision\", \"all\")"),
     "moe_apply_router_weight_on_input": BOOL,
     # LongCat-Flash

@@ -445,3 +445,59 @@ def _laguna(r: ConfigReader) -> dict:
     return {**spec, "max_context": limit, "attention": att, "position": pos,
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
                     "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}
+
+
+def _minimax_m3(r: ConfigReader) -> dict:
+    """MiniMax-M3's language model (minimax_m3_vl_text, MiniMaxM3VLTextConfig): MiniMax-M2's GQA with per-head q/k
+    norms and RoPE on rotary_dim, a block indexer (IndexerSpec kind block) on its "minimax_m3_sparse" layers; a
+    dense MLP (dense_intermediate_size) on "dense" mlp_layer_types, elsewhere routed experts beside an ungated
+    shared one (its router's correction bias a buffer).  Its clamped SwiGLU costs what SwiGLU does.  Its
+    checkpoint keeps the layout in sparse_attention_config and moe_layer_freq, which the config class reads."""
+    spec = _core(r, tie_default=False)
+    n = spec["n_layers"]
+    att = {**_heads(r), "qk_norm": "head"}
+    att.setdefault("head_dim", 128)
+    sparse = r.get("sparse_attention_config", default=None) or {}
+    where = r.prefix + "sparse_attention_config"
+    types = r.get("layer_types", default=None)
+    if types is None and "sparse_attention_freq" in sparse:
+        types = ["minimax_m3_sparse" if f else "full_attention" for f in sparse["sparse_attention_freq"]]
+    types = types or ["full_attention"] * n
+    if len(types) != n or set(types) - {"full_attention", "minimax_m3_sparse"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of full_attention or minimax_m3_sparse")
+    legacy = {"index_n_heads": "sparse_num_index_heads", "index_head_dim": "sparse_index_dim",
+              "index_block_size": "sparse_block_size", "index_topk_blocks": "sparse_topk_blocks",
+              "index_local_blocks": "sparse_local_block"}
+    defaults = {"index_n_heads": 4, "index_head_dim": 128, "index_block_size": 128, "index_topk_blocks": 16,
+                "index_local_blocks": 1}
+    read = {key: checked(r.path, f"{where}.{old}", key, sparse[old]) if old in sparse else
+            r.get(key, default=defaults[key]) for key, old in legacy.items()}
+    if sparse:
+        r.report.used[where] = "the block indexer's shape and layers"
+    layers = [i for i, t in enumerate(types) if t == "minimax_m3_sparse"]
+    if layers:
+        att["indexer"] = {"kind": "block", "n_heads": read["index_n_heads"], "head_dim": read["index_head_dim"],
+                          "topk": read["index_topk_blocks"], "block_size": read["index_block_size"],
+                          "local_blocks": read["index_local_blocks"], "layers": layers}
+    if r.get("attention_bias", default=False):
+        raise InputError(r.path, r.prefix + "attention_bias", "MiniMax-M3's attention has no biases")
+    freq = r.cfg.get("moe_layer_freq")
+    mlp = r.get("mlp_layer_types", default=None)
+    if mlp is None and isinstance(freq, list):
+        checked(r.path, r.prefix + "moe_layer_freq", "hybrid_layer_pattern", freq)
+        r.report.used[r.prefix + "moe_layer_freq"] = "which layers are MoE"
+        mlp = ["sparse" if f else "dense" for f in freq]
+    mlp = mlp or ["sparse"] * n
+    if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n} entries of dense or sparse expected")
+    for key, why in (("swiglu_alpha", "the clamped SwiGLU's gain: elementwise"), ("swiglu_limit", "its clamp"),
+                     ("routed_scaling_factor", "scales the routed output"),
+                     ("hidden_act", "MiniMaxM3VLTextConfig sets silu: its MLPs' clamped SwiGLU")):
+        r.ignore(key, why)
+    head_dim = att["head_dim"]
+    pos, limit = _position(r, rotary_fraction=r.get("rotary_dim", default=64) / head_dim)
+    moe = {"n_experts": r.get("num_local_experts", "num_experts"), "top_k": r.get("num_experts_per_tok"),
+           "d_expert": r.get("intermediate_size"), "d_shared": r.get("shared_intermediate_size", default=3072)}
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": "swiglu", "d_ff": r.get("dense_intermediate_size", default=12288),
+                    "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}
