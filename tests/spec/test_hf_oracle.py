@@ -367,6 +367,12 @@ def test_params_equal_hf_numel(name):
         hf_total -= adjustment
     assert _zero_expert_rows(model) == ZERO_EXPERT_ROWS.get(name, 0)
     assert ours_total == hf_total - _zero_expert_rows(model)
+    assert spec_of(name).attention.v_norm == _has_v_norm(model)
+
+
+def _has_v_norm(model: torch.nn.Module) -> bool:
+    """A weightless norm over each value head (Gemma 3n / 4's v_norm): no parameter, so numel cannot see it."""
+    return any(getattr(m, "v_norm", None) is not None for m in model.modules())
 
 
 @pytest.mark.parametrize("name", sorted(EXCLUDED_MODULES))
@@ -1061,6 +1067,7 @@ def _equal_hf_on_its_own_config(config, name: str, warnings: tuple[str, ...] = (
         out = model(input_ids=ids, use_cache=True)
     ours_ = size(spec, Workload.forward(SHORT), CONVENTIONS["torch"])
     assert ours_.params.total == sum(p.numel() for p in model.parameters())
+    assert spec.attention.v_norm == _has_v_norm(model)
     convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv1d)]  # the padded causal convs' extra outputs
     padding = sum(2 * c.weight.shape[0] * c.weight.shape[2] * (c.weight.shape[2] - 1) for c in convs)
     assert ours_.flops.forward + padding == counter.get_total_flops()
