@@ -191,6 +191,20 @@ def _with_layers(moe: dict, layers: list[int], n_layers: int) -> dict:
     return {**moe, "first_dense_layers": first} if first else moe
 
 
+def _mlp_layer_types(r: ConfigReader, n_layers: int, first_dense: int) -> list[str]:
+    """mlp_layer_types ("dense" or "sparse" a layer) as the config lists them, else the config class's rule:
+    the first first_k_dense_replace layers dense (default `first_dense`), the rest sparse."""
+    types = r.get("mlp_layer_types", default=None)
+    if types is None:
+        first = r.get("first_k_dense_replace", default=first_dense)
+        types = ["dense" if i < first else "sparse" for i in range(n_layers)]
+    else:
+        r.ignore("first_k_dense_replace", "mlp_layer_types lists the layers")
+    if len(types) != n_layers or set(types) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+    return types
+
+
 def _no_cross_attention(r: ConfigReader) -> None:
     """add_cross_attention (GPT-2, XGLM, BioGPT's configs): layers that attend to an encoder's states."""
     if r.get("add_cross_attention", default=False):

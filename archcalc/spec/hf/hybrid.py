@@ -7,8 +7,8 @@ from __future__ import annotations
 from archcalc.errors import InputError
 from archcalc.limits import MAX_CONTEXT
 from archcalc.spec.hf.common import (
-    _activation, _built_so, _core, _heads, _ignore_multipliers, _position, _rope_base, _rotary_fraction, _state_dtype,
-    _with_layers,
+    _activation, _built_so, _core, _heads, _ignore_multipliers, _mlp_layer_types, _position, _rope_base,
+    _rotary_fraction, _state_dtype, _with_layers,
 )
 from archcalc.spec.hf.reader import ConfigReader
 
@@ -487,14 +487,7 @@ def _kimi_linear(r: ConfigReader) -> dict:
     r.ignore("head_dim", "KimiLinearConfig derives it (qk_rope_head_dim)")
     for key in ("rope_theta", "rope_parameters", "rope_scaling"):
         r.ignore(key, "no layer rotates anything (mla_use_nope)")
-    mlp = r.get("mlp_layer_types", default=None)
-    if mlp is None:
-        first = r.get("first_k_dense_replace", default=1)
-        mlp = ["dense" if i < first else "sparse" for i in range(n)]
-    else:
-        r.ignore("first_k_dense_replace", "mlp_layer_types lists the layers")
-    if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
-        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n} entries of dense or sparse expected")
+    mlp = _mlp_layer_types(r, n, 1)
     if r.get("moe_layer_freq", default=1) != 1:
         raise InputError(r.path, r.prefix + "moe_layer_freq", "must be 1: transformers' Kimi Linear does not read it "
                          "(first_k_dense_replace says which layers are dense)")
@@ -650,14 +643,7 @@ def _bailing_hybrid(r: ConfigReader) -> dict:
         r.ignore(key, why)
     pos, _ = _position(r)
     limit = r.get("max_position_embeddings", "model_max_length", default=262144)  # (BailingHybridConfig's alias)
-    mlp = r.get("mlp_layer_types", default=None)
-    if mlp is None:
-        first = r.get("first_k_dense_replace", default=2)
-        mlp = ["dense" if i < first else "sparse" for i in range(n)]
-    else:
-        r.ignore("first_k_dense_replace", "mlp_layer_types lists the layers")
-    if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
-        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n} entries of dense or sparse expected")
+    mlp = _mlp_layer_types(r, n, 2)
     d_expert = r.get("moe_intermediate_size", default=768)
     moe = {"n_experts": r.get("num_experts", "num_local_experts", default=512),
            "top_k": r.get("num_experts_per_token", "num_experts_per_tok", default=8), "d_expert": d_expert,

@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from archcalc.errors import InputError
-from archcalc.spec.hf.common import _activation, _built_so, _core, _heads, _position, _window, _with_layers
+from archcalc.spec.hf.common import (
+    _activation, _built_so, _core, _heads, _mlp_layer_types, _position, _window, _with_layers,
+)
 from archcalc.spec.hf.keys import checked
 from archcalc.spec.hf.reader import ConfigReader, NO_COST_REASON, _MISSING
 
@@ -138,14 +140,7 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
                "d_expert": r.get("moe_intermediate_size")}
         return _with_layers(moe, [i for i, t in enumerate(types) if t == "sparse"], n_layers)
     if family in ("exaone_moe", "hy_v3"):  # DeepSeek-V3-style MoE (a sigmoid router, its bias a buffer) on "sparse" layers
-        n_dense = r.get("first_k_dense_replace", default=1)
-        types = r.get("mlp_layer_types", default=None)
-        if types is None:
-            types = ["dense" if i < n_dense else "sparse" for i in range(n_layers)]  # ExaoneMoeConfig's, HYV3Config's rule
-        else:
-            r.ignore("first_k_dense_replace", "mlp_layer_types lists the layers")
-        if len(types) != n_layers or set(types) - {"dense", "sparse"}:
-            raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+        types = _mlp_layer_types(r, n_layers, 1)  # ExaoneMoeConfig's, HYV3Config's rule
         d_expert = r.get("moe_intermediate_size")
         moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
                "d_expert": d_expert, "d_shared": r.get("num_shared_experts", default=1) * d_expert}
