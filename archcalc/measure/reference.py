@@ -802,7 +802,7 @@ class ReferenceModel(nn.Module):
             layer.attn.inner.dropout = layer.attn.dropout = layer.mlp.dropout = dropout
         self.residual = make_residual(spec)
         self.final_norm = make_norm(spec.norm, D) if spec.norm.final else nn.Identity()
-        self.lm_head = nn.Linear(E, V, bias=spec.lm_head_bias)
+        self.lm_head = nn.Linear(E, spec.head_vocab, bias=spec.lm_head_bias)  # (Apertus 1.5's head: pruned)
         if spec.tie_embeddings:
             self.lm_head.weight = self.embed_tokens.weight
 

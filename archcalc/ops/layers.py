@@ -703,7 +703,7 @@ def _attnres_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
 
 
 def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
-    D, E, V = spec.d_model, spec.embedding_width, spec.vocab_size
+    D, E, V = spec.d_model, spec.embedding_width, spec.head_vocab
     out = _norm(spec, wl, "final_norm", D) if spec.norm.final else []
     if spec.embedding_dim is not None:  # OPT-350m's project_out: D -> E, no bias, at every position (the
         # decoder's last step in transformers' and vLLM's OPTDecoder, before the logit rows are picked)
@@ -716,6 +716,6 @@ def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     out.append(head)
     if spec.final_softcap is not None:  # whole on the sampling rank: vLLM's LogitsProcessor soft-caps
         # after gathering the vocab-parallel logits
-        out.append(ops.elementwise("lm_head.softcap", "lm_head", wl, spec.vocab_size, ops.SOFTCAP_FLOPS,
+        out.append(ops.elementwise("lm_head.softcap", "lm_head", wl, V, ops.SOFTCAP_FLOPS,
                                    tokens=wl.logit_tokens, fn="softcap"))
     return out

@@ -35,5 +35,5 @@ def mtp_ops(spec: ModelSpec) -> list[Op]:
     out.append(ops.matmul("mtp.eh_proj", "projection", wl, 2 * D, D))
     if m.copies:
         out += [ops.gather("mtp.embedding", "embedding", wl, V, D),
-                ops.matmul("mtp.head", "lm_head", wl, D, V, quantizable=False)]
+                ops.matmul("mtp.head", "lm_head", wl, D, spec.head_vocab, quantizable=False)]
     return [replace(op, count=op.count * m.layers) for op in out]

@@ -49,6 +49,6 @@ def tp_ops(spec: ModelSpec, wl: Workload, ops: list[Op], tp: int) -> list[Op]:
         elif op.tp == "row" and not (parallel and op.component == "attention"):
             out.append(collective(f"{op.name}.all_reduce", op.component, wl, D, tp, "all_reduce", count=op.count))
         elif op.component == "lm_head" and op.kind == "matmul":
-            out.append(collective(f"{op.name}.all_gather", op.component, wl, spec.vocab_size, tp, "all_gather",
+            out.append(collective(f"{op.name}.all_gather", op.component, wl, spec.head_vocab, tp, "all_gather",
                                   tokens=wl.logit_tokens))  # one lm_head
     return out

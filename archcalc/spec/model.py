@@ -655,6 +655,9 @@ class ModelSpec(_Frozen):
     max_context: Tokens
     tie_embeddings: bool = False
     lm_head_bias: bool = False  # a bias on the unembedding (GPT-J, CodeGen, Phi-2): V parameters, never tied
+    # rows of the unembedding where it is pruned to the first ids of the vocabulary (Apertus 1.5's
+    # output_vocab_size: the embedding keeps vocab_size rows, the head fewer); never tied then
+    head_vocab_size: Annotated[int, Field(ge=1, le=MAX_VOCAB)] | None = None
     # Width of the token embedding and the unembedding when it is not d_model (OPT-350m: 512);
     # project_in (E -> D) and project_out (D -> E), bias-free, connect them.
     embedding_dim: Width | None = None
@@ -762,6 +765,9 @@ class ModelSpec(_Frozen):
                 a.grouped and all(set(g.kinds) <= {"local"} or "local" not in g.kinds for g in self.attention_groups)):
             raise ValueError("position.local_rotary_fraction needs the local layers in groups of their own: attention "
                              "with global_head_dim, global_kv_heads or local_heads")
+        if self.head_vocab_size is not None and (self.head_vocab_size > self.vocab_size or self.tie_embeddings):
+            raise ValueError(f"head_vocab_size ({self.head_vocab_size}) must be at most vocab_size "
+                             f"({self.vocab_size}) and the head untied: it is the embedding's first rows, pruned")
         if self.per_layer_input is not None and r.kind not in ("standard", "altup"):
             raise ValueError("per_layer_input needs residual kind standard or altup")
         if r.kind == "altup" and ("none" in self.layer_attention or self.ffn.none_layers):
@@ -885,6 +891,11 @@ class ModelSpec(_Frozen):
             return "local" if a.sliding_window else "chunked" if a.chunk_size else "global"
         n_local, n_global = _parse_ratio(a.layer_types)
         return "local" if i % (n_local + n_global) < n_local else "global"
+
+    @property
+    def head_vocab(self) -> int:
+        """Rows of the unembedding: the logits a token gets (head_vocab_size where pruned)."""
+        return self.head_vocab_size if self.head_vocab_size is not None else self.vocab_size
 
     @property
     def embedding_width(self) -> int:

@@ -218,7 +218,7 @@ def dropout_saved(spec: ModelSpec, tokens: int) -> float:
 def loss_saved(spec: ModelSpec, tokens: int, z_loss: bool) -> float:
     """The cross-entropy keeps its fp32 log-probabilities [m, V]; a z-loss
     (log Z)² keeps the fp32 logits and log Z as well (logsumexp's input and output)."""
-    V = spec.vocab_size
+    V = spec.head_vocab
     return tokens * V * LOSS_BYTES + (tokens * (V + 1) * LOSS_BYTES if z_loss else 0)
 
 

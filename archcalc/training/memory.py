@@ -162,7 +162,7 @@ def stage_plan(spec: ModelSpec, ops: list[Op], layout: Layout, recipe: Recipe, s
     terms["activations"] = in_flight * (act.layers + act.dropout) + act.recompute_peak
     # The last stage also keeps the head's inputs, the loss's log-probabilities and, in backward, the
     # fp32 gradient of the logits [m, V/t].
-    terms["logits and loss"] = act.head + act.loss + wl.tokens * spec.vocab_size * LOGIT_GRAD_BYTES / layout.tp \
+    terms["logits and loss"] = act.head + act.loss + wl.tokens * spec.head_vocab * LOGIT_GRAD_BYTES / layout.tp \
         if last else 0.0
     if layout.zero == 3:
         terms["communication buffers"] = (FSDP_BUFFERS * nbytes(share.layer_params, recipe.weight_dtype)

@@ -141,9 +141,10 @@ def _convert_minimax_remote(cfg: dict) -> dict:
 
 
 # Gemma 4's multimodal model cannot run a forward on meta (its mask builder, find_packed_sequence_indices,
-# calls .item()), and archcalc does not model its vision tower (a warning says so): its files are
-# built as what archcalc counts, the Gemma4ForCausalLM of their text_config.
-TEXT_CONFIG_ONLY = ("gemma4",)
+# calls .item()), and archcalc does not model its vision tower (a warning says so); Apertus 1.5's wraps its
+# language model with VQ image and audio tokenizers archcalc does not model either: their files are built
+# as what archcalc counts, the causal LM of their text_config.
+TEXT_CONFIG_ONLY = ("gemma4", "apertus1p5")
 
 
 def _raw(name: str) -> dict:

@@ -182,3 +182,20 @@ def test_mellum_without_layer_types_is_every_layer_global():
     config = AutoConfig.for_model("mellum", **{k: v for k, v in raw.items() if k != "model_type"})
     data, _ = spec_dict_from_config(raw, "config.json")
     assert set(config.layer_types) == {"full_attention"} and "sliding_window" not in data["attention"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"output_vocab_size": 300000}, "head_vocab_size (300000) must be at most vocab_size (266752)"),
+    ({"output_vocab_size": 131072, "tie_word_embeddings": True}, "must be at most vocab_size (266752) and the head untied"),
+])
+def test_apertus_1p5_pruned_head_bad_configs_are_one_line(tmp_path, change, message):
+    """Apertus 1.5's head keeps the first output_vocab_size ids of its 266,752 (131,072 in the 8B file): fewer
+    logits than embedding rows, never tied; transformers' numel of the file is archcalc's (test_hf_oracle.py)."""
+    raw = _raw("apertus-v1.5-8b")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**raw, "text_config": {**raw["text_config"], **change}}))
+    r = CliRunner().invoke(cli, ["size", str(path)])
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    spec, _ = load_model(str(DATA / "apertus-v1.5-8b.json"))
+    assert (spec.head_vocab, spec.vocab_size) == (131072, 266752)

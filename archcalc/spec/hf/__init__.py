@@ -97,6 +97,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
         "hunyuan_v1_moe", "granite_swa", "granitemoe_swa", "exaone_moe", "afmoe", "hy_v3", "cwm",
         "hyperclovax", "kolibri1", "flint", "mellum", "bitnet", "diffllama", "aria_text")},
     # Qwen3.5 (text_config of qwen3_5 / qwen3_5_moe): Qwen3-Next's layers, a dense MLP or its MoE.
+    "apertus1p5_text": lambda r: _llama_like(r, family="apertus1p5"),
     "qwen3_5_text": lambda r: _llama_like(r, family="qwen3_5"), "qwen3_5_moe_text": lambda r: _llama_like(r, family="qwen3_5_moe"),
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),

@@ -151,6 +151,7 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("index_block_size",), TOKENS),
     **dict.fromkeys(("index_topk_blocks", "index_local_blocks"), Kind((int,), 0, 2**16, "an integer")),
     "dense_intermediate_size": FFN,
+    "output_vocab_size": Kind((int,), 1, MAX_VOCAB, "an integer"),  # Apertus 1.5's pruned head
     "use_bidirectional_attention": Kind((bool, str), what="true, false or a mode (\"vision\", \"all\")"),
     "moe_apply_router_weight_on_input": BOOL,
     # LongCat-Flash

@@ -138,9 +138,13 @@ def _llama_like(r: ConfigReader, *, family: str) -> dict:
         att["output_gate"] = True
         for key in ("route_scale", "mup_enabled"):
             r.ignore(key, "scalings (the routed output, µP's embedding scale): no parameter, FLOP or cache byte")
-    if family == "apertus":
+    if family in ("apertus", "apertus1p5"):
         att["qk_norm"] = "head"  # ApertusAttention's q_norm, k_norm: RMSNorms of head_dim
         _built_so(r, "Apertus", qk_norm=True, post_norm=False)
+    if family == "apertus1p5":  # Apertus 1.5: the head pruned to the first output_vocab_size ids (None: unpruned)
+        rows = r.get("output_vocab_size", default=None)
+        if rows is not None and rows != spec["vocab_size"]:
+            spec["head_vocab_size"] = rows
     if family in ("hunyuan_v1_dense", "hunyuan_v1_moe"):
         # Tencent's remote-code switches: transformers' HunYuan always has qk-norm and RoPE and no
         # cross-layer attention, so a config that turns them the other way is not this model.
@@ -343,9 +347,9 @@ NO_MLP_BIAS = {"glm": "GLM", "ministral": "Ministral", "ministral3": "Ministral3
                "kolibri1": "Kolibri-1",
                "nanochat": "NanoChat"}
 # Llama-shaped families whose MLP is up, activation, down (no gate).
-UNGATED = ("apertus", "arcee", "nanochat", "jais2")
+UNGATED = ("apertus", "apertus1p5", "arcee", "nanochat", "jais2")
 # hidden_act when a config leaves it out, where the config class's default is not silu.
-FAMILY_ACTIVATION = {"nanochat": "relu2", "jais2": "relu2", "bitnet": "relu2"}
+FAMILY_ACTIVATION = {"nanochat": "relu2", "jais2": "relu2", "bitnet": "relu2", "apertus1p5": "xielu"}
 # partial_rotary_factor when a config leaves it out (the config classes' defaults).
 ROTARY_DEFAULTS = {"stablelm": 0.25, "glm4": 0.5, "glm4_moe": 0.5, "glm": 0.5,
                    **{f: 0.25 for f in ("qwen3_next", "qwen3_5", "qwen3_5_moe")}}

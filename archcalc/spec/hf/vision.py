@@ -9,7 +9,9 @@ from archcalc.spec.hf.reader import ConfigReader, MappingReport
 
 # Multimodal checkpoints whose image input has weights but no vision_config to read it from.
 VISION_WITHOUT_CONFIG = {"fuyu": "the fuyu image-patch projection (vision_embed_tokens)",
-                         "emu3": "the emu3 VQ-VAE image tokenizer (vq_config)"}
+                         "emu3": "the emu3 VQ-VAE image tokenizer (vq_config)",
+                         "apertus1p5": "the apertus1p5 image and audio tokenizers (vision_tokenizer_config, "
+                                       "audio_tokenizer_config)"}
 
 
 # transformers' SiglipVisionConfig defaults (models/siglip/configuration_siglip.py), for keys a
