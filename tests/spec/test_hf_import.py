@@ -22,6 +22,7 @@ CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
 def test_real_config_converts_without_warnings(name):
     """Every key understood; the one expected warning is a vision tower archcalc does not model."""
     spec, report = load_model(str(DATA / f"{name}.json"))
+    assert not set(report.used) & set(report.ignored)  # a key read is not also said to be ignored
     unmodelled_vision = [w for w in report.warnings if "vision tower (vision_config) is not modelled" in w
                          or "tokenizers (vision_tokenizer_config" in w]
     assert report.warnings == unmodelled_vision

@@ -1055,6 +1055,7 @@ def test_wrapped_text_models_equal_hf_on_their_own_config(model_type):
 def _equal_hf_on_its_own_config(config, name: str, warnings: tuple[str, ...] = ()) -> None:
     raw = json.loads(config.to_json_string())  # the config.json transformers itself would write
     data, report = spec_dict_from_config(raw, "config.json")
+    assert not set(report.used) & set(report.ignored)  # each key in one list
     # every key transformers writes is read or known to cost nothing; towers not modelled say so
     assert [w.split(": ", 1)[1].split(";")[0] for w in report.warnings] == list(warnings)
     spec = ModelSpec.model_validate({"name": name, **data})

@@ -307,7 +307,6 @@ def _mimo_v2_flash(r: ConfigReader) -> dict:
     r.ignore("n_shared_experts", "null: no shared expert")
     r.ignore("attention_value_scale", "scales the values: no parameter, FLOP or cache byte")
     r.ignore("layernorm_epsilon", "the norms' epsilon (the remote code's name)")
-    r.ignore("head_dim", "read above")
     pos, limit = _mimo_position(r)
     moe = {"n_experts": r.get("n_routed_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
            "d_expert": r.get("moe_intermediate_size")}

@@ -69,6 +69,7 @@ class ConfigReader:
             if self.cfg.get(key) is not None:
                 value = checked(self.path, self.prefix + key, key, self.cfg[key])
                 self.report.used[self.prefix + key] = value
+                self.report.ignored.pop(self.prefix + key, None)  # read after all: used, in one list only
                 self._check_aliases(key, keys)
                 return value
         if keys[0] in self.family_defaults:
@@ -96,7 +97,8 @@ class ConfigReader:
         return default if value is None else checked(self.path, f"{self.prefix}{where}.{key}", key, value)
 
     def ignore(self, key: str, reason: str) -> None:
-        if key in self.cfg:
+        """`key`, where the config has it, changes nothing counted (unless it was read: then it stays used)."""
+        if key in self.cfg and self.prefix + key not in self.report.used:
             self.report.ignored[self.prefix + key] = reason
 
     def finish(self) -> None:
