@@ -383,7 +383,7 @@ def _laguna(r: ConfigReader) -> dict:
     n = spec["n_layers"]
     att = _heads(r)
     att.update(head_dim=r.get("head_dim", default=128), qk_norm="head", head_gate="softplus")
-    gating = r.get("gating", default=True) if not isinstance(r.cfg.get("gating"), str) else r.cfg["gating"]
+    gating = r.get("gating", default=True)
     if gating is not True and gating != "per-head":
         raise InputError(r.path, r.prefix + "gating", "only the per-head gate (true or \"per-head\") is supported; "
                          "a per-element one is not modelled")
@@ -398,15 +398,11 @@ def _laguna(r: ConfigReader) -> dict:
     if len(heads) != n or any(len(v) > 1 for v in per_kind.values()):
         raise InputError(r.path, r.prefix + "num_attention_heads_per_layer", f"{n} entries, one head count for all "
                          "full_attention layers and one for all sliding_attention ones")
-    if per_kind["global"]:
-        att["n_heads"] = per_kind["global"].pop()
+    att["n_heads"] = min(per_kind["global"] or per_kind["local"])  # the global layers' count, else the only one
     if "local" in kinds:
         att.update(sliding_window=r.get("sliding_window", default=512), layer_types=kinds)
-        local = per_kind["local"].pop()
-        if local != att["n_heads"]:
-            att["local_heads"] = local
-            if not per_kind["global"] and "global" not in kinds:
-                att["n_heads"] = local
+        if per_kind["local"] != {att["n_heads"]}:
+            att["local_heads"] = min(per_kind["local"])
     else:
         r.ignore("sliding_window", "no layer_types entry is sliding_attention")
     if r.get("use_bidirectional_attention", default=False):
