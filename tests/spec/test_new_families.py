@@ -21,6 +21,13 @@ def _raw(name: str) -> dict:
     return json.loads((DATA / f"{name}.json").read_text())
 
 
+def _refused_in_one_line(path: Path, message: str) -> None:
+    """`archcalc size` of the file: exit status 2 and one line naming the field, no traceback."""
+    r = CliRunner().invoke(cli, ["size", str(path)])
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+
+
 def test_mimo_v2_flash_is_its_published_309b_with_15b_active():
     """Xiaomi's model card: 309B total, 15B active (the MTP blocks, 0.33B each, are not in config.json)."""
     from archcalc.api import size
@@ -90,9 +97,7 @@ def test_mimo_v2_flash_sliding_layers_have_twice_the_kv_heads_and_the_sinks():
 def test_bad_configs_are_one_line(tmp_path, name, change, message):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**_raw(name), **change}))
-    r = CliRunner().invoke(cli, ["size", str(path)])
-    assert r.exit_code == 2, r.output
-    assert message in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    _refused_in_one_line(path, message)
 
 
 @pytest.mark.parametrize("change, shared", [
@@ -166,9 +171,7 @@ def test_laguna_heads_per_kind_gate_per_head_and_rope_per_kind():
 def test_bad_laguna_configs_are_one_line(tmp_path, change, message):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**_raw("laguna-xs.2-fp8"), **change}))
-    r = CliRunner().invoke(cli, ["size", str(path)])
-    assert r.exit_code == 2, r.output
-    assert message in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    _refused_in_one_line(path, message)
 
 
 def test_mellum_without_layer_types_is_every_layer_global():
@@ -194,8 +197,6 @@ def test_apertus_1p5_pruned_head_bad_configs_are_one_line(tmp_path, change, mess
     raw = _raw("apertus-v1.5-8b")
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**raw, "text_config": {**raw["text_config"], **change}}))
-    r = CliRunner().invoke(cli, ["size", str(path)])
-    assert r.exit_code == 2, r.output
-    assert message in r.output and "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1
+    _refused_in_one_line(path, message)
     spec, _ = load_model(str(DATA / "apertus-v1.5-8b.json"))
     assert (spec.head_vocab, spec.vocab_size) == (131072, 266752)
