@@ -340,7 +340,8 @@ class Attention(nn.Module):
         self.sinks = nn.Parameter(torch.zeros(a.n_heads)) if a.sinks else None  # gpt-oss: one logit per head
         # ReferenceModel sets these (build_reference_model)
         self.impl, self.dropout, self.recompute_core = "explicit", 0.0, False
-        self.o_proj = nn.Linear(a.n_heads * self.v_dim, spec.d_model, bias="o" in a.bias)
+        self.o_proj = nn.Linear(a.n_heads * self.v_dim, spec.d_model,
+                                bias="o" in a.bias or layer in (a.o_bias_layers or ()))
         # BitNet: a norm over every head's output before o_proj
         self.sub_norm = make_norm(spec.norm, a.n_heads * self.v_dim) if a.sub_norm else nn.Identity()
 
@@ -439,12 +440,16 @@ class MultiHeadAttention(Attention):
         self.q_proj = nn.Linear(D, a.n_heads * self.qk_dim * (2 if a.output_gate else 1), bias="q" in a.bias)
         self.k_proj = nn.Linear(D, K * self.qk_dim, bias="k" in a.bias)
         self.v_proj = nn.Linear(D, K * self.v_dim, bias="v" in a.bias)
+        # Beam: one bias a head on the gate, broadcast over its head_dim values
+        self.gate_bias = nn.Parameter(torch.zeros(a.n_heads)) if a.gate_bias else None
 
     def project(self, x, positions):
         B, T, _ = x.shape
         q = self.q_proj(x)
         if self.output_gate:  # Qwen3NextAttention: view per head as [query | gate], chunk in two
             q, self.gate = q.view(B, T, self.n_heads, 2 * self.qk_dim).chunk(2, -1)
+            if self.gate_bias is not None:
+                self.gate = self.gate + self.gate_bias[:, None]
         q = q.reshape(B, T, self.n_heads, self.qk_dim)
         k = self.k_proj(x).view(B, T, self.n_kv_heads, self.qk_dim)
         v = self.v_proj(x).view(B, T, self.n_kv_heads, self.v_dim)

@@ -105,8 +105,8 @@ WEIGHT_FORMATS = (*(f"gguf:{m}" for m in MIXES), "mxfp4", *GROUPED, "fp8-block",
 # HF model_types whose attention stores Q, K and V as one matrix (query_key_value, c_attn, Wqkv,
 # qkv_proj): one tensor in their checkpoints and in the GGUF files convert_hf_to_gguf writes
 # (attn_qkv).  Pinned on transformers' module tree (tests/spec/test_hf_oracle.py).
-FUSED_QKV = frozenset({"falcon", "RefinedWeb", "RefinedWebModel", "gpt2", "gpt_bigcode", "bloom", "gpt_neox", "mpt",
-                       "phi3", "codegen", "dbrx", "persimmon", "gpt-sw3", "openai-gpt"})  # gpt-sw3: GPT2LMHeadModel
+FUSED_QKV = frozenset({"falcon", "RefinedWeb", "RefinedWebModel", "gpt2", "gpt_bigcode", "bloom", "gpt_neox",
+                       "gpt_neox_japanese", "mpt", "phi3", "codegen", "dbrx", "persimmon", "gpt-sw3", "openai-gpt"})  # gpt-sw3: GPT2LMHeadModel
 # ... and whose dense MLP stores gate and up as one matrix (gate_up_proj): llama.cpp's ffn_up of 2F rows
 FUSED_GATE_UP = frozenset({"phi3", "glm", "glm4"})
 FALCON = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})  # llama.cpp's LLM_ARCH_FALCON

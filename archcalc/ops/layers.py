@@ -151,7 +151,7 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     cores = _cores(spec, wl, conv, spec.attention_layers, K, dk, dv, kv_width)
     out += cores if not a.differential else _differential(spec, wl, cores, L, H, dv)
     if a.output_gate:
-        out.append(_sigmoid_gate("layers.attn.gate", "attention", wl, H * dv, L))
+        out.append(_output_gate(spec, wl, H, dv, L))
     if a.indexer is not None and a.indexer.kind == "block":
         out += _block_indexer_ops(spec, wl, conv)
     if a.head_gate is not None:
@@ -159,6 +159,9 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     if a.sub_norm:  # BitNet: over all heads' output (split with the heads under TP, its statistics all-reduced)
         out += _norm(spec, wl, "layers.attn.sub_norm", H * dv, count=L, tp="split")
     out.append(_out_proj(spec, wl, "layers.attn.o", H * dv, L))
+    if a.o_bias_layers:  # GPT-NeoX-Japanese: o_proj's bias on some layers only, added after it (whole on every rank)
+        bias = ops.elementwise("layers.attn.o_bias", "attention", wl, D, 1, count=len(set(a.o_bias_layers)), params=D)
+        out.append(replace(bias, shapes=((D,),)))
     return out
 
 
@@ -226,6 +229,12 @@ def _head_gate(spec: ModelSpec, wl: Workload, suffix: str, H: int, d: int, L: in
     act = HEAD_GATE_FLOPS[spec.attention.head_gate]
     return [ops.matmul(f"layers.attn.gate_proj{suffix}", "attention", wl, spec.d_model, H, count=L),
             replace(gate, vector_flops=gate.vector_flops + act * wl.tokens * H)]
+
+
+def _output_gate(spec: ModelSpec, wl: Workload, H: int, d: int, L: int) -> Op:
+    """sigmoid(gate) ⊙ each head's d outputs (the gate's projection is in q_proj's, Qwen3-Next); with gate_bias,
+    one bias a head added first (Beam): H parameters and one more FLOP a value."""
+    return _sigmoid_gate("layers.attn.gate", "attention", wl, H * d, L, bias=H if spec.attention.gate_bias else 0)
 
 
 def _differential(spec: ModelSpec, wl: Workload, cores: list[Op], L: int, H: int, d: int) -> list[Op]:
@@ -374,11 +383,13 @@ def _lightning_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
     ]
 
 
-def _sigmoid_gate(name: str, component: ops.Component, wl: Workload, width: int, count: int) -> Op:
+def _sigmoid_gate(name: str, component: ops.Component, wl: Workload, width: int, count: int, bias: int = 0) -> Op:
     """sigmoid(gate) ⊙ output over `width` values a token (Qwen3-Next's attention gate, MiniMax's
-    lightning output gate): reads both, writes one; split with the heads under TP."""
-    return ops.elementwise(name, component, wl, width, ops.SIGMOID_GATE_FLOPS, inputs=2, count=count, tp="split",
-                           fn="sigmoid")
+    lightning output gate): reads both, writes one; split with the heads under TP.  `bias`: a learned
+    vector of that many values added to the gate first (one more FLOP a value)."""
+    gate = ops.elementwise(name, component, wl, width, ops.SIGMOID_GATE_FLOPS + (1 if bias else 0), inputs=2,
+                           count=count, params=bias, tp="split", fn="sigmoid")
+    return replace(gate, shapes=((bias,),)) if bias else gate
 
 
 def _gated_norm(wl: Workload, width: int, count: int, heads: int = 1, tp: ops.Sharding = "replicated",

@@ -167,6 +167,9 @@ class AttentionSpec(_Frozen):
     # every layer is local (Mistral); with a chunk_size, every layer is chunked.
     layer_types: str | list[LayerKind] | None = None
     output_gate: bool = False  # q_proj also gives a per-head gate, sigmoid(g) ⊙ output (Qwen3-Next): 2·H·d wide
+    # the output gate plus one bias per head, broadcast over head_dim: sigmoid(g + b_h) (Beam's gate_bias, H
+    # parameters a layer; its gate_proj, D -> H·d without a bias, has output_gate's shape and FLOPs)
+    gate_bias: bool = False
     global_rope: bool = True  # false: global layers use no position encoding (NoPE)
     # Layers that skip RoPE whatever their kind (SmolLM3 and Llama 4: every 4th layer), beside
     # global_rope; a NoPE layer has no rotation to compute and nothing else changes.
@@ -189,6 +192,8 @@ class AttentionSpec(_Frozen):
     # a separate D -> H projection whose activation scales each head's output: softplus (Laguna's per-head
     # g_proj) or sigmoid (LFM3's)
     head_gate: Literal["softplus", "sigmoid"] | None = None
+    # layers whose o_proj output gets a bias of D though "o" is not in bias (GPT-NeoX-Japanese: the last layer's)
+    o_bias_layers: list[LayerIndex] | None = None
     # sliding layers' query heads where they differ from n_heads (Laguna: 64 beside the global layers' 48)
     local_heads: Heads | None = None
     # Differential attention (DiffLlama, arXiv:2410.05258): (softmax(QKᵀ) V₁ − λ softmax(QKᵀ) V₂), the core run
@@ -259,6 +264,11 @@ class AttentionSpec(_Frozen):
                                   or self.n_heads % 2 or (self.n_kv_heads or self.n_heads) % 2):
             raise ValueError("differential attention goes with kind mha, layers of one shape, no output gate or "
                              "sub_norm, and even n_heads and n_kv_heads (DiffLlama)")
+        if self.o_bias_layers and ("o" in self.bias or self.grouped):
+            raise ValueError("o_bias_layers lists the layers with an o bias: not with \"o\" in bias (every layer), "
+                             "and with layers of one shape")
+        if self.gate_bias and not self.output_gate:
+            raise ValueError("gate_bias is a bias on the output gate: it needs output_gate")
         if self.head_gate is not None and self.output_gate:
             raise ValueError("head_gate and output_gate are two gates on the same output: give one")
         if self.local_heads is not None and (self.sliding_window is None or self.chunk_size is not None):
@@ -714,6 +724,11 @@ class ModelSpec(_Frozen):
                     lambda s: f"attention.indexer.shared_layers names layer {max(s.attention.indexer.shared_layers)} "
                               f"of {s.n_layers}",
                     "indexer.shared_layers within n_layers"),
+        NumericRule(lambda s: all(s.layer_attention[i] not in ("linear", "none")
+                                  for i in s.attention.o_bias_layers or () if i < s.n_layers)
+                    and all(i < s.n_layers for i in s.attention.o_bias_layers or ()),
+                    lambda s: f"attention.o_bias_layers {s.attention.o_bias_layers}: each an attention layer of "
+                              f"{s.n_layers}", "o_bias_layers name attention layers"),
         NumericRule(lambda s: not s.attention.nope_layers or max(s.attention.nope_layers) < s.n_layers,
                     lambda s: f"attention.nope_layers names layer {max(s.attention.nope_layers)} of {s.n_layers}",
                     "nope_layers within n_layers"),
@@ -973,6 +988,8 @@ class ModelSpec(_Frozen):
         att, f = data["attention"], data.setdefault("ffn", {})
         att["layer_types"] = kinds
         att.pop("nope_layers", None)
+        if self.attention.o_bias_layers:
+            att["o_bias_layers"] = [i - first for i in self.attention.o_bias_layers if first <= i < last] or None
         if self.position.kind == "rope":  # every layer that would rotate by its kind but does not
             nope = [i for i, k in enumerate(kinds) if not rope[i] and k not in ("linear", "none")
                     and (k != "global" or self.attention.global_rope)]

@@ -225,6 +225,9 @@ def model_specs(draw, max_layers: int = 4, **pinned) -> ModelSpec:
             att["bias"] = list(QKVO)
         att["qk_norm"] = sk["qk_norm"]
         att["output_gate"] = sk["output_gate"]
+        att["gate_bias"] = sk["output_gate"] and draw(st.booleans())
+        if "o" not in att.get("bias", ()) and draw(st.booleans()):  # GPT-NeoX-Japanese: an o bias on some layers
+            att["o_bias_layers"] = draw(st.lists(st.integers(0, L - 1), min_size=1, max_size=L, unique=True))
     if sk["attn_softcap"]:
         att["softcap"] = draw(st.sampled_from([5.0, 50.0]))
     att["sinks"] = sk["sinks"]
@@ -615,6 +618,8 @@ def linear_specs(draw) -> ModelSpec:
     ]))
     data = spec.model_dump(exclude_defaults=True)
     data["attention"]["layer_types"] = ["global"] * L if mixer.get("parallel") else kinds
+    if not mixer.get("parallel") and "o_bias_layers" in data["attention"]:  # only attention layers have an o_proj
+        data["attention"]["o_bias_layers"] = [i for i in data["attention"]["o_bias_layers"] if kinds[i] == "global"] or None
     data["linear"] = mixer
     return ModelSpec.model_validate(data)
 

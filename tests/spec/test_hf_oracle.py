@@ -1022,6 +1022,15 @@ NO_FIXTURE = {
     "mimo_v2_flash biased": {"attention_bias": True, "head_dim": 24, "v_head_dim": 16, "sliding_window": 4,
                              "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                              "num_hidden_layers": 6},
+    # Beam (reflection/Beam-1.0-501B-A23B): qk-normed GQA with a biased sigmoid gate per value, RoPE on the sliding
+    # layers and NoPE on every sixth and the last, sandwich norms, three dense layers then routed experts; and with
+    # RoPE on the full layers only (its own base) and none on the sliding ones
+    "beam": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 7, "num_experts": 4, "num_experts_per_tok": 2,
+             "moe_intermediate_size": 32, "n_group": 2, "topk_group": 1},
+    "beam full-rope": {"head_dim": 16, "sliding_window": 4, "num_hidden_layers": 7, "num_experts": 4,
+                       "num_experts_per_tok": 2, "moe_intermediate_size": 32, "n_group": 2, "topk_group": 1,
+                       "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                                           "sliding_attention": None}},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
@@ -1313,7 +1322,7 @@ def test_fuyu_is_its_persimmon_language_model_and_says_so():
 # Qwen3's routers): the head, and the Qwen2-MoE / Qwen3-Next shared-expert gate, an nn.Linear of one
 # output that the quantizer's default list (lm_head alone) would convert.  The released FP8 configs
 # name their gates in quantization_config.modules_to_not_convert (Qwen3-30B-A3B-FP8: mlp.gate).
-FP8_KEPT = ["lm_head", "shared_expert_gate"]
+FP8_KEPT = ["lm_head", "embed_out", "shared_expert_gate"]  # embed_out: GPT-NeoX(-Japanese)'s lm_head
 FP8_REFUSED = {"gpt-oss-20b": "FP8Experts asserts has_bias is False, and gpt-oss's experts have biases",
                "dbrx-instruct": "replace_with_fp8_linear reads num_local_experts or num_experts from the config, "
                                 "which DbrxConfig has not (its count is ffn_config.moe_num_experts)",
@@ -1469,7 +1478,7 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
 
 @pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe",
                                         "afmoe dense2", "kolibri1", "flint", "glm_moe_dsa", "glm_moe_dsa shared",
-                                        "lara_mini"])
+                                        "lara_mini", "beam", "beam full-rope"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):
     """The same for families pinned on their config class: EXAONE MoE's RoPE on sliding layers only."""
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})
@@ -1566,3 +1575,13 @@ def test_a_nemotron_h_pattern_with_lone_ffn_and_lone_mixer_blocks(tmp_path, patt
     norms = {o.name: o.count for o in ops_ if o.name in ("layers.attn.norm", "layers.ffn.norm")}
     assert norms == {"layers.attn.norm": mixers, "layers.ffn.norm": ffns}  # NemotronHBlock.norm of each block
     assert all(o.count >= 1 for o in ops_)
+
+
+def test_beam_defaults_are_beam_1_501b_a23b():
+    """BeamConfig's defaults, which transformers says are reflection/Beam-1.0-501B-A23B's: its name's 501B total
+    and 23B active; a config.json without layer_types, mlp_layer_types or rope_parameters is read with the class's
+    rules (every sixth layer and the last full and NoPE, three dense layers first)."""
+    raw, spec, total = _at_full_size("beam", ("layer_types", "mlp_layer_types", "rope_parameters"))
+    assert total == 501_267_599_808
+    assert round(size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.active / 1e9) == 23
+    assert spec.layer_attention.count("global") == 9 and not spec.attention.global_rope

@@ -200,3 +200,22 @@ def test_apertus_1p5_pruned_head_bad_configs_are_one_line(tmp_path, change, mess
     _refused_in_one_line(path, message)
     spec, _ = load_model(str(DATA / "apertus-v1.5-8b.json"))
     assert (spec.head_vocab, spec.vocab_size) == (131072, 266752)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"attention_bias": True}, "attention_bias: true is not modelled"),
+    ({"layer_types": ["full_attention"] * 51}, "layer_types: 52 entries of full_attention or sliding_attention"),
+    ({"mlp_layer_types": ["moe"] * 52}, "mlp_layer_types: 52 entries of dense or sparse"),
+    ({"rope_parameters": {"sliding_attention": {"rope_type": "yarn", "rope_theta": 1e4}, "full_attention": None}},
+     "rope_parameters.sliding_attention.rope_type: only default RoPE"),
+    ({"rope_parameters": {"sliding_attention": 10000.0, "full_attention": None}},
+     "rope_parameters.sliding_attention: an object"),
+    ({"num_experts": "256"}, "num_experts: '256' is not"),
+])
+def test_bad_beam_configs_are_one_line(tmp_path, change, message):
+    """Beam (no released config.json found: BeamConfig's defaults, Beam-1.0-501B-A23B's shapes, as the file)."""
+    from transformers import AutoConfig
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**json.loads(AutoConfig.for_model("beam").to_json_string()), **change}))
+    _refused_in_one_line(path, message)

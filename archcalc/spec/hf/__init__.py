@@ -19,7 +19,7 @@ from typing import Callable
 from archcalc.errors import InputError
 from archcalc.files import read_json
 from archcalc.spec.hf.gpt import (
-    _bloom, _ctrl, _dbrx, _fairseq_decoder, _falcon, _gpt2, _gpt_bigcode, _gpt_neo, _gpt_neox, _mpt, _nemotron,
+    _bloom, _ctrl, _dbrx, _fairseq_decoder, _falcon, _gpt2, _gpt_bigcode, _gpt_neo, _gpt_neox, _gpt_neox_japanese, _mpt, _nemotron,
     _openai_gpt, _opt, _parallel_gptj, _persimmon, _phi, _starcoder2,
 )
 from archcalc.spec.hf.hybrid import (
@@ -31,7 +31,7 @@ from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
 from archcalc.spec.hf.gemma import (
     GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _gemma3n, _gemma4, _gemma4_unified,
 )
-from archcalc.spec.hf.moe import _cohere2_moe, _gpt_oss, _laguna, _llama4, _mimo_v2_flash, _minimax_m3
+from archcalc.spec.hf.moe import _beam, _cohere2_moe, _gpt_oss, _laguna, _llama4, _mimo_v2_flash, _minimax_m3
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
 from archcalc.spec.hf.vision import VISION_PROJECTORS, VISION_WITHOUT_CONFIG, _vision
 from archcalc.spec.hf.keys import checked
@@ -102,7 +102,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gemma3": lambda r: _llama_like(r, family="gemma3"),
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gemma4": _gemma4, "gemma4_text": _gemma4, "gemma3n": _gemma3n, "gemma3n_text": _gemma3n, "gemma4_unified": _gemma4_unified, "gemma4_unified_text": _gemma4_unified,
-    "gpt2": _gpt2, "openai-gpt": _openai_gpt, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
+    "gpt2": _gpt2, "openai-gpt": _openai_gpt, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "axk1": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     # Config classes of their own over an existing model (AutoModelForCausalLM builds LlamaForCausalLM,
@@ -115,6 +115,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "jamba": _jamba, "nemotron_h": _nemotron_h,
     "persimmon": _persimmon, "dbrx": _dbrx, "ctrl": _ctrl, "minicpm3": _mla_dense, "youtu": _mla_dense,
     "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "longcat_flash": _longcat_flash, "laguna": _laguna, "minimax_m3_vl_text": _minimax_m3, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, "lfm3": _lfm3, "bailing_hybrid": _bailing_hybrid,
+    "beam": _beam,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

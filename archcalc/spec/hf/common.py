@@ -153,6 +153,13 @@ def _window(r: ConfigReader, n_layers: int, *, pattern_key_default: str | None =
     return {"sliding_window": window}
 
 
+def _every_nth_global(n_layers: int, every: int, last: bool = False) -> list[str]:
+    """AfmoeConfig's (every = global_attn_every_n_layers), Kolibri1Config's (5), Gemma4TextConfig's and BeamConfig's
+    (6, and the last layer global: `last`) layer_types when absent: layer i is global iff (i + 1) % every == 0."""
+    return ["sliding_attention" if (i + 1) % int(every) and not (last and i == n_layers - 1) else "full_attention"
+            for i in range(n_layers)]
+
+
 def _core(r: ConfigReader, *, tie_default: bool, layers: bool = True) -> dict:
     """Width, depth (layers=False: the family derives it), vocabulary and tying."""
     return {

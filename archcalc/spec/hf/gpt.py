@@ -81,6 +81,20 @@ def _gpt_neox(r: ConfigReader) -> dict:
             "residual": {"kind": "parallel", "parallel_norms": 2} if parallel else {}}
 
 
+def _gpt_neox_japanese(r: ConfigReader) -> dict:
+    """GPT-NeoX-Japanese (abeja; GPTNeoXJapaneseConfig): GPT-NeoX's fused q/k/v without biases in a sequential
+    pre-LN block, a bias-free GELU MLP of intermediate_multiple_size × D, and one bias of D after the last layer's
+    attention output (its dense_bias: o_bias_layers).  Tied embeddings by the config class's default."""
+    spec = _core(r, tie_default=True)
+    n, d = spec["n_layers"], spec["d_model"]
+    pos, limit = _position(r, rotary_fraction=float(r.get("rotary_pct", "partial_rotary_factor", default=1.0)))
+    return {**spec, "max_context": limit,
+            "attention": {"n_heads": r.get("num_attention_heads"), "o_bias_layers": [n - 1]},
+            "ffn": {"activation": _activation(r, False, "gelu"),
+                    "d_ff": int(d * r.get("intermediate_multiple_size", default=4))},
+            "norm": {"kind": "layernorm", "bias": True}, "position": pos}
+
+
 def _falcon(r: ConfigReader) -> dict:
     spec = _core(r, tie_default=True)
     d = spec["d_model"]

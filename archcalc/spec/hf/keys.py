@@ -89,6 +89,7 @@ KEYS: dict[str, Kind] = {
                     LAYER_COUNT),
     "moe_layer_end_index": Kind((int,), -1, MAX_LAYERS, "an integer (-1: the last layer)"),
     "moe_layer_interval": STEP,
+    "intermediate_multiple_size": Kind((int,), 1, 64, "an integer (the MLP's width over hidden_size)"),
     **dict.fromkeys(("decoder_sparse_step", "moe_layer_freq", "sliding_window_pattern", "no_rope_layer_interval",
                      "interleave_moe_layer_step", "full_attention_interval", "prefix_dense_sliding_window_pattern",
                      "global_attn_every_n_layers"), STEP),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from archcalc.errors import InputError
 from archcalc.spec.hf.common import (
-    _activation, _built_so, _core, _heads, _ignore_multipliers, _position, _rope_base, _rotary_fraction,
-    _state_dtype, _window,
+    _activation, _built_so, _core, _every_nth_global, _heads, _ignore_multipliers, _position, _rope_base,
+    _rotary_fraction, _state_dtype, _window,
 )
 from archcalc.spec.hf.moe import _moe, _mtp
 from archcalc.spec.hf.reader import ConfigReader
@@ -252,13 +252,6 @@ def _every_fourth_global(n_layers: int) -> list[str]:
 def _flint_types(n_layers: int) -> list[str]:
     """FlintConfig's layer_types when absent: layers 0 and 1, every i % 4 == 1 and the last global."""
     return ["full_attention" if i < 2 or i % 4 == 1 or i == n_layers - 1 else "sliding_attention"
-            for i in range(n_layers)]
-
-
-def _every_nth_global(n_layers: int, every: int, last: bool = False) -> list[str]:
-    """AfmoeConfig's (every = global_attn_every_n_layers), Kolibri1Config's (5) and Gemma4TextConfig's (6,
-    and the last layer global: `last`) layer_types when absent: layer i is global iff (i + 1) % every == 0."""
-    return ["sliding_attention" if (i + 1) % int(every) and not (last and i == n_layers - 1) else "full_attention"
             for i in range(n_layers)]
 
 

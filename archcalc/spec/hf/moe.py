@@ -7,7 +7,7 @@ from typing import Any
 
 from archcalc.errors import InputError
 from archcalc.spec.hf.common import (
-    _activation, _built_so, _core, _heads, _mlp_layer_types, _position, _window, _with_layers,
+    _activation, _built_so, _core, _every_nth_global, _heads, _mlp_layer_types, _position, _window, _with_layers,
 )
 from archcalc.spec.hf.keys import checked
 from archcalc.spec.hf.reader import ConfigReader, NO_COST_REASON, _MISSING
@@ -491,3 +491,66 @@ def _minimax_m3(r: ConfigReader) -> dict:
     return {**spec, "max_context": limit, "attention": att, "position": pos,
             "ffn": {"activation": "swiglu", "d_ff": r.get("dense_intermediate_size", default=12288),
                     "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}
+
+
+def _beam(r: ConfigReader) -> dict:
+    """Beam (Reflection AI; BeamConfig): qk-normed GQA on sliding and full layers, every head's output times
+    sigmoid(gate_proj(x) + a bias per head) (AttentionSpec.gate_bias), RoPE where rope_parameters gives the layer
+    kind one (the sliding layers; the full ones are NoPE, their queries scaled by position: no parameter, no
+    matmul); Gemma 2's sandwich norms around depth-scaled residual adds (two constants a layer); dense MLPs on
+    "dense" mlp_layer_types, elsewhere DeepSeek-V3's grouped sigmoid router (its correction bias a buffer) over
+    routed experts alone.  The router's fp32 weight is counted at --dtype."""
+    spec = _core(r, tie_default=False)
+    n = spec["n_layers"]
+    att = {**_heads(r), "qk_norm": "head", "output_gate": True, "gate_bias": True}
+    att.setdefault("head_dim", 128)
+    if r.get("attention_bias", default=False):
+        raise InputError(r.path, r.prefix + "attention_bias", "true is not modelled: a bias on q_proj beside Beam's "
+                         "separate, bias-free gate projection (Beam-1.0 has none)")
+    types = r.get("layer_types", default=_every_nth_global(n, 6, last=True))
+    if len(types) != n or set(types) - {"full_attention", "sliding_attention"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of full_attention or sliding_attention")
+    kinds = ["global" if t == "full_attention" else "local" for t in types]
+    if "local" in kinds:
+        att.update(sliding_window=r.get("sliding_window", default=512), layer_types=kinds)
+    else:
+        r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+    pos = _beam_rope(r, att, kinds)
+    mlp = r.get("mlp_layer_types", default=["dense" if i < 3 else "sparse" for i in range(n)])
+    if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n} entries of dense or sparse expected")
+    spec["final_softcap"] = r.get("final_logit_softcapping", default=30.0)
+    moe = {"n_experts": r.get("num_experts", default=256), "top_k": r.get("num_experts_per_tok", default=8),
+           "d_expert": r.get("moe_intermediate_size", default=2560)}
+    return {**spec, "max_context": r.get("max_position_embeddings", default=8192), "attention": att, "position": pos,
+            "norm": {"placement": "both"},
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
+                    "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}
+
+
+def _beam_rope(r: ConfigReader, att: dict, kinds: list[str]) -> dict:
+    """BeamConfig's rope_parameters, one entry a layer kind: a default RoPE (its base) or null, no position
+    encoding on those layers.  Absent: RoPE at base 10,000 on the sliding layers, none on the full ones."""
+    where = r.prefix + "rope_parameters"
+    rope = r.get("rope_parameters", default=None) or {"sliding_attention": {"rope_theta": 10000.0}, "full_attention": None}
+    theta = {}
+    for kind, name in (("global", "full_attention"), ("local", "sliding_attention")):
+        entry = rope.get(name)
+        if entry is None:
+            continue
+        if not isinstance(entry, dict):
+            raise InputError(r.path, f"{where}.{name}", "an object (rope_type, rope_theta) or null (no RoPE)")
+        if r.nested(entry, "rope_type", f"rope_parameters.{name}", "default") != "default":
+            raise InputError(r.path, f"{where}.{name}.rope_type", "only default RoPE is supported for Beam")
+        theta[kind] = float(r.nested(entry, "rope_theta", f"rope_parameters.{name}", 10000.0))
+    rotated = [k for k in set(kinds) if k in theta]
+    if not rotated:
+        return {"kind": "none"}
+    pos = {"kind": "rope", "theta": theta.get("global", theta.get("local"))}
+    if "local" in rotated and theta["local"] != pos["theta"]:
+        pos["local_theta"] = theta["local"]
+    if "global" in kinds and "global" not in theta:
+        att["global_rope"] = False
+    if "local" in kinds and "local" not in theta:
+        att["nope_layers"] = [i for i, k in enumerate(kinds) if k == "local"]
+    return pos
