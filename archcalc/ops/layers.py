@@ -335,7 +335,30 @@ def _linear_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) 
         return _lightning_ops(spec, wl, conv)
     if spec.linear.kind == "kda":
         return _kda_ops(spec, wl, conv)
+    if spec.linear.kind == "mlstm":
+        return _mlstm_ops(spec, wl, conv)
     return _gated_deltanet_ops(spec, wl)
+
+
+def _mlstm_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
+    """xLSTM's mLSTM on the linear layers (MLSTMSpec), as transformers' xLSTMLayer: q, k, v and the output
+    gate from x, the input and forget gates (biased; soft-capped, elementwise, in the core), the core, a
+    LayerNorm over each head's values (each head its own weight), times sigmoid(output gate), out_proj."""
+    m, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
+    H, Kd, Vd = m.n_heads, m.qk_dim, m.v_dim
+    norm = ops.norm("layers.linear.norm", wl, m.value_head_dim, "layernorm", False, count=n, tokens=wl.tokens * H,
+                    component="linear", tp="split")
+    return [
+        ops.matmul("layers.linear.in_proj", "linear", wl, D, 2 * Kd + 2 * Vd, count=n,  # q, k, v, the output gate
+                   parts=() if m.fused_projections else (Kd, Kd, Vd, Vd)),
+        ops.matmul("layers.linear.gates", "linear", wl, D, 2 * H, bias_width=2 * H, count=n,  # input and forget
+                   parts=() if m.fused_projections else (H, H)),
+        ops.matrix_lstm("layers.linear.core", wl, conv, n_heads=H, key_dim=m.key_head_dim, value_dim=m.value_head_dim,
+                        chunk=m.chunk, count=n),
+        replace(norm, params=Vd, active_params=Vd, weight_bytes=norm.weight_bytes * H, shapes=((Vd,),)),
+        _sigmoid_gate("layers.linear.gate", "linear", wl, Vd, n),
+        ops.matmul("layers.linear.out_proj", "linear", wl, Vd, D, count=n, tp="row"),
+    ]
 
 
 def _kda_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:

@@ -509,6 +509,33 @@ def kimi_delta_attention(name: str, wl: Workload, convention: FlopsConvention, *
                       act_values=wl.tokens * 4 * n_heads * d)  # read q, k, v; write out
 
 
+def matrix_lstm(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, key_dim: int, value_dim: int,
+                chunk: int, count: int = 1) -> Op:
+    """xLSTM's mLSTM (MLSTMSpec) of one linear layer over B sequences of T new tokens, H heads with a d_k × d_v
+    matrix memory C, a normaliser n and a max m each.
+
+    As transformers' xLSTMBackend runs it in inference mode: T > 1 takes the floor(T / L) whole chunks of L
+    tokens in the chunked form (per chunk and head: C's update Kᵀ V, 2L·d_k·d_v; Q Kᵀ, 2L²d_k; the queries
+    against the chunk's start state, Q C, 2L·d_k·d_v, and Q n, 2L·d_k; the gated scores times V, 2L²d_v), then
+    the T mod L tokens left, and a lone token (T = 1), by the recurrent step (per token and head: the update's
+    outer product k vᵀ, 2·d_k·d_v; q C, 2·d_k·d_v; q n, 2·d_k; all bmm's, which FlopCounterMode counts).  The
+    rectangle conventions count each chunk's whole L × L scores (what FlopCounterMode sees); the causal ones
+    its L(L + 1)/2 pairs.  Elementwise (an estimate, in no total): the gates' decay matrix and its product
+    with the scores (5 per pair), C's and n's decay and update, the division by the normaliser.  Its
+    parameters: none (the gates' projections are matmuls)."""
+    b, t = wl.batch, wl.new_tokens
+    dk, dv, c = key_dim, value_dim, chunk
+    chunks, steps = (t // c, t % c) if t > 1 else (0, 1)
+    square = c * c if convention.pairs == "rectangle" else c * (c + 1) // 2
+    per_chunk = 4 * c * dk * dv + 2 * square * (dk + dv) + 2 * c * dk
+    per_step = 4 * dk * dv + 2 * dk
+    flops = b * n_heads * (chunks * per_chunk + steps * per_step)
+    vector = b * n_heads * (chunks * (5 * c * c + 2 * dk * dv + c * (2 * dk + dv)) + steps * (3 * dk * dv + 3 * dk + dv))
+    return _linear_op(name, wl, count, heads=n_heads, kv_heads=n_heads, qk_dim=dk, v_dim=dv,
+                      state_values=n_heads * (dk * dv + dk + 1), conv_values=0, flops=flops, vector_flops=vector,
+                      act_values=wl.tokens * 2 * n_heads * (dk + dv))  # read q, k, v; write the output
+
+
 def lightning_attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, head_dim: int,
                         block: int, count: int = 1) -> Op:
     """MiniMax-01's lightning attention (arXiv:2501.08313) of one layer over B sequences of T new

@@ -434,8 +434,37 @@ class KimiDeltaSpec(_Frozen):
         return self.n_heads * self.head_dim
 
 
+class MLSTMSpec(_Ruled):
+    """A `linear` layers' mixer: xLSTM's mLSTM (Beck et al. 2024, arXiv:2405.04517; xLSTM 7B, arXiv:2503.13427),
+    as transformers' xLSTMLayer runs it: a matrix memory per head with exponential input and sigmoid forget
+    gates.  Per layer, H heads: q and k D -> Kd each, v and the output gate D -> Vd each, the input and forget
+    gates D -> H each (with a bias), a LayerNorm over each head's d_v values (one weight of Vd), Vd -> D; no
+    other bias (xLSTM's use_bias false: with it, its block's RMSNorms carry biases archcalc has no norm for).  No conv.  Its state per sequence: per head a d_k × d_v matrix C, a normaliser n of d_k and a max m
+    (H·(d_k·d_v + d_k + 1) values, fp32)."""
+
+    kind: Literal["mlstm"]
+    n_heads: Heads
+    qk_dim: Width  # Kd, all heads' query (and key) width: xLSTM 7B's D/2
+    v_dim: Width  # Vd, all heads' value width
+    chunk: Tokens = 64  # the chunk of the chunked (parallel) form: transformers' xLSTMConfig.chunk_size
+    # weight_mode "fused": q, k, v and the output gate as one tensor, the two gates as another (same parameters)
+    fused_projections: bool = False
+
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
+        _divisible("qk_dim", "n_heads", "mlstm qk_dim divisible by n_heads"),
+        _divisible("v_dim", "n_heads", "mlstm v_dim divisible by n_heads"))
+
+    @property
+    def key_head_dim(self) -> int:
+        return self.qk_dim // self.n_heads
+
+    @property
+    def value_head_dim(self) -> int:
+        return self.v_dim // self.n_heads
+
+
 # The mixer of the `linear` layers, told apart by `kind` (gated_deltanet when absent).
-LinearMixer = GatedDeltaNetSpec | ShortConvSpec | MambaSpec | Mamba2Spec | LightningSpec | KimiDeltaSpec
+LinearMixer = GatedDeltaNetSpec | ShortConvSpec | MambaSpec | Mamba2Spec | LightningSpec | KimiDeltaSpec | MLSTMSpec
 
 
 class MoESpec(_Ruled):

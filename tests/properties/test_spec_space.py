@@ -615,6 +615,8 @@ def linear_specs(draw) -> ModelSpec:
          "parallel": draw(st.booleans())},  # parallel: beside attention in every layer (Falcon-H1)
         {"kind": "lightning", "n_heads": draw(st.integers(1, 4)), "head_dim": draw(st.integers(1, 8)),
          "block": draw(st.sampled_from([1, 2, 4, 256]))},  # MiniMax-01's lightning attention
+        {"kind": "mlstm", "n_heads": 2, "qk_dim": 2 * draw(st.integers(1, 4)), "v_dim": 2 * draw(st.integers(1, 4)),
+         "chunk": draw(st.sampled_from([2, 4, 64])), "fused_projections": draw(st.booleans())},  # xLSTM
     ]))
     data = spec.model_dump(exclude_defaults=True)
     data["attention"]["layer_types"] = ["global"] * L if mixer.get("parallel") else kinds

@@ -215,6 +215,9 @@ def hf_forward(name: str, tokens: int, static: bool = False):
     # in how they should behave, only the mask differs"); the config's layer_types tells them apart.
     if name in NO_HF_CACHE:
         return flops, None
+    if hasattr(out.cache, "rnn_state"):  # xLSTMCache: each mLSTM layer's (C, n, m) in a dict, no .layers
+        return flops, [("linear", None, sum(t.numel() * t.element_size() for t in state), 0)
+                       for state in out.cache.rnn_state.values()]
     types = getattr(model.config, "layer_types", None) or [None] * len(out.cache.layers)
     cached = out.cache.layers
     if hasattr(out.cache, "linear_cache"):  # MiniMaxCache: each lightning layer's state [B, H, d, d] apart
@@ -628,9 +631,10 @@ def _state_dtype_ratio(name: str) -> float:
     """HF's bytes per recurrent-state value over archcalc's fp32 (ops.op.STATE_DTYPE).  1, except for
     MiniMax: MiniMaxLightningAttention allocates its state in the values' dtype (the model's, bf16),
     where MiniMax's released code keeps it in float32 (torch.zeros(...).to(torch.float32)) and
-    archcalc counts fp32: HF's state is exactly half."""
+    archcalc counts fp32: HF's state is exactly half.  So for xLSTM: xLSTMCache is allocated in the
+    model's dtype, where its step kernel computes in inference_state_dtype (float32, the released file's)."""
     mixers = {type(m).__name__ for m in hf_model(name).modules()}
-    return DTYPE.itemsize / 4 if "MiniMaxLightningAttention" in mixers else 1
+    return DTYPE.itemsize / 4 if mixers & {"MiniMaxLightningAttention", "xLSTMLayer"} else 1
 
 
 def _experts_run_on_every_token(name: str, tokens: int) -> int:
@@ -662,7 +666,7 @@ LINEAR = [n for n in CONFIGS if spec_of(n).linear is not None]
 LINEAR_MIXERS = {"Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "Lfm2ShortConv", "Lfm2MoeShortConv",
                  "JambaMambaMixer", "NemotronHMamba2Mixer", "MambaMixer", "Mamba2Mixer", "BambaMixer",
                  "GraniteMoeHybridMambaLayer", "FalconMambaMixer", "FalconH1Mixer", "MiniMaxLightningAttention",
-                 "KimiLinearDeltaAttention"}
+                 "KimiLinearDeltaAttention", "xLSTMLayer"}
 
 
 def _hf_components(model: torch.nn.Module) -> dict[str, int]:
@@ -729,7 +733,8 @@ def test_linear_layer_flops_over_several_chunks(name):
     that the chunk count, not only the per-chunk work, is what FlopCounterMode checks."""
     assert LINEAR == ["bamba-9b", "falcon-h1-0.5b-instruct", "falcon-mamba-7b", "granite-4.0-h-1b", "granite-4.0-h-tiny",
                       "jamba-1.5-mini", "kimi-linear-48b-a3b", "lfm2-1.2b", "lfm2-8b-a1b", "mamba-130m-hf", "mamba-codestral-7b",
-                      "minimax-m1", "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", "qwen3.5-35b-a3b"]
+                      "minimax-m1", "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", "qwen3.5-35b-a3b",
+                      "xlstm-7b"]
     tokens = 2 * 64 + 3
     flops, _ = hf_forward(name, tokens)
     assert ours(name, tokens).flops.forward + _conv_padding_flops(name) == flops
@@ -1585,3 +1590,35 @@ def test_beam_defaults_are_beam_1_501b_a23b():
     assert total == 501_267_599_808
     assert round(size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.active / 1e9) == 23
     assert spec.layer_attention.count("global") == 9 and not spec.attention.global_rope
+
+
+@pytest.mark.parametrize("weight_mode", ["single", "fused"])
+def test_xlstm_on_its_own_config(weight_mode):
+    """xLSTMConfig shrunk (chunks of 4), its weights as separate q/k/v/gate tensors or fused (weight_mode): the
+    mLSTM layer's tensors shape for shape, the parameters, a prefill of 2 chunks and 3 tokens (the chunked form,
+    then the step for the 3 left over) and a decode step through its own cache; the state, bf16 in xLSTMCache
+    (_state_dtype_ratio), fp32 here."""
+    from archcalc.training.tensors import op_tensors
+
+    config = AutoConfig.for_model("xlstm", vocab_size=100, hidden_size=128, num_hidden_layers=2, num_heads=2,
+                                  chunk_size=4, weight_mode=weight_mode)
+    data, report = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
+    assert not report.warnings
+    spec = ModelSpec.model_validate({"name": "xlstm", **data})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
+    layer = next(m for m in model.modules() if type(m).__name__ == "xLSTMLayer")
+    ops = [op for op in size(spec, Workload.forward(1), CONVENTIONS["torch"]).ops if op.name.startswith("layers.linear.")]
+    assert sorted(s for op in ops for s in op_tensors(op)) == sorted(tuple(p.shape) for p in layer.parameters())
+    assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == sum(p.numel() for p in model.parameters())
+    ids = torch.zeros(1, 11, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        with FlopCounterMode(display=False) as prefill:
+            cache = model(input_ids=ids, use_cache=True).cache
+        with FlopCounterMode(display=False) as step:
+            model(input_ids=ids[:, :1], use_cache=True, cache=cache)
+    ours_ = size(spec, Workload.forward(11), CONVENTIONS["torch"])
+    assert ours_.flops.forward == prefill.get_total_flops()
+    assert size(spec, Workload.decode(12), CONVENTIONS["torch"]).flops.forward == step.get_total_flops()
+    held = sum(t.numel() * t.element_size() for state in cache.rnn_state.values() for t in state)
+    assert held == sum(k.state_bytes for k in ours_.kv.by_kind) * DTYPE.itemsize / 4

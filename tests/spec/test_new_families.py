@@ -219,3 +219,20 @@ def test_bad_beam_configs_are_one_line(tmp_path, change, message):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**json.loads(AutoConfig.for_model("beam").to_json_string()), **change}))
     _refused_in_one_line(path, message)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"mode": "train"}, "mode: only inference is supported"),
+    ({"weight_mode": "split"}, "weight_mode: 'split'; valid: single, fused"),
+    ({"qk_dim_factor": 0.3}, "qk_dim_factor: hidden_size × qk_dim_factor = 1228.8"),
+    ({"head_dim": 256}, "head_dim: must be the value heads' width"),
+    ({"add_qk_norm": True}, "add_qk_norm: must be false"),
+    ({"use_bias": True}, "use_bias: must be false"),
+    ({"hidden_size": 2048}, "embedding_dim: differs from hidden_size (2048)"),
+    ({"add_post_blocks_norm": False}, "add_post_blocks_norm: disagrees with add_out_norm"),
+    ({"num_heads": "8"}, "num_heads: '8' is not"),
+])
+def test_bad_xlstm_configs_are_one_line(tmp_path, change, message):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_raw("xlstm-7b"), **change}))
+    _refused_in_one_line(path, message)

@@ -653,3 +653,59 @@ def _bailing_hybrid(r: ConfigReader) -> dict:
     return {**spec, "max_context": limit, "attention": att, "linear": linear, "position": pos,
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size", default=6144),
                     "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}
+
+
+XLSTM_KERNEL_KEYS = ("chunkwise_kernel", "sequence_kernel", "step_kernel", "forward_backend_name", "step_backend_name",
+                     "autocast_kernel_dtype", "inference_state_dtype", "norm_reduction_force_float32", "eps",
+                     "cell_norm_eps", "norm_eps", "return_last_states", "max_inference_chunksize",
+                     "add_forward_backend_padding", "add_embedding_dropout", "igate_bias_init_range",
+                     "force_bos_token_insert", "gate_soft_cap")
+
+
+def _xlstm(r: ConfigReader) -> dict:
+    """xLSTM (NX-AI's xLSTM 7B; xLSTMConfig): a stack of blocks, each x + mLSTM(RMSNorm(x)) then x +
+    SwiGLU(RMSNorm(x)), every layer linear (MLSTMSpec), no attention and no position encoding; the FFN
+    ffn_proj_factor × D rounded up to ffn_round_up_to_multiple_of; logits soft-capped.  The released file
+    keeps its original code's names (embedding_dim, num_blocks), which xLSTMConfig reads as well."""
+    d = r.get("hidden_size", "embedding_dim")
+    if r.has("hidden_size") and r.has("embedding_dim") and r.get("embedding_dim") != d:
+        raise InputError(r.path, r.prefix + "embedding_dim", f"differs from hidden_size ({d}): xLSTM has one width")
+    n = r.get("num_hidden_layers", "num_blocks")
+    if r.has("num_hidden_layers") and r.has("num_blocks") and r.get("num_blocks") != n:
+        raise InputError(r.path, r.prefix + "num_blocks", f"differs from num_hidden_layers ({n})")
+    heads = r.get("num_heads", default=8)
+    widths = {}
+    for key, default in (("qk_dim_factor", 0.5), ("v_dim_factor", 1.0)):
+        width = int(d * r.get(key, default=default))  # xLSTMLayer's int(); xLSTMCache rounds up to 64
+        if width <= 0 or width % 64 or width % heads:
+            raise InputError(r.path, r.prefix + key, f"hidden_size × {key} = {d * r.get(key, default=default)}: "
+                             f"transformers builds it only as a multiple of 64 and of num_heads ({heads})")
+        widths[key] = width
+    if r.has("head_dim") and r.get("head_dim") != widths["v_dim_factor"] // heads:  # the original code's key
+        raise InputError(r.path, r.prefix + "head_dim", f"must be the value heads' width, hidden_size × v_dim_factor / "
+                         f"num_heads = {widths['v_dim_factor'] // heads}: transformers derives it so")
+    if r.get("mlstm_round_up_to_multiple_of", default=64) != 64:
+        raise InputError(r.path, r.prefix + "mlstm_round_up_to_multiple_of", "must be 64: xLSTMConfig rounds so")
+    _built_so(r, "xLSTM", use_bias=False, add_qk_norm=False, add_post_norm=False)
+    final = r.get("add_out_norm", default=True)
+    if r.has("add_post_blocks_norm") and r.get("add_post_blocks_norm") != final:
+        raise InputError(r.path, r.prefix + "add_post_blocks_norm", "disagrees with add_out_norm, which transformers reads")
+    mode = r.get("weight_mode", default="single")
+    if mode not in ("single", "fused"):
+        raise InputError(r.path, r.prefix + "weight_mode", f"{mode!r}; valid: single, fused")
+    if r.get("mode", default="inference") != "inference":
+        raise InputError(r.path, r.prefix + "mode", "only inference is supported: the train modes run every token "
+                         "through the chunked form (padded, or an error when T is not whole chunks)")
+    for key in XLSTM_KERNEL_KEYS:
+        r.ignore(key, "a kernel, dtype, epsilon or initialisation choice: no parameter or FLOP (the state counted fp32)")
+    multiple = r.get("ffn_round_up_to_multiple_of", default=64)
+    d_ff = -(-d * r.get("ffn_proj_factor", default=2.667) // multiple) * multiple
+    return {"d_model": d, "n_layers": n, "vocab_size": r.get("vocab_size"),
+            "tie_embeddings": bool(r.get("tie_word_embeddings", default=False)),
+            "max_context": r.get("max_position_embeddings", default=MAX_CONTEXT),
+            "attention": {"n_heads": 1, "layer_types": ["linear"] * n},
+            "linear": {"kind": "mlstm", "n_heads": heads, "qk_dim": widths["qk_dim_factor"],
+                       "v_dim": widths["v_dim_factor"], "chunk": r.get("chunk_size", default=64),
+                       "fused_projections": mode == "fused"},
+            "ffn": {"activation": "swiglu", "d_ff": int(d_ff)}, "norm": {"final": bool(final)},
+            "position": {"kind": "none"}, "final_softcap": r.get("output_logit_soft_cap", default=30.0)}

@@ -155,6 +155,14 @@ KEYS: dict[str, Kind] = {
     "output_vocab_size": Kind((int,), 1, MAX_VOCAB, "an integer"),  # Apertus 1.5's pruned head
     "use_bidirectional_attention": Kind((bool, str), what="true, false or a mode (\"vision\", \"all\")"),
     "moe_apply_router_weight_on_input": BOOL,
+    # xLSTM (NX-AI's xLSTM 7B; its original code's names beside xLSTMConfig's)
+    "embedding_dim": WIDTH, "num_blocks": LAYERS,
+    **dict.fromkeys(("qk_dim_factor", "v_dim_factor"), FRACTION),
+    "ffn_proj_factor": Kind((int, float), 0, 64, "a number", above=True),
+    **dict.fromkeys(("ffn_round_up_to_multiple_of", "mlstm_round_up_to_multiple_of"), Kind((int,), 1, 4096, "an integer")),
+    **dict.fromkeys(("add_out_norm", "add_post_blocks_norm", "add_qk_norm", "add_post_norm"), BOOL),
+    **dict.fromkeys(("weight_mode", "mode"), STR),
+    "output_logit_soft_cap": POSITIVE,
     # LongCat-Flash
     "expert_ffn_hidden_size": FFN,
     "zero_expert_num": Kind((int,), 0, MAX_EXPERTS, "an integer"),
