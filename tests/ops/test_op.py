@@ -213,19 +213,22 @@ def test_an_op_s_tensor_shapes_hold_exactly_its_parameters(tmp_path):
 def test_a_linear_layer_s_state_is_one_matrix_per_head():
     """The recurrent state a linear op keeps is one qk_dim × v_dim matrix per head, as transformers'
     caches hold it (Gated DeltaNet [B, Hv, d_k, d_v], Mamba-2 [B, H, P, N], Mamba [B, E, N], MiniMax's
-    lightning [B, H, d, d]; its size is pinned to those caches in tests/spec/test_hf_oracle.py); a
-    layer whose only state is its conv's inputs (LFM2) keeps none, its channels as heads of 1 × 1."""
+    lightning [B, H, d, d]; xLSTM's mLSTM [B, H, d_k, d_v] beside its normaliser [B, H, d_k] and max [B, H, 1];
+    its size is pinned to those caches in tests/spec/test_hf_oracle.py); a layer whose only state is its conv's
+    inputs (LFM2) keeps none, its channels as heads of 1 × 1."""
     from archcalc.ops.layers import model_ops
     from archcalc.spec.catalog import load_model
 
     seen = set()
     for name in _every_spec():
-        for op in model_ops(load_model(name)[0], Workload()):
+        spec = load_model(name)[0]
+        for op in model_ops(spec, Workload()):
             d = op.dims
             if op.kind == "attention" and d.layer_kind == "linear":
                 assert all(type(x) is int and x >= 1 for x in (d.n_heads, d.n_kv_heads, d.qk_dim, d.v_dim)), name
+                vectors = d.qk_dim + 1 if spec.linear.kind == "mlstm" else 0  # mLSTM's n and m
                 if d.state_values:
-                    assert d.state_values == d.n_heads * d.qk_dim * d.v_dim, name
+                    assert d.state_values == d.n_heads * (d.qk_dim * d.v_dim + vectors), name
                 else:
                     assert (d.qk_dim, d.v_dim) == (1, 1), name
                 seen.add(bool(d.state_values))
