@@ -337,7 +337,33 @@ def _linear_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) 
         return _kda_ops(spec, wl, conv)
     if spec.linear.kind == "mlstm":
         return _mlstm_ops(spec, wl, conv)
+    if spec.linear.kind == "rglru":
+        return _rglru_ops(spec, wl)
     return _gated_deltanet_ops(spec, wl)
+
+
+def _rglru_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """Griffin's recurrent block on the linear layers (RGLRUSpec), as transformers' RecurrentGemmaRecurrentBlock:
+    x and y from the input (biased), the causal conv on x, the RG-LRU's two block-diagonal gates (a
+    batched matmul of H blocks, W/H -> W/H each, biased: counted as a W/H -> 2W matmul, the same FLOPs and
+    weights), the scan, GELU(y) ⊙ it, the output."""
+    m, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
+    W, H, K = m.width, m.n_heads, m.conv_kernel
+    block = W // H
+    # Block-diagonal 3-D tensors, not linear layers: fp8 and GPTQ/AWQ checkpoints keep them (checkpoints.NOT_LINEAR)
+    gates = ops.matmul("layers.linear.lru_gates", "linear", wl, block, 2 * W, bias_width=2 * W, count=n)
+    return [
+        ops.matmul("layers.linear.in_proj", "linear", wl, D, 2 * W, bias_width=2 * W, count=n, parts=(W, W)),  # x, y
+        ops.contraction("layers.linear.conv", "linear", wl, W * K, 2 * W, count=n, tp="split", params=W * K + W,
+                        shapes=((W, 1, K), (W,))),
+        replace(gates, shapes=((H, block, block),) * 2 + ((H, block),) * 2),  # input and recurrence gates
+        replace(ops.real_gated_lru("layers.linear.core", wl, width=W, conv_values=W * (K - 1), count=n),
+                shapes=((W,),)),
+        # GELU(y) ⊙ the recurrence: the gated activation's kernel of two inputs
+        ops.elementwise("layers.linear.gate", "linear", wl, W, ops.ACTIVATION_FLOPS["gelu"] + ops.GATE_PRODUCT_FLOPS,
+                        inputs=2, count=n, tp="split", fn="gelu"),
+        ops.matmul("layers.linear.out_proj", "linear", wl, W, D, bias_width=D, count=n, tp="row"),
+    ]
 
 
 def _mlstm_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:

@@ -536,6 +536,21 @@ def matrix_lstm(name: str, wl: Workload, convention: FlopsConvention, *, n_heads
                       act_values=wl.tokens * 2 * n_heads * (dk + dv))  # read q, k, v; write the output
 
 
+# The RG-LRU per channel and token, beside its gates' matmuls: the gates' sigmoids (2 × 4), the decay
+# a = exp(-8·r·softplus(Λ)) and a² (6), √(1 − a²) times the gated input (4), the update h = a·h + x (2).
+RGLRU_CHANNEL_FLOPS = 20
+
+
+def real_gated_lru(name: str, wl: Workload, *, width: int, conv_values: int, count: int = 1) -> Op:
+    """Griffin's RG-LRU scan (RGLRUSpec) of one layer over B sequences of T new tokens: a diagonal linear
+    recurrence over W channels, all elementwise (transformers' _rnn_scan loops over the tokens), RGLRU_CHANNEL_FLOPS
+    a channel and token.  Its state: one value a channel (fp32).  Its parameter: the decay Λ, one a channel."""
+    m = wl.tokens
+    return _linear_op(name, wl, count, heads=width, kv_heads=width, qk_dim=1, v_dim=1, state_values=width,
+                      conv_values=conv_values, vector_flops=RGLRU_CHANNEL_FLOPS * m * width, params=width,
+                      act_values=m * 4 * width)  # x and the two gates in, h out
+
+
 def lightning_attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, head_dim: int,
                         block: int, count: int = 1) -> Op:
     """MiniMax-01's lightning attention (arXiv:2501.08313) of one layer over B sequences of T new

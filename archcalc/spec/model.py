@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Callable, ClassVar, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from archcalc.limits import MAX_CONTEXT
 from archcalc.ops.arrays import ceil_div, floor_int, lesser
@@ -463,8 +463,36 @@ class MLSTMSpec(_Ruled):
         return self.v_dim // self.n_heads
 
 
-# The mixer of the `linear` layers, told apart by `kind` (gated_deltanet when absent).
-LinearMixer = GatedDeltaNetSpec | ShortConvSpec | MambaSpec | Mamba2Spec | LightningSpec | KimiDeltaSpec | MLSTMSpec
+class RGLRUSpec(_Ruled):
+    """A `linear` layers' mixer: Griffin's recurrent block with its Real-Gated Linear Recurrent Unit (De et al.
+    2024, arXiv:2402.19427), as transformers' RecurrentGemmaRecurrentBlock runs it.  Per layer, with W = width:
+    two D -> W projections with biases (x, and y through a GELU), a depthwise causal conv of conv_kernel taps on
+    x (with a bias), the RG-LRU (its input and recurrence gates block-diagonal, n_heads blocks of W/H × W/H
+    with biases, and a decay parameter of W), y ⊙ the recurrence, W -> D with a bias.  Its state per sequence:
+    W values (fp32) and the conv's last conv_kernel − 1 inputs."""
+
+    kind: Literal["rglru"]
+    width: Width  # W, lru_width
+    n_heads: Heads  # the gates' diagonal blocks
+    conv_kernel: int = Field(default=4, ge=1, le=64)
+
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (_divisible("width", "n_heads", "rglru width divisible by n_heads"),)
+
+
+def _mixer_kind(value: object) -> str:
+    """The `kind` that picks a linear mixer's schema: gated_deltanet when a spec leaves it out."""
+    kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+    return "gated_deltanet" if kind is None else kind
+
+
+# The mixer of the `linear` layers, told apart by `kind` (gated_deltanet when absent): a bad field names
+# the mixer it belongs to, not every schema of the union.
+LinearMixer = Annotated[
+    Annotated[GatedDeltaNetSpec, Tag("gated_deltanet")] | Annotated[ShortConvSpec, Tag("short_conv")]
+    | Annotated[MambaSpec, Tag("mamba")] | Annotated[Mamba2Spec, Tag("mamba2")]
+    | Annotated[LightningSpec, Tag("lightning")] | Annotated[KimiDeltaSpec, Tag("kda")]
+    | Annotated[MLSTMSpec, Tag("mlstm")] | Annotated[RGLRUSpec, Tag("rglru")],
+    Discriminator(_mixer_kind)]
 
 
 class MoESpec(_Ruled):

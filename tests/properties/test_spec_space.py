@@ -617,6 +617,8 @@ def linear_specs(draw) -> ModelSpec:
          "block": draw(st.sampled_from([1, 2, 4, 256]))},  # MiniMax-01's lightning attention
         {"kind": "mlstm", "n_heads": 2, "qk_dim": 2 * draw(st.integers(1, 4)), "v_dim": 2 * draw(st.integers(1, 4)),
          "chunk": draw(st.sampled_from([2, 4, 64])), "fused_projections": draw(st.booleans())},  # xLSTM
+        {"kind": "rglru", "width": 2 * draw(st.integers(1, 4)), "n_heads": 2,
+         "conv_kernel": draw(st.integers(1, 5))},  # RecurrentGemma's recurrent block
     ]))
     data = spec.model_dump(exclude_defaults=True)
     data["attention"]["layer_types"] = ["global"] * L if mixer.get("parallel") else kinds

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
-from transformers import AutoConfig, AutoModelForCausalLM, StaticCache
+from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache, StaticCache
 
 from archcalc.cost.totals import SizeResult, size
 from archcalc.errors import InputError
@@ -202,14 +202,18 @@ def hf_forward(name: str, tokens: int, static: bool = False):
     through Python reference kernels (~1 s per forward), so each model runs once per cache."""
     model = hf_model(name)
     ids = torch.zeros(1, tokens, dtype=torch.long, device="meta")
+    # RecurrentGemma returns no cache: it is handed one (and its recurrent blocks keep their state in attributes)
+    given = DynamicCache(config=model.config) if model.config.model_type == "recurrent_gemma" else None
     with torch.no_grad():
         if static:
-            out, flops = model(input_ids=ids, use_cache=True,
-                               cache=StaticCache(config=model.config, max_cache_len=tokens)), None
+            given = StaticCache(config=model.config, max_cache_len=tokens)
+            out, flops = model(input_ids=ids, use_cache=True, cache=given), None
         else:
             with FlopCounterMode(display=False) as counter:
-                out = model(input_ids=ids, use_cache=True)
+                out = model(input_ids=ids, use_cache=True, **({"cache": given} if given is not None else {}))
             flops = counter.get_total_flops()
+    if getattr(out, "cache", None) is None:
+        out.cache = given
     layers = []
     # A chunked layer is cached like a sliding one (cache_utils: "sliding and chunked are the same
     # in how they should behave, only the mask differs"); the config's layer_types tells them apart.
@@ -224,7 +228,14 @@ def hf_forward(name: str, tokens: int, static: bool = False):
         states = out.cache.linear_cache  # (its .layers has empty DynamicLayers in their places)
         cached = [states[i] if i < len(states) and isinstance(states[i], torch.Tensor) else cached[i]
                   for i in range(len(types))]
+    recurrent = iter(m for m in model.modules() if type(m).__name__ == "RecurrentGemmaRecurrentBlock")
+    cached = [next(recurrent) if t == "linear_attention" and not hasattr(layer, "keys") else layer
+              for layer, t in zip(cached, types)] if model.config.model_type == "recurrent_gemma" else cached
     for layer, layer_type in zip(cached, types):
+        if type(layer).__name__ == "RecurrentGemmaRecurrentBlock":  # its RG-LRU's state (fp32) and conv inputs
+            held = (layer.rg_lru.recurrent_states, layer.conv1d_state)
+            layers.append(("linear", None, sum(t.numel() * t.element_size() for t in held), 0))
+            continue
         if isinstance(layer, torch.Tensor):
             layers.append(("linear", None, layer.numel() * layer.element_size(), 0))
             continue
@@ -545,7 +556,11 @@ def test_kv_window_cap_equals_hf_static_cache(name):
     by_kind = {k.kind: k for k in result.kv.by_kind}
     _, layers = hf_forward(name, tokens, static=True)
     assert [kind for kind, *_ in layers] == list(spec_of(name).layer_attention)
+    state = {k.kind: k for k in result.kv.by_kind}.get("linear")
     for kind, layer_window, seq_bytes, per_token in layers:
+        if kind == "linear":  # RecurrentGemma's recurrent blocks: their state, whatever the cache
+            assert per_token == 0 and seq_bytes == state.state_bytes / state.layers
+            continue
         window = _window(name, kind)
         assert layer_window == window and (window is None or tokens > window)
         assert seq_bytes == (window or tokens) * per_token
@@ -607,7 +622,7 @@ def _linear_convs(name: str) -> list[torch.nn.Conv1d]:
              "NemotronHMamba2Mixer": "conv1d", "MambaMixer": "conv1d", "Mamba2Mixer": "conv1d",
              "BambaMixer": "conv1d", "GraniteMoeHybridMambaLayer": "conv1d",
              "FalconMambaMixer": "conv1d", "FalconH1Mixer": "conv1d",
-             "KimiLinearDeltaAttention": "conv1d"}  # each linear mixer's causal conv
+             "KimiLinearDeltaAttention": "conv1d", "RecurrentGemmaRecurrentBlock": "conv_1d"}  # each mixer's causal conv
     return [getattr(m, convs[type(m).__name__]) for m in hf_model(name).modules() if type(m).__name__ in convs]
 
 
@@ -622,9 +637,10 @@ def _conv_padding_flops(name: str) -> int:
 def _conv_state_extra(name: str) -> int:
     """HF's LinearAttentionLayer keeps the last K conv inputs per channel; the next step needs only
     K − 1 of them, which is what vLLM (conv_kernel − 1) and llama.cpp (d_conv − 1) keep and archcalc
-    counts: one column of channels values (in the model's dtype) more per layer."""
+    counts: one column of channels values (in the model's dtype) more per layer.  RecurrentGemma's block keeps
+    its own conv1d_state of K − 1 inputs: none more."""
     convs = _linear_convs(name)
-    return convs[0].weight.shape[0] * DTYPE.itemsize if convs else 0
+    return convs[0].weight.shape[0] * DTYPE.itemsize if convs and _raw(name)["model_type"] != "recurrent_gemma" else 0
 
 
 def _state_dtype_ratio(name: str) -> float:
@@ -663,7 +679,7 @@ LINEAR = [n for n in CONFIGS if spec_of(n).linear is not None]
 
 
 # transformers' linear-attention and state-space mixers: every parameter inside one is archcalc's "linear" component
-LINEAR_MIXERS = {"Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "Lfm2ShortConv", "Lfm2MoeShortConv",
+LINEAR_MIXERS = {"RecurrentGemmaRecurrentBlock", "Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "Lfm2ShortConv", "Lfm2MoeShortConv",
                  "JambaMambaMixer", "NemotronHMamba2Mixer", "MambaMixer", "Mamba2Mixer", "BambaMixer",
                  "GraniteMoeHybridMambaLayer", "FalconMambaMixer", "FalconH1Mixer", "MiniMaxLightningAttention",
                  "KimiLinearDeltaAttention", "xLSTMLayer"}
@@ -734,7 +750,7 @@ def test_linear_layer_flops_over_several_chunks(name):
     assert LINEAR == ["bamba-9b", "falcon-h1-0.5b-instruct", "falcon-mamba-7b", "granite-4.0-h-1b", "granite-4.0-h-tiny",
                       "jamba-1.5-mini", "kimi-linear-48b-a3b", "lfm2-1.2b", "lfm2-8b-a1b", "mamba-130m-hf", "mamba-codestral-7b",
                       "minimax-m1", "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", "qwen3.5-35b-a3b",
-                      "xlstm-7b"]
+                      "recurrentgemma-2b-it", "recurrentgemma-9b", "xlstm-7b"]
     tokens = 2 * 64 + 3
     flops, _ = hf_forward(name, tokens)
     assert ours(name, tokens).flops.forward + _conv_padding_flops(name) == flops
@@ -794,9 +810,13 @@ def _hf_decode_flops(name: str) -> int:
     model = hf_model(name)
     ids = torch.zeros(1, DECODE_CONTEXT, dtype=torch.long, device="meta")
     with torch.no_grad():
-        cache = model(input_ids=ids, use_cache=True).cache
+        if model.config.model_type == "recurrent_gemma":  # handed a cache (it returns none); its step's position
+            cache, at = DynamicCache(config=model.config), {"position_ids": torch.full((1, 1), DECODE_CONTEXT, device="meta")}
+            model(input_ids=ids, use_cache=True, cache=cache)
+        else:
+            cache, at = model(input_ids=ids, use_cache=True).cache, {}
         with FlopCounterMode(display=False) as counter:
-            model(input_ids=ids[:, :1], use_cache=True, cache=cache)
+            model(input_ids=ids[:, :1], use_cache=True, cache=cache, **at)
     return counter.get_total_flops()
 
 
@@ -805,8 +825,11 @@ def test_decode_step_flops_equal_flop_counter(name):
     """One decode step: the recurrent update (Mamba's selective scan, Mamba-2's SSD, Gated DeltaNet,
     LFM2's conv) reads the state, not a cache; attention models read the cache.  HF's conv keeps K
     inputs where K − 1 suffice (_conv_state_extra), so its decode conv runs over K + 1 inputs and
-    computes one output more than the step needs, 2 · channels · K FLOPs per linear layer."""
-    extra = sum(2 * c.weight.shape[0] * c.weight.shape[2] for c in _linear_convs(name))
+    computes one output more than the step needs, 2 · channels · K FLOPs per linear layer.  RecurrentGemma's
+    decode conv is elementwise (torch.sum of its K inputs times the taps), which FlopCounterMode does not
+    count: its 2 · channels · K a layer are missing from HF's count instead."""
+    sign = -1 if _raw(name)["model_type"] == "recurrent_gemma" else 1
+    extra = sign * sum(2 * c.weight.shape[0] * c.weight.shape[2] for c in _linear_convs(name))
     ours_flops = size(spec_of(name), Workload.decode(DECODE_CONTEXT + 1), CONVENTIONS["torch"]).flops.forward
     assert ours_flops == _hf_decode_flops(name) - extra - _mla_reexpanded(name)
 

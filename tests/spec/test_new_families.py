@@ -236,3 +236,29 @@ def test_bad_xlstm_configs_are_one_line(tmp_path, change, message):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**_raw("xlstm-7b"), **change}))
     _refused_in_one_line(path, message)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"_block_types": ["recurrent", "mlp"]}, "_block_types: a non-empty list of recurrent and attention"),
+    ({"head_dim": 128}, "head_dim: must be hidden_size / num_attention_heads = 256"),
+    ({"num_attention_heads": 7}, "num_attention_heads: must divide hidden_size (2560)"),
+    ({"rope_scaling": {"rope_type": "linear", "factor": 2.0}}, "RoPE scaling is not supported for RecurrentGemma"),
+    ({"lru_width": 2561}, "width (2561) must be divisible by n_heads (10)"),
+    ({"conv1d_width": 0}, "conv1d_width: 0 is not valid"),
+])
+def test_bad_recurrent_gemma_configs_are_one_line(tmp_path, change, message):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_raw("recurrentgemma-2b-it"), **change}))
+    _refused_in_one_line(path, message)
+
+
+def test_recurrent_gemma_is_its_published_2_7b_and_keeps_a_fixed_state_beside_its_window():
+    """RecurrentGemma 2B: "2.7B parameters" (arXiv:2404.07839, its Table 1: 2.68B); every third layer local MQA in a
+    2,048-token window, the others a recurrent block whose state is W fp32 values and the conv's last 3 inputs."""
+    spec, _ = load_model(str(DATA / "recurrentgemma-2b-it.json"))
+    from archcalc.api import size
+
+    result = size(str(DATA / "recurrentgemma-2b-it.json"), context=1_000_000)
+    assert round(result.params.total / 1e8) == 27
+    assert spec.layer_attention.count("local") == 8 and spec.attention.sliding_window == 2048
+    assert {k.kind: k.state_bytes for k in result.kv.by_kind}["linear"] == 18 * (2560 * 4 + 2560 * 3 * 2)

@@ -709,3 +709,43 @@ def _xlstm(r: ConfigReader) -> dict:
                        "fused_projections": mode == "fused"},
             "ffn": {"activation": "swiglu", "d_ff": int(d_ff)}, "norm": {"final": bool(final)},
             "position": {"kind": "none"}, "final_softcap": r.get("output_logit_soft_cap", default=30.0)}
+
+
+def _recurrent_gemma(r: ConfigReader) -> dict:
+    """RecurrentGemma (Griffin; RecurrentGemmaConfig): block_types repeated over the layers, "recurrent" a
+    Griffin recurrent block (RGLRUSpec) and "attention" local MQA/GQA in an attention_window_size window with RoPE
+    on half of each head; every layer then a GeGLU MLP of intermediate_size / 2 with biases; Gemma's RMSNorms, the
+    embedding scaled by √D, tied, logits soft-capped."""
+    spec = _core(r, tie_default=True)
+    n, d = spec["n_layers"], spec["d_model"]
+    heads = r.get("num_attention_heads", default=10)
+    if d % heads:
+        raise InputError(r.path, r.prefix + "num_attention_heads", f"must divide hidden_size ({d}): RecurrentGemma's "
+                         "head_dim is hidden_size / num_attention_heads")
+    if r.has("head_dim") and r.get("head_dim") != d // heads:
+        raise InputError(r.path, r.prefix + "head_dim", f"must be hidden_size / num_attention_heads = {d // heads}: "
+                         "transformers derives it so")
+    key = "_block_types" if r.has("_block_types") and not r.has("block_types") else "block_types"  # its 2024 name
+    blocks = r.get(key, default=["recurrent", "recurrent", "attention"])
+    if key == "block_types":
+        r.ignore("_block_types", "its 2024 name: block_types, which transformers reads, says the layers")
+    if not blocks or set(blocks) - {"recurrent", "attention"}:
+        raise InputError(r.path, r.prefix + key, "a non-empty list of recurrent and attention")
+    kinds = [("linear" if blocks[i % len(blocks)] == "recurrent" else "local") for i in range(n)]
+    att = {"n_heads": heads, "n_kv_heads": r.get("num_key_value_heads", default=heads), "head_dim": d // heads,
+           "bias": ["q", "k", "v", "o"] if r.get("attention_bias", default=False) else ["o"],  # o_proj: always
+           "sliding_window": r.get("attention_window_size", "sliding_window", default=2048), "layer_types": kinds}
+    for key in ("w_init_variance_scale", "final_w_init_variance_scale", "embeddings_scale_by_sqrt_dim"):
+        r.ignore(key, "initialisation, or the embedding's √D scale transformers always applies: no parameter or FLOP")
+    from archcalc.spec.hf.common import _rope_base, _rope_scaling
+
+    if _rope_scaling(r):
+        raise InputError(r.path, r.prefix + "rope_parameters", "RoPE scaling is not supported for RecurrentGemma "
+                         "(its local attention and recurrence bound no context)")
+    pos = {"kind": "rope", "theta": _rope_base(r, "full_attention"), "rotary_fraction": _rotary_fraction(r, 0.5)}
+    d_ff = r.get("intermediate_size", default=3 * d)
+    return {**spec, "max_context": MAX_CONTEXT, "attention": att, "position": pos,
+            "linear": {"kind": "rglru", "width": r.get("lru_width", default=d), "n_heads": heads,
+                       "conv_kernel": r.get("conv1d_width", default=4)},
+            "ffn": {"activation": _activation(r, True, "gelu_pytorch_tanh"), "d_ff": d_ff // 2, "bias": True},
+            "final_softcap": r.get("logits_soft_cap", default=30.0)}

@@ -163,6 +163,9 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("add_out_norm", "add_post_blocks_norm", "add_qk_norm", "add_post_norm"), BOOL),
     **dict.fromkeys(("weight_mode", "mode"), STR),
     "output_logit_soft_cap": POSITIVE,
+    # RecurrentGemma
+    "lru_width": WIDTH, "attention_window_size": TOKENS, "conv1d_width": Kind((int,), 1, 64, "an integer"),
+    "logits_soft_cap": POSITIVE, "block_types": LIST, "_block_types": LIST,
     # LongCat-Flash
     "expert_ffn_hidden_size": FFN,
     "zero_expert_num": Kind((int,), 0, MAX_EXPERTS, "an integer"),
