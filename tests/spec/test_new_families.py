@@ -262,3 +262,18 @@ def test_recurrent_gemma_is_its_published_2_7b_and_keeps_a_fixed_state_beside_it
     assert round(result.params.total / 1e8) == 27
     assert spec.layer_attention.count("local") == 8 and spec.attention.sliding_window == 2048
     assert {k.kind: k.state_bytes for k in result.kv.by_kind}["linear"] == 18 * (2560 * 4 + 2560 * 3 * 2)
+
+
+def test_gpt_neox_japanese_biases_the_last_layer_s_attention_output_only():
+    """GPTNeoXJapaneseAttention(use_bias=layer_number == num_hidden_layers - 1): the one dense_bias, on the last
+    layer, as transformers builds the released file; a pipeline stage holds it only if it holds that layer."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    raw = _raw("gpt-neox-japanese-2.7b")
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**raw))
+    biased = [i for i, layer in enumerate(model.gpt_neox_japanese.layers) if layer.attention.dense_bias is not None]
+    spec, _ = load_model(str(DATA / "gpt-neox-japanese-2.7b.json"))
+    assert spec.attention.o_bias_layers == biased == [31]
+    assert spec.cut(0, 16).attention.o_bias_layers is None and spec.cut(16, 32).attention.o_bias_layers == [15]
