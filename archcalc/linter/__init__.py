@@ -51,11 +51,20 @@ class LintResult:
         return lint_json(self.spec, self.findings, at_least(self.findings, min_severity), min_severity)
 
 
+# The rules about softmax attention's heads, logits and positions: they have nothing to judge in a model without
+# an attention layer (xLSTM, Mamba: every layer linear), whose attention.n_heads is a placeholder and whose order
+# comes from its recurrence.
+ATTENTION_RULES = ("heads.", "norm.qk", "norm.softcap", "pos.")
+
+
 def lint(spec: ModelSpec) -> list[Finding]:
     """Every finding of every rule on `spec`, the most severe first, then by rule id."""
     facts = Facts(spec)
+    attends = bool(set(spec.layer_attention) - {"linear", "none"})
     findings = []
     for r in RULES.values():
+        if not attends and r.id.startswith(ATTENTION_RULES):
+            continue
         verdict = r.check(facts)
         if verdict is not None:
             findings.append(Finding(r.id, verdict.severity, verdict.value, verdict.message, verdict.convention,

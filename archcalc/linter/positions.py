@@ -54,7 +54,7 @@ def pos_theta(f: Facts):
         return None
     context = trained_context(s)
     seen = []
-    if f.local_layers < s.n_layers and a.global_rope:
+    if a.global_rope and set(s.layer_attention) - {"local", "linear", "none"}:  # attention past the window
         seen.append(("", p.theta, context))
     if f.local_layers:
         seen.append((" of the local layers", p.local_theta or p.theta, min(a.sliding_window, context)))

@@ -560,3 +560,15 @@ def test_lint_never_imports_torch():
             "assert r.exit_code == 0, r.output; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_model_without_attention_gets_no_attention_rule():
+    """xLSTM 7B: every layer an mLSTM, attention.n_heads a placeholder of 1 (head_dim 4,096): no heads, QK-norm
+    or position finding; one global layer in its place and the head rules judge it (head_dim above 256)."""
+    from archcalc.linter import ATTENTION_RULES
+
+    spec = spec_of("xlstm-7b")
+    assert not [f for f in lint(spec) if f.rule.startswith(ATTENTION_RULES)]
+    attending = spec.model_copy(update={"attention": spec.attention.model_copy(
+        update={"layer_types": ["global", *spec.layer_attention[1:]]})})
+    assert {f.rule for f in lint(attending)} >= {"heads.dim", "pos.kind"}

@@ -47,7 +47,9 @@ def varies_for(spec: ModelSpec) -> list[str]:
     """Fields worth varying in this spec, around its own values."""
     a, D = spec.attention, spec.d_model
     out = [f"d_model={D // 2}:{2 * D}:{D // 4}", f"n_layers=1..{spec.n_layers + 3}", "vocab_size=1000,32000,50257"]
-    if a.kind == "mha":
+    if not set(spec.layer_attention) - {"linear", "none"}:  # no attention layer (xLSTM): its heads a placeholder
+        pass
+    elif a.kind == "mha":
         out.append(f"attention.n_kv_heads=1,2,{spec.n_kv_heads},{a.n_heads}")
         out.append(f"attention.n_heads={a.n_heads // 2},{a.n_heads},{a.n_heads + 3}")
     else:
