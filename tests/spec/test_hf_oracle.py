@@ -1059,6 +1059,16 @@ NO_FIXTURE = {
                        "num_experts_per_tok": 2, "moe_intermediate_size": 32, "n_group": 2, "topk_group": 1,
                        "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
                                            "sliding_attention": None}},
+    # Cohere's North (cohere_compass_text; no config.json found): Cohere 2's parallel block on sliding and full
+    # layers, RoPE on the sliding ones and none on the full; and RoPE on both, each kind its own base
+    "cohere_compass_text": {"sliding_window": 4, "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+                            "eos_token_id": 1, "bos_token_id": 2,
+                            "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 5e4},
+                                                "full_attention": None}},
+    "cohere_compass_text rotated": {"sliding_window": 4, "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+                                    "eos_token_id": 1, "bos_token_id": 2, "attention_bias": True,
+                                    "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 5e4},
+                                                        "full_attention": {"rope_type": "default", "rope_theta": 1e6}}},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
@@ -1098,9 +1108,9 @@ def _equal_hf_on_its_own_config(config, name: str, warnings: tuple[str, ...] = (
     spec = ModelSpec.model_validate({"name": name, **data})
     # and as save_pretrained writes it, every key at the config class's default left out: the same spec
     assert spec_dict_from_config({**config.to_diff_dict(), "model_type": raw["model_type"]}, "config.json")[0] == data
-    with torch.device("meta"):
+    with torch.device("meta"):  # eval: a serving forward (CohereCompass builds its cache only outside training)
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
-                                                 experts_implementation="batched_mm", dtype=DTYPE)
+                                                 experts_implementation="batched_mm", dtype=DTYPE).eval()
     ids = torch.zeros(1, SHORT, dtype=torch.long, device="meta")
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         out = model(input_ids=ids, use_cache=True)
@@ -1506,14 +1516,15 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
 
 @pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe",
                                         "afmoe dense2", "kolibri1", "flint", "glm_moe_dsa", "glm_moe_dsa shared",
-                                        "lara_mini", "beam", "beam full-rope"])
+                                        "lara_mini", "beam", "beam full-rope", "cohere_compass_text",
+                                        "cohere_compass_text rotated"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):
     """The same for families pinned on their config class: EXAONE MoE's RoPE on sliding layers only."""
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})
     data, _ = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
-                                                 experts_implementation="batched_mm", dtype=DTYPE)
+                                                 experts_implementation="batched_mm", dtype=DTYPE).eval()
     rotated = _rotated_per_token(model, monkeypatch)
     assert _our_rotated(ModelSpec.model_validate({"name": "x", **data})) == rotated > 0
 

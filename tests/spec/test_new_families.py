@@ -277,3 +277,24 @@ def test_gpt_neox_japanese_biases_the_last_layer_s_attention_output_only():
     spec, _ = load_model(str(DATA / "gpt-neox-japanese-2.7b.json"))
     assert spec.attention.o_bias_layers == biased == [31]
     assert spec.cut(0, 16).attention.o_bias_layers is None and spec.cut(16, 32).attention.o_bias_layers == [15]
+
+
+NORTH = {"model_type": "cohere_compass_text", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4,
+         "num_attention_heads": 4, "vocab_size": 100, "sliding_window": 4,
+         "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+         "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 5e4}, "full_attention": None}}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 5e4}}},
+     "rope_parameters: no entry for full_attention"),
+    ({"rope_parameters": {}}, "rope_parameters: no entry for"),
+    ({"head_dim": 32}, "head_dim: must be hidden_size / num_attention_heads = 16"),
+    ({"layer_types": ["chunked_attention"] * 4}, "layer_types: 4 entries of full_attention or sliding_attention"),
+])
+def test_bad_north_configs_are_one_line(tmp_path, change, message):
+    """Cohere's North (no released config.json found): CohereCompassTextConfig cannot build a model without a
+    rope_parameters entry per layer type, so neither does archcalc read one."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**NORTH, **change}))
+    _refused_in_one_line(path, message)

@@ -237,3 +237,35 @@ def _state_dtype(r: ConfigReader, key: str) -> str | None:
     if value is not None and value not in TORCH_DTYPES:
         raise InputError(r.path, r.prefix + key, f"{value!r}; valid: {', '.join(TORCH_DTYPES)}")
     return TORCH_DTYPES.get(value)
+
+
+def _rope_by_kind(r: ConfigReader, att: dict, kinds: list[str], default: dict, model: str) -> dict:
+    """rope_parameters keyed by layer type (BeamConfig's, CohereCompassTextConfig's): for each kind a default RoPE
+    (its base) or null, no position encoding on those layers; `default` when the config has none.  The spec's
+    position (kind none when no layer rotates), with global_rope / nope_layers set on `att`."""
+    where = r.prefix + "rope_parameters"
+    rope = r.get("rope_parameters", default=None) or default
+    theta = {}
+    for kind, name in (("global", "full_attention"), ("local", "sliding_attention")):
+        if kind in kinds and name not in rope:
+            raise InputError(r.path, where, f"no entry for {name}: give one per layer type (an object, or null for "
+                             f"no RoPE), as transformers' {model} reads them")
+        entry = rope.get(name)
+        if entry is None:
+            continue
+        if not isinstance(entry, dict):
+            raise InputError(r.path, f"{where}.{name}", "an object (rope_type, rope_theta) or null (no RoPE)")
+        if r.nested(entry, "rope_type", f"rope_parameters.{name}", "default") != "default":
+            raise InputError(r.path, f"{where}.{name}.rope_type", f"only default RoPE is supported for {model}")
+        theta[kind] = float(r.nested(entry, "rope_theta", f"rope_parameters.{name}", 10000.0))
+    rotated = [k for k in set(kinds) if k in theta]
+    if not rotated:
+        return {"kind": "none"}
+    pos = {"kind": "rope", "theta": theta.get("global", theta.get("local"))}
+    if "local" in rotated and theta["local"] != pos["theta"]:
+        pos["local_theta"] = theta["local"]
+    if "global" in kinds and "global" not in theta:
+        att["global_rope"] = False
+    if "local" in kinds and "local" not in theta:
+        att["nope_layers"] = [i for i, k in enumerate(kinds) if k == "local"]
+    return pos

@@ -349,3 +349,34 @@ def _nemotron(r: ConfigReader) -> dict:
                     "bias": bool(r.get("mlp_bias", default=False))},
             "norm": {"kind": "layernorm", "bias": True},  # LayerNorm1P: weight and bias
             "position": pos}
+
+
+def _cohere_compass(r: ConfigReader) -> dict:
+    """Cohere's North (cohere_compass_text, CohereCompassTextConfig): Cohere 2's parallel block (one bias-free
+    LayerNorm feeding attention and MLP), sliding and full layers by layer_types, RoPE or none per layer kind
+    (rope_parameters keyed by layer type; its multimodal M-RoPE sections rotate what plain RoPE does), head_dim
+    hidden_size / heads, tied."""
+    from archcalc.spec.hf.common import _rope_by_kind
+
+    spec = _core(r, tie_default=True)
+    n, d = spec["n_layers"], spec["d_model"]
+    att = _heads(r)
+    if att.pop("head_dim", d // att["n_heads"]) != d // att["n_heads"]:
+        raise InputError(r.path, r.prefix + "head_dim", f"must be hidden_size / num_attention_heads = "
+                         f"{d // att['n_heads']}: CohereCompassTextConfig sets it so")
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    types = r.get("layer_types", default=["full_attention"] * n)
+    if len(types) != n or set(types) - {"full_attention", "sliding_attention"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of full_attention or sliding_attention")
+    kinds = ["global" if t == "full_attention" else "local" for t in types]
+    if "local" in kinds:
+        att.update(sliding_window=r.get("sliding_window", default=4096), layer_types=kinds)
+    else:
+        r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+    pos = _rope_by_kind(r, att, kinds, {}, "CohereCompass")
+    for key, why in (("logit_scale", "scales the logits"), ("pooling", "the sequence classifier's pooling")):
+        r.ignore(key, why + ": no parameter, FLOP or cache byte")
+    return {**spec, "max_context": r.get("max_position_embeddings", default=8192), "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size")},
+            "norm": {"kind": "layernorm", "bias": False}, "residual": {"kind": "parallel", "parallel_norms": 1}}

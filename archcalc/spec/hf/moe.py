@@ -7,7 +7,8 @@ from typing import Any
 
 from archcalc.errors import InputError
 from archcalc.spec.hf.common import (
-    _activation, _built_so, _core, _every_nth_global, _heads, _mlp_layer_types, _position, _window, _with_layers,
+    _activation, _built_so, _core, _every_nth_global, _heads, _mlp_layer_types, _position, _rope_by_kind, _window,
+    _with_layers,
 )
 from archcalc.spec.hf.keys import checked
 from archcalc.spec.hf.reader import ConfigReader, NO_COST_REASON, _MISSING
@@ -515,7 +516,7 @@ def _beam(r: ConfigReader) -> dict:
         att.update(sliding_window=r.get("sliding_window", default=512), layer_types=kinds)
     else:
         r.ignore("sliding_window", "no layer_types entry is sliding_attention")
-    pos = _beam_rope(r, att, kinds)
+    pos = _rope_by_kind(r, att, kinds, {"sliding_attention": {"rope_theta": 10000.0}, "full_attention": None}, "Beam")
     mlp = r.get("mlp_layer_types", default=["dense" if i < 3 else "sparse" for i in range(n)])
     if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
         raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n} entries of dense or sparse expected")
@@ -526,31 +527,3 @@ def _beam(r: ConfigReader) -> dict:
             "norm": {"placement": "both"},
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
                     "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}
-
-
-def _beam_rope(r: ConfigReader, att: dict, kinds: list[str]) -> dict:
-    """BeamConfig's rope_parameters, one entry a layer kind: a default RoPE (its base) or null, no position
-    encoding on those layers.  Absent: RoPE at base 10,000 on the sliding layers, none on the full ones."""
-    where = r.prefix + "rope_parameters"
-    rope = r.get("rope_parameters", default=None) or {"sliding_attention": {"rope_theta": 10000.0}, "full_attention": None}
-    theta = {}
-    for kind, name in (("global", "full_attention"), ("local", "sliding_attention")):
-        entry = rope.get(name)
-        if entry is None:
-            continue
-        if not isinstance(entry, dict):
-            raise InputError(r.path, f"{where}.{name}", "an object (rope_type, rope_theta) or null (no RoPE)")
-        if r.nested(entry, "rope_type", f"rope_parameters.{name}", "default") != "default":
-            raise InputError(r.path, f"{where}.{name}.rope_type", "only default RoPE is supported for Beam")
-        theta[kind] = float(r.nested(entry, "rope_theta", f"rope_parameters.{name}", 10000.0))
-    rotated = [k for k in set(kinds) if k in theta]
-    if not rotated:
-        return {"kind": "none"}
-    pos = {"kind": "rope", "theta": theta.get("global", theta.get("local"))}
-    if "local" in rotated and theta["local"] != pos["theta"]:
-        pos["local_theta"] = theta["local"]
-    if "global" in kinds and "global" not in theta:
-        att["global_rope"] = False
-    if "local" in kinds and "local" not in theta:
-        att["nope_layers"] = [i for i, k in enumerate(kinds) if k == "local"]
-    return pos
