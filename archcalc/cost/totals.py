@@ -54,10 +54,10 @@ class ParamCounts:
 def param_counts(ops: list[Op]) -> ParamCounts:
     by = defaultdict(int)
     for op in ops:
-        by[op.component] += op.params * op.count
+        by[op.component] += op.params * op.weight_copies
     return ParamCounts(
         total=sum(by.values()),
-        active=sum(op.active_params * op.count for op in ops),
+        active=sum(op.active_params * op.weight_copies for op in ops),
         embedding=by["embedding"],
         by_component={c: by[c] for c in COMPONENTS if nonzero(by[c])},
         per_layer_table=sum(op.params for op in ops if op.kind == "gather" and op.component == "per_layer"),
@@ -68,7 +68,7 @@ def weight_bytes(ops: list[Op], dtype: str) -> float:
     """Bytes of all stored parameters in a `dtype` checkpoint (ops/dtypes.py stored_bytes: below 16
     bits only layer weights are quantized; embeddings, lm_head, norms, routers and biases stay at
     16 bits, as real 8/4-bit checkpoints keep them)."""
-    return sum(stored_bytes(op.params, op.bias_params, op.quantizable, dtype, op.stored_dtype) * op.count
+    return sum(stored_bytes(op.params, op.bias_params, op.quantizable, dtype, op.stored_dtype) * op.weight_copies
                for op in ops)
 
 

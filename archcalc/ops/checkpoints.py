@@ -194,7 +194,8 @@ def _layers(op: Op, layer_of: dict[str, list[int]]) -> list[int | None]:
     if not op.name.startswith("layers."):
         return [None]
     group = op.name.split(".")[1]
-    return layer_of[group] if group in layer_of else list(range(op.count))
+    layers = layer_of[group] if group in layer_of else list(range(op.count))
+    return layers[:op.weight_copies]  # layers run more than once hold their weights once (LoopSpec)
 
 
 def _block(layer: int | None) -> str:

@@ -25,7 +25,7 @@ from archcalc.spec.model import BASE_ACTIVATION, LEARNED_ACTIVATION_PARAMS, Mode
 
 def model_ops(spec: ModelSpec, wl: Workload, convention: FlopsConvention | None = None) -> list[Op]:
     conv = convention or CONVENTIONS[DEFAULT_CONVENTION]
-    return [
+    out = [
         *_embedding_ops(spec, wl),
         *_attention_ops(spec, wl, conv),
         *_ffn_ops(spec, wl),
@@ -33,6 +33,23 @@ def model_ops(spec: ModelSpec, wl: Workload, convention: FlopsConvention | None 
         *_residual_ops(spec, wl),
         *_head_ops(spec, wl),
     ]
+    return out if spec.loop is None else _looped(spec, wl, out)
+
+
+def _looped(spec: ModelSpec, wl: Workload, ops_: list[Op]) -> list[Op]:
+    """A LoopSpec's layers: every layer op runs count times and stores its weights count × stored_layers /
+    n_layers times (the layers are alike: ModelSpec._check_loop); then each pass's input sum, the weightless
+    norm ending every pass but the last (whose norm is the final one) and the learned initial state."""
+    lp, D = spec.loop, spec.d_model
+    out = [replace(op, stored=op.count * lp.stored_layers // spec.n_layers) if op.name.startswith("layers.") else op
+           for op in ops_]
+    out.append(ops.elementwise("loop.add", "residual", wl, D, 1, inputs=2, count=lp.passes))
+    if lp.passes > 1:
+        out.append(ops.norm("loop.norm", wl, D, "rmsnorm", False, weight=False, count=lp.passes - 1,
+                            component="residual"))
+    if lp.init_state:  # z_L_init, broadcast over the tokens: a copy
+        out.append(replace(ops.elementwise("loop.init", "residual", wl, D, 0, params=D), shapes=((D,),)))
+    return out
 
 
 def _norm(spec: ModelSpec, wl: Workload, name: str, width: int, **kw) -> list[Op]:

@@ -212,6 +212,14 @@ class Op:
     comm_bytes: float = 0  # bytes ONE rank sends over the interconnect (collectives), per execution
     # The parameter tensors' shapes where the dims do not say them (training/tensors.py derives the rest)
     shapes: tuple[tuple[int, ...], ...] = ()
+    # copies of the parameters the model stores, where fewer than its executions (layers run more than once
+    # with the same weights: LoopSpec); None: one a execution
+    stored: int | None = None
+
+    @property
+    def weight_copies(self) -> int:
+        """How many times the model stores this op's parameters: `count`, unless its layers share weights."""
+        return self.count if self.stored is None else self.stored
 
     def __post_init__(self):  # the labels decide sharding and grouping: a misspelt one must not pass as another
         if self.kind not in _LABELS["kind"] or self.component not in _LABELS["component"] \

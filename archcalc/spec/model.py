@@ -698,6 +698,20 @@ class PerLayerInputSpec(_Frozen):
     vocab_size: Annotated[int, Field(ge=1, le=MAX_VOCAB)]
 
 
+class LoopSpec(_Frozen):
+    """Layers a token runs through more than once with the same weights: HRM-Text's hierarchical recurrence
+    (Wang et al. 2025, arXiv:2506.21734; sapientinc/HRM-Text-1B), two stacks of layers of which the low-level
+    one runs L_cycles times and the high-level one once, H_cycles times over.  n_layers counts the layers run
+    (transformers' cache slots: one a run); `stored_layers` the layers with weights of their own, each run
+    n_layers / stored_layers times.  Every layer alike (one attention kind, dense FFN).  Each of the `passes`
+    stack passes starts from a sum of the two states (an add) and ends in a weightless RMSNorm (the last
+    pass's is the final norm); `init_state`: a learned D-vector starts the low-level state (HRM's z_L_init)."""
+
+    stored_layers: Layers
+    passes: int = Field(ge=1, le=MAX_LAYERS)
+    init_state: bool = False
+
+
 class MTPSpec(_Frozen):
     """Multi-token-prediction modules the checkpoint stores (ops/mtp.py): not part of the model
     transformers builds, so in no total; `size` reports them apart."""
@@ -739,6 +753,7 @@ class ModelSpec(_Frozen):
     vision: VisionSpec | None = None
     mtp: MTPSpec | None = None
     per_layer_input: PerLayerInputSpec | None = None
+    loop: LoopSpec | None = None  # layers run more than once with shared weights (HRM-Text)
 
     @model_validator(mode="before")
     @classmethod
@@ -844,7 +859,22 @@ class ModelSpec(_Frozen):
             raise ValueError("per_layer_input needs residual kind standard or altup")
         if r.kind == "altup" and ("none" in self.layer_attention or self.ffn.none_layers):
             raise ValueError("residual kind altup needs every layer to have a mixer and an FFN")
+        if self.loop is not None:
+            self._check_loop()
         return self
+
+    def _check_loop(self) -> None:
+        """Layers that share weights are alike: their ops are one group whose weights are stored the fewer times."""
+        lp = self.loop
+        if self.n_layers % lp.stored_layers or lp.stored_layers > self.n_layers or self.n_layers % lp.passes:
+            raise ValueError(f"loop: n_layers ({self.n_layers}) must be a multiple of loop.stored_layers "
+                             f"({lp.stored_layers}) and of loop.passes ({lp.passes})")
+        if (len(set(self.layer_attention)) > 1 or set(self.layer_attention) & {"linear", "none"} or self.ffn.moe
+                or self.ffn.none_layers or len(set(self.layer_rope)) > 1 or self.attention.grouped
+                or self.attention.o_bias_layers or self.residual.kind != "standard" or self.mtp is not None
+                or self.per_layer_input is not None or self.vision is not None):
+            raise ValueError("loop needs every layer alike (one attention kind, RoPE on all or none, a dense FFN, "
+                             "the standard residual) and no MTP, vision tower or per-layer inputs")
 
     def _check_kv_sharing(self) -> None:
         """Each shared layer needs an earlier layer of its kind to read (transformers raises otherwise)."""

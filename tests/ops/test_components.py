@@ -28,7 +28,7 @@ BY_PREFIX = {
     "layers.moe.router_scale": "router", "layers.moe.router_norm": "router", "layers.moe.shared": "ffn",
     "layers.moe.shared_gate": "ffn", "layers.residual": "residual", "hc": "residual", "layers.hc": "residual",
     "layers.mhc": "residual", "attnres": "residual", "layers.attnres": "residual", "altup": "residual",
-    "layers.altup": "residual", "layers.laurel": "residual",
+    "layers.altup": "residual", "layers.laurel": "residual", "loop": "residual",  # HRM-Text's passes
     # a multimodal checkpoint's image encoder and projector (ops/vision.py), norms included
     "vision": "vision", "projector": "vision",
     # multi-token prediction (ops/mtp.py): its own embedding copy, head and 2D -> D projection

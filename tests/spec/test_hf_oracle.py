@@ -448,8 +448,13 @@ def test_siglip_towers_of_any_shape(head):
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_decoder_layers_and_mtp(name):
-    """HF builds exactly the config's decoder layers: no MTP layer hides in its count."""
+    """HF builds exactly the config's decoder layers: no MTP layer hides in its count.  HRM-Text's layers with
+    weights of their own are its two stacks' (LoopSpec.stored_layers), each run several times."""
     model = hf_model(name)
+    if spec_of(name).loop is not None:
+        stacks = [m for m in model.modules() if type(m).__name__.endswith("Stack")]
+        assert sum(len(s.layers) for s in stacks) == spec_of(name).loop.stored_layers == 32 and len(stacks) == 2
+        return
     decoder = model.get_decoder()
     if decoder is model:  # Llama4ForCausalLM.get_decoder returns the model itself; its decoder is .model
         decoder = model.model
@@ -820,7 +825,7 @@ def _hf_decode_flops(name: str) -> int:
     return counter.get_total_flops()
 
 
-@pytest.mark.parametrize("name", [*LINEAR, "llama-3.2-1b", "gemma-3-1b"])
+@pytest.mark.parametrize("name", [*LINEAR, "llama-3.2-1b", "gemma-3-1b", "hrm-text-1b"])
 def test_decode_step_flops_equal_flop_counter(name):
     """One decode step: the recurrent update (Mamba's selective scan, Mamba-2's SSD, Gated DeltaNet,
     LFM2's conv) reads the state, not a cache; attention models read the cache.  HF's conv keeps K

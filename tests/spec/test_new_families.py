@@ -298,3 +298,45 @@ def test_bad_north_configs_are_one_line(tmp_path, change, message):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**NORTH, **change}))
     _refused_in_one_line(path, message)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"num_layers_per_stack": 16}, "num_hidden_layers: must be num_layers_per_stack × H_cycles × (L_cycles + 1) = 128"),
+    ({"num_key_value_heads": 4}, "num_key_value_heads: must equal the head count (12)"),
+    ({"H_cycles": 0}, "H_cycles: 0 is not valid"),
+    ({"L_cycles": "3"}, "L_cycles: '3' is not"),
+])
+def test_bad_hrm_text_configs_are_one_line(tmp_path, change, message):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**_raw("hrm-text-1b"), **change}))
+    _refused_in_one_line(path, message)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["train", "hrm-text-1b", "--gpu", "h100", "--gpus", "8"], "runs its layers more than once with the same weights"),
+    (["sweep", "hrm-text-1b", "--vary", "d_model=1024,1536"], "not swept"),
+    (["fit", "hrm-text-1b", "--gpu", "h100", "--engine", "vllm", "--pp", "2"], "are not split into stages"),
+])
+def test_a_loop_is_refused_where_it_is_not_modelled(args, message):
+    """HRM-Text's shared-weight stacks: training (what its truncated backward keeps), the sweep's array path and
+    pipeline stages are not modelled; each says so in one line."""
+    args = [str(DATA / "hrm-text-1b.json") if a == "hrm-text-1b" else a for a in args]
+    r = CliRunner().invoke(cli, args)
+    assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
+def test_hrm_text_stores_its_two_stacks_once_and_runs_them_eight_times():
+    """HRM-Text-1B: 32 layers stored, 128 run a token (H_cycles 2 × (L_cycles 3 + 1) passes of 16): the weights
+    (= transformers' numel, test_hf_oracle.py) are the 32's; the FLOPs, the cache (one slot a layer run: HF's 128)
+    and the weight reads of a step are the 128's."""
+    from archcalc.api import size
+    from archcalc.cost.totals import weight_bytes
+
+    spec, _ = load_model(str(DATA / "hrm-text-1b.json"))
+    result = size(str(DATA / "hrm-text-1b.json"), context=4096)
+    layer = [op for op in result.ops if op.name == "layers.attn.qkv"][0]
+    assert (spec.n_layers, spec.loop.stored_layers, layer.count, layer.weight_copies) == (128, 32, 128, 32)
+    assert result.kv.bytes_per_token == 128 * 2 * 12 * 128 * 2
+    layers = [op for op in result.ops if op.name.startswith("layers.")]
+    read = sum(op.weight_bytes * op.count for op in layers)  # every layer run reads its weights again
+    assert read == 4 * weight_bytes(layers, "bf16") > 0

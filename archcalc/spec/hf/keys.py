@@ -163,6 +163,8 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("add_out_norm", "add_post_blocks_norm", "add_qk_norm", "add_post_norm"), BOOL),
     **dict.fromkeys(("weight_mode", "mode"), STR),
     "output_logit_soft_cap": POSITIVE,
+    # HRM-Text
+    **dict.fromkeys(("H_cycles", "L_cycles"), Kind((int,), 1, 64, "an integer")), "num_layers_per_stack": LAYERS,
     # RecurrentGemma
     "lru_width": WIDTH, "attention_window_size": TOKENS, "conv1d_width": Kind((int,), 1, 64, "an integer"),
     "logits_soft_cap": POSITIVE, "block_types": LIST, "_block_types": LIST,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from archcalc.errors import InputError
 from archcalc.spec.hf.common import (
-    _activation, _built_so, _core, _every_nth_global, _heads, _ignore_multipliers, _position, _rope_base,
-    _rotary_fraction, _state_dtype, _window,
+    _activation, _built_so, _core, _every_nth_global, _heads, _ignore_multipliers, _multi_head, _position,
+    _rope_base, _rotary_fraction, _state_dtype, _window,
 )
 from archcalc.spec.hf.moe import _moe, _mtp
 from archcalc.spec.hf.reader import ConfigReader
@@ -351,3 +351,36 @@ QWEN_HYBRID = ("qwen3_next", "qwen3_5", "qwen3_5_moe")
 # Families whose attention normalises q and k per head (one RMSNorm of head_dim each).
 HEAD_QK_NORM = ("qwen3", "qwen3_moe", "gemma3", "gemma3n", "gemma4", "hunyuan_v1_dense", "hunyuan_v1_moe", "dots1", "exaone4", "exaone_moe",
                 "afmoe", "hy_v3", "kolibri1", "flint", "mellum", *QWEN_HYBRID)
+
+
+def _hrm_text(r: ConfigReader) -> dict:
+    """HRM-Text (sapientinc; HrmTextConfig): two stacks of num_layers_per_stack layers, the low-level one run
+    L_cycles times and then the high-level one, H_cycles times over (LoopSpec: H_cycles · (L_cycles + 1) passes,
+    each a stack's layers and a weightless RMSNorm); per layer MHA whose output is gated by sigmoid(gate_proj(x))
+    (output_gate; with attention_bias the gate's bias too, as q_proj's fused gate would have it), a SwiGLU MLP,
+    weightless RMSNorms.  transformers' config rewrites num_hidden_layers to the layers run (one cache slot
+    each); the released file's is the stack's."""
+    H, L = r.get("H_cycles", default=2), r.get("L_cycles", default=3)
+    passes = H * (L + 1)
+    if r.has("num_layers_per_stack"):
+        stack = r.get("num_layers_per_stack")
+        if r.get("num_hidden_layers") != stack * passes:
+            raise InputError(r.path, r.prefix + "num_hidden_layers", f"must be num_layers_per_stack × H_cycles × "
+                             f"(L_cycles + 1) = {stack * passes}: the layers run, as HrmTextConfig writes it")
+    else:  # the released file: num_hidden_layers is one stack's
+        stack = r.get("num_hidden_layers")
+    spec = {**_core(r, tie_default=False, layers=False), "n_layers": stack * passes}
+    heads = r.get("num_attention_heads")
+    att = {"n_heads": _multi_head(r, heads, "HrmText"), "head_dim": r.get("head_dim", default=128),
+           "output_gate": True}
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    for key, why in (("embedding_scale", "scales the embedding: no parameter"),
+                     ("L_bp_cycles", "which inner cycles keep gradients in training (train refuses a loop)"),
+                     ("prefix_lm", "a bidirectional prefix where token_type_ids mark one; the causal mask counted")):
+        r.ignore(key, why)
+    pos, limit = _position(r)
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
+                    "bias": bool(r.get("mlp_bias", default=False))},
+            "norm": {"weight": False}, "loop": {"stored_layers": 2 * stack, "passes": passes, "init_state": True}}
