@@ -336,6 +336,7 @@ def test_hrm_text_stores_its_two_stacks_once_and_runs_them_eight_times():
     result = size(str(DATA / "hrm-text-1b.json"), context=4096)
     layer = [op for op in result.ops if op.name == "layers.attn.qkv"][0]
     assert (spec.n_layers, spec.loop.stored_layers, layer.count, layer.weight_copies) == (128, 32, 128, 32)
+    assert result.params.active == result.params.total  # dense: every stored weight is used, once counted
     assert result.kv.bytes_per_token == 128 * 2 * 12 * 128 * 2
     layers = [op for op in result.ops if op.name.startswith("layers.")]
     read = sum(op.weight_bytes * op.count for op in layers)  # every layer run reads its weights again
