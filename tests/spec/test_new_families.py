@@ -341,3 +341,39 @@ def test_hrm_text_stores_its_two_stacks_once_and_runs_them_eight_times():
     layers = [op for op in result.ops if op.name.startswith("layers.")]
     read = sum(op.weight_bytes * op.count for op in layers)  # every layer run reads its weights again
     assert read == 4 * weight_bytes(layers, "bf16") > 0
+
+
+@pytest.mark.parametrize("model_type, rope", [
+    ("cohere_compass_text", {"sliding_attention": {"rope_type": "default", "rope_theta": 5e4},
+                             "full_attention": {"rope_type": "default", "rope_theta": 1e6}}),
+    ("cohere_compass_text", {"sliding_attention": {"rope_type": "default", "rope_theta": 5e4}, "full_attention": None}),
+    ("beam", {"sliding_attention": {"rope_type": "default", "rope_theta": 2e4}, "full_attention": None}),
+    ("beam", {"sliding_attention": None, "full_attention": {"rope_type": "default", "rope_theta": 3e5}}),
+])
+def test_rope_bases_per_layer_kind_are_the_model_s(model_type, rope):
+    """rope_parameters keyed by layer type: the base archcalc reads for each kind's layers is the one whose
+    frequencies the model's rotary embedding holds for that kind (built small, on the CPU); a kind without one
+    has none, and its layers rotate nothing in archcalc either."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from archcalc.spec.hf import spec_dict_from_config
+    from archcalc.spec.model import ModelSpec
+
+    config = AutoConfig.for_model(model_type, vocab_size=100, hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+                                  num_attention_heads=4, num_key_value_heads=2, sliding_window=4, rope_parameters=rope,
+                                  layer_types=["sliding_attention"] * 3 + ["full_attention"], eos_token_id=1,
+                                  bos_token_id=2, **({"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2,
+                                                      "moe_intermediate_size": 8, "n_group": 2, "topk_group": 1}
+                                                     if model_type == "beam" else {}))
+    spec = ModelSpec.model_validate({"name": "x", **spec_dict_from_config(json.loads(config.to_json_string()),
+                                                                           "config.json")[0]})
+    rotary = AutoModelForCausalLM.from_config(config).model.rotary_emb
+    p, d = spec.position, spec.rope_dim
+    for layer_type, kind in (("sliding_attention", "local"), ("full_attention", "global")):
+        rotates = spec.layer_rope[spec.layer_attention.index(kind)]
+        assert rotates == (rope[layer_type] is not None)
+        if rotates:
+            theta = p.local_theta if kind == "local" and p.local_theta is not None else p.theta
+            ours = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float) / d))
+            assert torch.allclose(getattr(rotary, f"{layer_type}_inv_freq"), ours)
