@@ -371,7 +371,7 @@ def sweep(model: Model, vary: list[str], *, where: list[str] = (), minimize: str
     if spec.attention.grouped:  # their ops are built group by group over the layer list, not over arrays
         raise InputError(None, "MODEL", f"{spec.name}'s attention differs in shape from layer to layer (per-kind "
                          "heads or head_dim, K/V sharing): not swept; size, fit and roofline read it")
-    if spec.loop is not None:  # the array path stores one set of weights a layer run
+    if spec.loop is not None or spec.shared_block is not None:  # the array path: one set of weights a layer run
         raise InputError(None, "MODEL", f"{spec.name} runs its layers more than once with the same weights (a loop): "
                          "not swept; size, fit and roofline read it")
     settings = Settings(context=_context(context, spec), batch=batch, dtype=dtype, kv_dtype=kv_dtype,

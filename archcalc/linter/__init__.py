@@ -60,7 +60,7 @@ ATTENTION_RULES = ("heads.", "norm.qk", "norm.softcap", "pos.")
 def lint(spec: ModelSpec) -> list[Finding]:
     """Every finding of every rule on `spec`, the most severe first, then by rule id."""
     facts = Facts(spec)
-    attends = bool(set(spec.layer_attention) - {"linear", "none"})
+    attends = bool(set(spec.layer_attention) - {"linear", "none"}) or spec.shared_block is not None
     findings = []
     for r in RULES.values():
         if not attends and r.id.startswith(ATTENTION_RULES):

@@ -784,8 +784,9 @@ class ReferenceModel(nn.Module):
             raise ValueError("the reference model has no linear-attention layer and no layer without a sublayer")
         if spec.residual.kind == "altup" or spec.residual.laurel_rank is not None:  # Gemma 3n: transformers' modules
             raise ValueError("the reference model has no AltUp streams or LAuReL branches (Gemma 3n)")
-        if spec.loop is not None:  # HRM-Text: pinned by transformers' own modules (tests/spec/test_hf_oracle.py)
-            raise ValueError("the reference model has no layers run more than once with shared weights (a loop)")
+        if spec.loop is not None or spec.shared_block is not None:  # HRM-Text, Zamba2: pinned by transformers
+            raise ValueError("the reference model has no layers run more than once with shared weights (a loop, "
+                             "a shared block)")
         if spec.attention.indexer is not None:  # DeepSeek-V3.2: pinned by transformers' own modules instead
             raise ValueError("the reference model has no DeepSeek Sparse Attention indexer")
         if spec.attention.grouped or spec.attention.v_norm or spec.per_layer_input is not None:

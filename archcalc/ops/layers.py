@@ -33,7 +33,45 @@ def model_ops(spec: ModelSpec, wl: Workload, convention: FlopsConvention | None 
         *_residual_ops(spec, wl),
         *_head_ops(spec, wl),
     ]
+    if spec.shared_block is not None:
+        out += _shared_block_ops(spec, wl, conv)
     return out if spec.loop is None else _looped(spec, wl, out)
+
+
+def _shared_block_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
+    """Zamba2's shared transformer block (SharedBlockSpec) on its n layers: the block's weights stored `blocks`
+    times (Op.stored), its adapters, K/V cache and output projection once a use.  Its attention reads the layer's
+    input beside the token embeddings (2D values: the concatenation is a copy); its output and MLP are not
+    residual: D -> D, then added to the mixer's input."""
+    sb, a, D = spec.shared_block, spec.attention, spec.d_model
+    n, E, F = len(sb.layers), 2 * D, sb.d_ff
+    H, K, d = a.n_heads, spec.n_kv_heads, spec.qk_head_dim
+    widths = (H * d, K * d, K * d)
+
+    def block(op: Op) -> Op:  # the shared weights
+        return replace(op, stored=sb.blocks)
+
+    out = [ops.elementwise("layers.shared.concat", "residual", wl, E, 0, count=n),
+           *[block(op) for op in _norm(spec, wl, "layers.shared.attn.norm", E, count=n)],
+           block(ops.matmul("layers.shared.attn.qkv", "attention", wl, E, sum(widths), count=n, tp="qkv",
+                            fused_qkv=(widths[0], widths[1] + widths[2], K), parts=widths))]
+    if sb.adapter_rank is not None and sb.attention_adapters:  # q, k, v each E -> r -> its width, per use
+        r = sb.adapter_rank
+        out += [ops.matmul("layers.shared.attn.adapter_a", "attention", wl, E, 3 * r, count=n, parts=(r,) * 3,
+                           tp="replicated"),
+                ops.matmul("layers.shared.attn.adapter_b", "attention", wl, r, sum(widths), count=n, parts=widths)]
+    if spec.position.kind == "rope":
+        out.append(_rope(wl, "layers.shared.attn.rope", (H + K) * spec.rope_dim, n))
+    out += _cores(spec, wl, conv, {"global": n}, K, d, d, 2 * K * d)
+    out += [block(ops.matmul("layers.shared.attn.o", "attention", wl, H * d, D, count=n, tp="row")),
+            *[block(op) for op in _norm(spec, wl, "layers.shared.ffn.norm", D, count=n)]]
+    mlp = [block(op) for op in _mlp(spec, wl, "layers.shared.ffn", F, n)]
+    if sb.adapter_rank is not None:  # gate_up's adapter, per use: D -> r -> 2F
+        r = sb.adapter_rank
+        mlp[1:1] = [ops.matmul("layers.shared.ffn.adapter_a", "ffn", wl, D, r, count=n, tp="replicated"),
+                    ops.matmul("layers.shared.ffn.adapter_b", "ffn", wl, r, 2 * F, count=n, parts=(F, F))]
+    return out + mlp + [ops.matmul("layers.shared.proj", "residual", wl, D, D, count=n, tp="replicated"),
+                        ops.elementwise("layers.shared.add", "residual", wl, D, 1, inputs=2, count=n)]
 
 
 def _looped(spec: ModelSpec, wl: Workload, ops_: list[Op]) -> list[Op]:

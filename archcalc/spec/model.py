@@ -712,6 +712,22 @@ class LoopSpec(_Frozen):
     init_state: bool = False
 
 
+class SharedBlockSpec(_Frozen):
+    """A transformer block whose weights several layers share (Zamba2, arXiv:2411.15242), run on each of `layers`
+    before its mixer: its input is the layer's input beside the token embeddings (2D values), through an RMSNorm
+    of 2D, attention as `attention` says it but reading 2D (q, k and v 2D -> heads; o heads -> D), an RMSNorm of
+    D, a gated MLP of d_ff (ffn.activation); then each layer's own D -> D projection, and the result is added to
+    the mixer's input.  `blocks` sets of those weights, used in turn; with an adapter_rank, each use adds LoRA
+    adapters of its own on q, k and v (2D -> r -> each) and on gate_up (D -> r -> 2·d_ff).  Each use keeps its
+    own K/V cache."""
+
+    layers: list[LayerIndex]
+    blocks: int = Field(default=1, ge=1, le=MAX_LAYERS)
+    d_ff: FFNWidth
+    adapter_rank: Width | None = None
+    attention_adapters: bool = True  # false: the adapters on gate_up only (use_shared_attention_adapter false)
+
+
 class MTPSpec(_Frozen):
     """Multi-token-prediction modules the checkpoint stores (ops/mtp.py): not part of the model
     transformers builds, so in no total; `size` reports them apart."""
@@ -754,6 +770,7 @@ class ModelSpec(_Frozen):
     mtp: MTPSpec | None = None
     per_layer_input: PerLayerInputSpec | None = None
     loop: LoopSpec | None = None  # layers run more than once with shared weights (HRM-Text)
+    shared_block: SharedBlockSpec | None = None  # a transformer block some layers share (Zamba2)
 
     @model_validator(mode="before")
     @classmethod
@@ -861,6 +878,16 @@ class ModelSpec(_Frozen):
             raise ValueError("residual kind altup needs every layer to have a mixer and an FFN")
         if self.loop is not None:
             self._check_loop()
+        sb = self.shared_block
+        if sb is not None and (not sb.layers or max(sb.layers) >= self.n_layers or len(set(sb.layers)) < len(sb.layers)
+                               or sb.blocks > len(sb.layers)):
+            raise ValueError(f"shared_block.layers: distinct layers of {self.n_layers}, at least `blocks` ({sb.blocks})")
+        if sb is not None and (set(self.layer_attention) != {"linear"} or a.kind != "mha" or a.grouped or a.bias
+                               or a.qk_norm != "none" or a.output_gate or a.sinks or self.ffn.bias
+                               or self.residual.kind != "standard" or self.loop is not None or self.ffn.moe):
+            raise ValueError("shared_block goes with every layer linear (its attention is the block's: kind mha, "
+                             "one shape, no biases, norms, gates or sinks), a dense bias-free MLP and the standard "
+                             "residual (Zamba2)")
         return self
 
     def _check_loop(self) -> None:

@@ -138,7 +138,7 @@ def plan(spec: ModelSpec, hw: HardwareProfile, o: TrainOptions) -> TrainPlan:
     if spec.residual.kind == "altup" or spec.residual.laurel_rank is not None:
         raise InputError(None, "MODEL", f"{spec.name}'s AltUp streams and LAuReL branches: what they keep for backward "
                          "is not modelled yet, so train cannot plan it (size, fit, roofline and compare can)")
-    if spec.loop is not None:
+    if spec.loop is not None or spec.shared_block is not None:
         raise InputError(None, "MODEL", f"{spec.name} runs its layers more than once with the same weights (a loop); "
                          "what it keeps for backward is not modelled yet, so train cannot plan it (size, fit, roofline "
                          "and compare can)")

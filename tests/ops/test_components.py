@@ -29,6 +29,9 @@ BY_PREFIX = {
     "layers.moe.shared_gate": "ffn", "layers.residual": "residual", "hc": "residual", "layers.hc": "residual",
     "layers.mhc": "residual", "attnres": "residual", "layers.attnres": "residual", "altup": "residual",
     "layers.altup": "residual", "layers.laurel": "residual", "loop": "residual",  # HRM-Text's passes
+    # Zamba2's shared block: its attention and MLP (adapters in them), the concatenation, D -> D and the add
+    "layers.shared": "residual", "layers.shared.attn": "attention", "layers.shared.attn.rope": "position",
+    "layers.shared.ffn": "ffn",
     # a multimodal checkpoint's image encoder and projector (ops/vision.py), norms included
     "vision": "vision", "projector": "vision",
     # multi-token prediction (ops/mtp.py): its own embedding copy, head and 2D -> D projection
@@ -56,6 +59,12 @@ def _variants() -> list[tuple[str, ModelSpec]]:
                      {"kind": "attnres", "blocks": 2}, {"kind": "altup", "streams": 4, "laurel_rank": 8}):
         spec = ModelSpec.model_validate({**base.model_dump(), "residual": residual})
         out.append((residual["kind"], spec))
+    zamba2 = {"name": "zamba2", "d_model": 64, "n_layers": 4, "vocab_size": 100, "max_context": 64,
+              "attention": {"n_heads": 4, "head_dim": 32, "layer_types": ["linear"] * 4},
+              "linear": {"kind": "mamba2", "n_heads": 4, "head_dim": 32, "d_state": 16},
+              "ffn": {"activation": "geglu", "none_layers": [0, 1, 2, 3]}, "position": {"kind": "rope"},
+              "shared_block": {"layers": [1, 3], "blocks": 2, "d_ff": 96, "adapter_rank": 8}}
+    out.append(("shared_block", ModelSpec.model_validate(zamba2)))
     return out
 
 

@@ -687,7 +687,7 @@ LINEAR = [n for n in CONFIGS if spec_of(n).linear is not None]
 LINEAR_MIXERS = {"RecurrentGemmaRecurrentBlock", "Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "Lfm2ShortConv", "Lfm2MoeShortConv",
                  "JambaMambaMixer", "NemotronHMamba2Mixer", "MambaMixer", "Mamba2Mixer", "BambaMixer",
                  "GraniteMoeHybridMambaLayer", "FalconMambaMixer", "FalconH1Mixer", "MiniMaxLightningAttention",
-                 "KimiLinearDeltaAttention", "xLSTMLayer"}
+                 "KimiLinearDeltaAttention", "xLSTMLayer", "Zamba2MambaMixer"}
 
 
 def _hf_components(model: torch.nn.Module) -> dict[str, int]:
@@ -1074,6 +1074,15 @@ NO_FIXTURE = {
                                     "eos_token_id": 1, "bos_token_id": 2, "attention_bias": True,
                                     "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 5e4},
                                                         "full_attention": {"rope_type": "default", "rope_theta": 1e6}}},
+    # Zamba2 (Zyphra/Zamba2-2.7B; no whole config.json found in transformers' format): Mamba-2 layers, a shared
+    # transformer block on the hybrid ones (2D-wide attention, gate_up adapters a use); and two blocks in turn with
+    # q/k/v adapters and RoPE
+    "zamba2": {"num_hidden_layers": 6, "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba"],
+               "n_mamba_heads": 4, "mamba_d_state": 16, "adapter_rank": 8, "chunk_size": 4},
+    "zamba2 adapters": {"num_hidden_layers": 6, "num_key_value_heads": 4, "n_mamba_heads": 4, "mamba_d_state": 16,
+                        "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba"],
+                        "adapter_rank": 8, "chunk_size": 4, "use_shared_attention_adapter": True, "num_mem_blocks": 2,
+                        "use_mem_rope": True},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
@@ -1661,3 +1670,40 @@ def test_xlstm_on_its_own_config(weight_mode):
     assert size(spec, Workload.decode(12), CONVENTIONS["torch"]).flops.forward == step.get_total_flops()
     held = sum(t.numel() * t.element_size() for state in cache.rnn_state.values() for t in state)
     assert held == sum(k.state_bytes for k in ours_.kv.by_kind) * DTYPE.itemsize / 4
+
+
+
+def test_zamba2_defaults_at_full_size():
+    """Zamba2Config's defaults (Zamba2-2.7B's layout: 54 layers, 9 hybrid, one shared block; its 8 Mamba heads the
+    class's, not the 2.7B's 80) at full size: a file without layers_block_type is read with the class's list."""
+    raw, spec, total = _at_full_size("zamba2", ("layers_block_type", "hybrid_layer_ids"))
+    assert len(spec.shared_block.layers) == 9 and spec.shared_block.layers[-1] == 51 and total > 2.4e9
+
+
+
+@pytest.mark.parametrize("variant", ["zamba2", "zamba2 adapters"])
+def test_zamba2_shared_block_against_its_modules(variant):
+    """Zamba2's shared block on its config class (shrunk): the attention (adapters in it), the Mamba-2 mixers and
+    the rest as transformers' module tree holds them; the weights of the block stored num_mem_blocks times, its
+    adapters and D -> D projections once a hybrid layer; a decode step through its own cache (the K/V of each
+    hybrid layer, the Mamba states) = FlopCounterMode's, less the conv's extra output (_conv_state_extra)."""
+    config = AutoConfig.for_model("zamba2", **{**SMALL, **NO_FIXTURE[variant]})
+    data, _ = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
+    spec = ModelSpec.model_validate({"name": "zamba2", **data})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=DTYPE).eval()
+    hf = _hf_components(model)
+    by = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.by_component
+    assert {c: by.get(c, 0) for c in hf} == hf
+    shared = [m for m in model.modules() if type(m).__name__ == "Zamba2AttentionDecoderLayer"]  # one a hybrid layer
+    assert len(shared) == len(spec.shared_block.layers)  # ... whose weights are the blocks' (tied: one Parameter)
+    assert len({id(m.self_attn.q_proj.weight) for m in shared}) == spec.shared_block.blocks == config.num_mem_blocks
+    ids = torch.zeros(1, DECODE_CONTEXT, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        cache = model(input_ids=ids, use_cache=True).cache
+        with FlopCounterMode(display=False) as step:
+            model(input_ids=ids[:, :1], use_cache=True, cache=cache)
+    convs = [m.conv1d for m in model.modules() if type(m).__name__ == "Zamba2MambaMixer"]
+    extra = sum(2 * c.weight.shape[0] * c.weight.shape[2] for c in convs)
+    ours_ = size(spec, Workload.decode(DECODE_CONTEXT + 1), CONVENTIONS["torch"]).flops.forward
+    assert ours_ == step.get_total_flops() - extra

@@ -377,3 +377,24 @@ def test_rope_bases_per_layer_kind_are_the_model_s(model_type, rope):
             theta = p.local_theta if kind == "local" and p.local_theta is not None else p.theta
             ours = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.float) / d))
             assert torch.allclose(getattr(rotary, f"{layer_type}_inv_freq"), ours)
+
+
+ZAMBA2 = {"model_type": "zamba2", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6, "num_attention_heads": 4,
+          "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba"], "n_mamba_heads": 4,
+          "mamba_d_state": 16, "adapter_rank": 8, "intermediate_size": 96}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"use_shared_attention_adapter": True, "num_key_value_heads": 2}, "num_key_value_heads: must equal"),
+    ({"layers_block_type": ["mamba", "attention"] * 3}, "layers_block_type: 6 entries of mamba"),
+    ({"num_attention_heads": 5}, "num_attention_heads: must divide 2 × hidden_size (128)"),
+    ({"attention_head_dim": 16}, "attention_head_dim: must be 32"),
+    ({"add_bias_linear": True}, "add_bias_linear: must be false"),
+    ({"ffn_hidden_size": 128}, "ffn_hidden_size: differs from intermediate_size (96)"),
+    ({"num_mem_blocks": 4}, "shared_block.layers: distinct layers of 6, at least `blocks` (4)"),
+])
+def test_bad_zamba2_configs_are_one_line(tmp_path, change, message):
+    """Zamba2 (no whole released config.json in transformers' format found; Zamba2Config's shape as the file)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**ZAMBA2, **change}))
+    _refused_in_one_line(path, message)

@@ -749,3 +749,74 @@ def _recurrent_gemma(r: ConfigReader) -> dict:
                        "conv_kernel": r.get("conv1d_width", default=4)},
             "ffn": {"activation": _activation(r, True, "gelu_pytorch_tanh"), "d_ff": d_ff // 2, "bias": True},
             "final_softcap": r.get("logits_soft_cap", default=30.0)}
+
+
+ZAMBA2_IGNORED = ("time_step_min", "time_step_max", "time_step_floor", "use_mamba_kernels", "use_mem_eff_path",
+                  "num_logits_to_keep", "initializer_range", "rms_norm_eps")
+
+
+def _zamba2(r: ConfigReader) -> dict:
+    """Zamba2 (Zyphra; Zamba2Config): every layer Mamba-2 without an FFN; on its "hybrid" layers a transformer
+    block shared by all of them (SharedBlockSpec: num_mem_blocks sets of weights used in turn) runs first on the
+    layer's input beside the token embeddings (attention over 2D values, head_dim 2D / heads), with LoRA adapters
+    of its own a use (adapter_rank: on gate_up, and on q, k and v with use_shared_attention_adapter), then a D -> D
+    projection a layer, added to the Mamba-2 input.  RoPE on the block's attention with use_mem_rope."""
+    spec = _core(r, tie_default=True)
+    n, d = spec["n_layers"], spec["d_model"]
+    types = r.get("layers_block_type", "layer_types", default=None)
+    if types is None:  # Zamba2Config's default (its 2.7B's 54 layers)
+        types = (["mamba"] + (["mamba"] * 5 + ["hybrid"]) * 7 + ["mamba"] * 4 + ["hybrid"] + ["mamba"] * 3 + ["hybrid"]
+                 + ["mamba"] * 2)
+    if len(types) != n or set(types) - {"mamba", "linear_attention", "hybrid"}:
+        raise InputError(r.path, r.prefix + "layers_block_type", f"{n} entries of mamba (linear_attention) or hybrid")
+    hybrid = [i for i, t in enumerate(types) if t == "hybrid"]
+    r.ignore("hybrid_layer_ids", "layers_block_type lists the hybrid layers")
+    _built_so(r, "Zamba2", add_bias_linear=False)
+    heads = r.get("num_attention_heads", default=32)
+    if (2 * d) % heads:
+        raise InputError(r.path, r.prefix + "num_attention_heads", f"must divide 2 × hidden_size ({2 * d}): the shared "
+                         "block's heads read the layer's input beside the embeddings")
+    for key, value in (("attention_hidden_size", 2 * d), ("attention_head_dim", 2 * d // heads)):
+        if r.has(key) and r.get(key) != value:
+            raise InputError(r.path, r.prefix + key, f"must be {value}: Zamba2Config derives it so")
+    expand, mamba_heads = r.get("mamba_expand", default=2), r.get("n_mamba_heads", default=8)
+    if (expand * d) % mamba_heads or (r.has("mamba_headdim") and r.get("mamba_headdim") != expand * d // mamba_heads):
+        raise InputError(r.path, r.prefix + "n_mamba_heads", f"mamba_expand × hidden_size ({expand * d}) split into "
+                         f"n_mamba_heads heads, mamba_headdim the quotient, as Zamba2Config derives it")
+    for key in ZAMBA2_IGNORED:
+        r.ignore(key, "initialisation, a kernel choice or an epsilon: no parameter, FLOP or state byte")
+    for key in ("kv_channels", "num_query_groups"):
+        r.ignore(key, "derived by Zamba2Config from hidden_size and the heads; read by no module")
+    long = r.get("use_long_context", default=False)
+    limit = 16384 if long else r.get("max_position_embeddings", default=4096)  # Zamba2Config's long-context limit
+    pos = {"kind": "none"}
+    if r.get("use_mem_rope", default=False):
+        from archcalc.spec.hf.common import _rope_scaling
+
+        if _rope_scaling(r):
+            raise InputError(r.path, r.prefix + "rope_parameters", "RoPE scaling is not supported for Zamba2")
+        pos = {"kind": "rope", "theta": _rope_base(r, "full_attention")}  # (use_long_context rescales it: no count)
+    else:
+        for key in ("rope_theta", "rope_parameters"):
+            r.ignore(key, "use_mem_rope is false: no layer rotates")
+    adapters = r.get("adapter_rank", default=128)
+    d_ff = r.get("intermediate_size", default=4 * d)
+    if r.has("ffn_hidden_size") and r.get("ffn_hidden_size") != d_ff:  # the released files carry both
+        raise InputError(r.path, r.prefix + "ffn_hidden_size", f"differs from intermediate_size ({d_ff}), which "
+                         "transformers reads")
+    kv_heads = r.get("num_key_value_heads", default=heads)
+    if r.get("use_shared_attention_adapter", default=False) and kv_heads != heads:
+        raise InputError(r.path, r.prefix + "num_key_value_heads", f"must equal num_attention_heads ({heads}) with "
+                         "use_shared_attention_adapter: transformers' k and v adapters are 2 × hidden_size wide")
+    return {**spec, "max_context": limit, "position": pos,
+            "attention": {"n_heads": heads, "n_kv_heads": kv_heads, "head_dim": 2 * d // heads,
+                          "layer_types": ["linear"] * n},
+            "linear": {"kind": "mamba2", "n_heads": mamba_heads, "head_dim": expand * d // mamba_heads,
+                       "d_state": r.get("mamba_d_state", default=64), "n_groups": r.get("mamba_ngroups", default=1),
+                       "conv_kernel": r.get("mamba_d_conv", default=4), "chunk": r.get("chunk_size", default=256),
+                       "conv_bias": bool(r.get("use_conv_bias", default=True))},
+            "ffn": {"activation": _activation(r, True, "gelu"), "none_layers": list(range(n))},
+            "shared_block": {"layers": hybrid, "blocks": r.get("num_mem_blocks", default=1),
+                             "d_ff": d_ff,
+                             "adapter_rank": adapters,
+                             "attention_adapters": bool(r.get("use_shared_attention_adapter", default=False))}}

@@ -163,6 +163,10 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("add_out_norm", "add_post_blocks_norm", "add_qk_norm", "add_post_norm"), BOOL),
     **dict.fromkeys(("weight_mode", "mode"), STR),
     "output_logit_soft_cap": POSITIVE,
+    # Zamba2
+    **dict.fromkeys(("adapter_rank", "attention_hidden_size", "attention_head_dim", "mamba_headdim"), WIDTH),
+    **dict.fromkeys(("mamba_ngroups", "n_mamba_heads"), HEADS), "num_mem_blocks": LAYERS,
+    **dict.fromkeys(("use_shared_attention_adapter", "use_mem_rope", "use_long_context", "add_bias_linear"), BOOL),
     # HRM-Text
     **dict.fromkeys(("H_cycles", "L_cycles"), Kind((int,), 1, 64, "an integer")), "num_layers_per_stack": LAYERS,
     # RecurrentGemma
