@@ -1516,7 +1516,7 @@ def _our_rotated(spec: ModelSpec) -> int:
     from archcalc.ops.layers import model_ops
 
     return sum(op.dims.width * op.count for op in model_ops(spec, Workload.forward(5))
-               if op.name.startswith("layers.attn.rope"))  # grouped attention: one per group
+               if op.name.startswith(("layers.attn.rope", "layers.shared.attn.rope")))  # grouped: one a group
 
 
 @pytest.mark.parametrize("name", ROPE_CHECKED)
@@ -1531,7 +1531,7 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
 @pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe",
                                         "afmoe dense2", "kolibri1", "flint", "glm_moe_dsa", "glm_moe_dsa shared",
                                         "lara_mini", "beam", "beam full-rope", "cohere_compass_text",
-                                        "cohere_compass_text rotated"])
+                                        "cohere_compass_text rotated", "zamba2 adapters"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):
     """The same for families pinned on their config class: EXAONE MoE's RoPE on sliding layers only."""
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})
