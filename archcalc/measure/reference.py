@@ -787,6 +787,9 @@ class ReferenceModel(nn.Module):
         if spec.loop is not None or spec.shared_block is not None:  # HRM-Text, Zamba2: pinned by transformers
             raise ValueError("the reference model has no layers run more than once with shared weights (a loop, "
                              "a shared block)")
+        if spec.head_transform is not None or not spec.norm.first_layer:  # ModernBERT: transformers' modules pin it
+            raise ValueError("the reference model has no prediction head before the unembedding and no layer 0 "
+                             "without its norm (ModernBERT's decoder)")
         if spec.attention.indexer is not None:  # DeepSeek-V3.2: pinned by transformers' own modules instead
             raise ValueError("the reference model has no DeepSeek Sparse Attention indexer")
         if spec.attention.grouped or spec.attention.v_norm or spec.per_layer_input is not None:

@@ -112,7 +112,9 @@ def _sublayer_norms(spec: ModelSpec, wl: Workload, prefix: str, where: str) -> l
     if placement not in wanted:
         return []
     name = f"{prefix}.norm" if where == "before" else f"{prefix}.post_norm"
-    return _norm(spec, wl, name, spec.d_model, count=L)
+    if prefix == "layers.attn" and where == "before" and not spec.norm.first_layer:
+        L -= 1  # ModernBERT: layer 0's mixer reads the embedding's norm
+    return _norm(spec, wl, name, spec.d_model, count=L) if nonzero(L) else []
 
 
 # ---- embedding -------------------------------------------------------------------
@@ -823,6 +825,13 @@ def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     if spec.embedding_dim is not None:  # OPT-350m's project_out: D -> E, no bias, at every position (the
         # decoder's last step in transformers' and vLLM's OPTDecoder, before the logit rows are picked)
         out.append(ops.matmul("lm_head.project_out", "projection", wl, D, E, tp="replicated"))
+    if spec.head_transform is not None:  # ModernBERT's prediction head, on the logit positions only
+        t, m = spec.head_transform, wl.logit_tokens
+        out += [ops.matmul("lm_head.transform", "lm_head", wl, D, D, bias_width=D if t.bias else 0, tokens=m,
+                           tp="replicated"),
+                ops.elementwise("lm_head.transform.act", "lm_head", wl, D, ops.ACTIVATION_FLOPS[t.activation], tokens=m,
+                                fn=t.activation),
+                *_norm(spec, wl, "lm_head.transform.norm", D, tokens=m)]
     head = ops.matmul("lm_head", "lm_head", wl, E, V, bias_width=V if spec.lm_head_bias else 0,
                       tokens=wl.logit_tokens, quantizable=False)
     if spec.tie_embeddings:  # the embedding's weight, counted there; still read here (a bias is the head's own)

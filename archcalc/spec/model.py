@@ -567,6 +567,7 @@ class NormSpec(_Frozen):
     final: bool = True  # a norm before the unembedding
     embedding: bool = False  # a norm right after the embedding (BLOOM's word_embeddings_layernorm)
     weight: bool = True  # false: no learned scale (OLMo 1's non-parametric LayerNorm)
+    first_layer: bool = True  # false: layer 0 has no norm before its mixer, the embedding's serves (ModernBERT)
 
     @model_validator(mode="after")
     def _check(self) -> NormSpec:
@@ -576,6 +577,9 @@ class NormSpec(_Frozen):
             raise ValueError("embedding and weight describe a norm; kind none has none")
         if self.bias and not self.weight:
             raise ValueError("a norm bias needs the weight (weight: false is a norm without either)")
+        if not self.first_layer and not (self.embedding and self.placement == "pre"):
+            raise ValueError("first_layer false (no norm before layer 0's mixer) needs the embedding's norm "
+                             "(embedding: true) and placement pre")
         return self
 
 
@@ -728,6 +732,14 @@ class SharedBlockSpec(_Frozen):
     attention_adapters: bool = True  # false: the adapters on gate_up only (use_shared_attention_adapter false)
 
 
+class HeadTransformSpec(_Frozen):
+    """BERT's prediction head before the unembedding (ModernBERT's decoder): a D -> D dense layer (with a bias
+    where `bias`), an activation and a norm of norm.kind, on the positions whose logits are computed."""
+
+    activation: Literal["relu", "gelu", "silu"] = "gelu"
+    bias: bool = False
+
+
 class MTPSpec(_Frozen):
     """Multi-token-prediction modules the checkpoint stores (ops/mtp.py): not part of the model
     transformers builds, so in no total; `size` reports them apart."""
@@ -771,6 +783,7 @@ class ModelSpec(_Frozen):
     per_layer_input: PerLayerInputSpec | None = None
     loop: LoopSpec | None = None  # layers run more than once with shared weights (HRM-Text)
     shared_block: SharedBlockSpec | None = None  # a transformer block some layers share (Zamba2)
+    head_transform: HeadTransformSpec | None = None  # dense, activation, norm before the unembedding (ModernBERT)
 
     @model_validator(mode="before")
     @classmethod
@@ -1102,6 +1115,8 @@ class ModelSpec(_Frozen):
         att, f = data["attention"], data.setdefault("ffn", {})
         att["layer_types"] = kinds
         att.pop("nope_layers", None)
+        if first > 0 and not self.norm.first_layer:  # only layer 0 goes without its norm
+            data["norm"]["first_layer"] = True
         if self.attention.o_bias_layers:
             att["o_bias_layers"] = [i - first for i in self.attention.o_bias_layers if first <= i < last] or None
         if self.position.kind == "rope":  # every layer that would rotate by its kind but does not

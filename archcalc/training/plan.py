@@ -138,6 +138,10 @@ def plan(spec: ModelSpec, hw: HardwareProfile, o: TrainOptions) -> TrainPlan:
     if spec.residual.kind == "altup" or spec.residual.laurel_rank is not None:
         raise InputError(None, "MODEL", f"{spec.name}'s AltUp streams and LAuReL branches: what they keep for backward "
                          "is not modelled yet, so train cannot plan it (size, fit, roofline and compare can)")
+    if spec.head_transform is not None:
+        raise InputError(None, "MODEL", f"{spec.name}'s prediction head before the unembedding (ModernBERT): what it "
+                         "keeps for backward is not modelled yet, so train cannot plan it (size, fit, roofline and "
+                         "compare can)")
     if spec.loop is not None or spec.shared_block is not None:
         raise InputError(None, "MODEL", f"{spec.name} runs its layers more than once with the same weights (a loop); "
                          "what it keeps for backward is not modelled yet, so train cannot plan it (size, fit, roofline "

@@ -1074,6 +1074,15 @@ NO_FIXTURE = {
                                     "eos_token_id": 1, "bos_token_id": 2, "attention_bias": True,
                                     "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 5e4},
                                                         "full_attention": {"rope_type": "default", "rope_theta": 1e6}}},
+    # ModernBERT's decoder (JHU's Ettin decoders; no config.json found): every third layer global, a window of
+    # local_attention / 2 on the others, no norm before layer 0's attention, BERT's prediction head; and with every
+    # bias ModernBertDecoderConfig can switch on, a SiLU head, no decoder bias
+    "modernbert-decoder": {"num_hidden_layers": 5, "local_attention": 8, "num_key_value_heads": 4, "pad_token_id": 0,
+                           "eos_token_id": 1, "bos_token_id": 2, "cls_token_id": 2, "sep_token_id": 1},
+    "modernbert-decoder biased": {"local_attention": 8, "num_key_value_heads": 4, "norm_bias": True,
+                                  "attention_bias": True, "mlp_bias": True, "classifier_bias": True,
+                                  "decoder_bias": False, "classifier_activation": "silu", "pad_token_id": 0,
+                                  "eos_token_id": 1, "bos_token_id": 2, "cls_token_id": 2, "sep_token_id": 1},
     # Zamba2 (Zyphra/Zamba2-2.7B; no whole config.json found in transformers' format): Mamba-2 layers, a shared
     # transformer block on the hybrid ones (2D-wide attention, gate_up adapters a use); and two blocks in turn with
     # q/k/v adapters and RoPE
@@ -1531,7 +1540,7 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
 @pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe",
                                         "afmoe dense2", "kolibri1", "flint", "glm_moe_dsa", "glm_moe_dsa shared",
                                         "lara_mini", "beam", "beam full-rope", "cohere_compass_text",
-                                        "cohere_compass_text rotated", "zamba2 adapters"])
+                                        "cohere_compass_text rotated", "zamba2 adapters", "modernbert-decoder"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):
     """The same for families pinned on their config class: EXAONE MoE's RoPE on sliding layers only."""
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, **NO_FIXTURE[model_type]})
@@ -1707,3 +1716,13 @@ def test_zamba2_shared_block_against_its_modules(variant):
     extra = sum(2 * c.weight.shape[0] * c.weight.shape[2] for c in convs)
     ours_ = size(spec, Workload.decode(DECODE_CONTEXT + 1), CONVENTIONS["torch"]).flops.forward
     assert ours_ == step.get_total_flops() - extra
+
+
+
+def test_modernbert_decoder_defaults_at_full_size():
+    """ModernBertDecoderConfig's defaults (ModernBERT-base's shapes: 22 layers × 768) at full size: 149,655,232, the
+    size JHU's Ettin decoder named 150m has by its name (its file not found); a file without layer_types or
+    rope_parameters is read with the class's rules (every third layer global; bases 160,000 and 10,000)."""
+    raw, spec, total = _at_full_size("modernbert-decoder", ("layer_types", "rope_parameters", "sliding_window"))
+    assert total == 149_655_232
+    assert spec.layer_attention.count("global") == 8 and (spec.position.theta, spec.position.local_theta) == (16e4, 1e4)

@@ -21,6 +21,15 @@ def _raw(name: str) -> dict:
     return json.loads((DATA / f"{name}.json").read_text())
 
 
+def _write(raw: dict) -> Path:
+    """A config.json of `raw` in a fresh temporary folder."""
+    import tempfile
+
+    path = Path(tempfile.mkdtemp()) / "config.json"
+    path.write_text(json.dumps(raw))
+    return path
+
+
 def _refused_in_one_line(path: Path, message: str) -> None:
     """`archcalc size` of the file: exit status 2 and one line naming the field, no traceback."""
     r = CliRunner().invoke(cli, ["size", str(path)])
@@ -398,3 +407,38 @@ def test_bad_zamba2_configs_are_one_line(tmp_path, change, message):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**ZAMBA2, **change}))
     _refused_in_one_line(path, message)
+
+
+MODERNBERT = {"model_type": "modernbert-decoder", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 96,
+              "num_hidden_layers": 4, "num_attention_heads": 4, "local_attention": 8, "pad_token_id": 0}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"sliding_window": 8}, "sliding_window: must be local_attention / 2 = 4"),
+    ({"layer_types": ["full_attention"] * 3}, "layer_types: 4 entries of full_attention or sliding_attention"),
+    ({"rope_parameters": {"full_attention": {"rope_type": "yarn", "factor": 2.0}}},
+     "rope_parameters.full_attention.rope_type: only default RoPE"),
+    ({"classifier_activation": "tanh"}, "activation 'tanh' is not known"),
+    ({"global_rope_theta": "1e5"}, "global_rope_theta: '1e5' is not"),
+])
+def test_bad_modernbert_decoder_configs_are_one_line(tmp_path, change, message):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**MODERNBERT, **change}))
+    _refused_in_one_line(path, message)
+
+
+def test_modernbert_decoder_s_prediction_head_is_not_trained():
+    r = CliRunner().invoke(cli, ["train", str(_write(MODERNBERT)), "--gpu", "h100", "--gpus", "8"])
+    assert r.exit_code == 2 and "prediction head before the unembedding" in r.output and "Traceback" not in r.output
+
+
+def test_modernbert_decoder_s_missing_first_norm_stays_with_layer_0():
+    """ModernBertDecoderLayer(0) has no norm before its attention (nn.Identity; the embedding's LayerNorm serves):
+    a pipeline stage from layer 2 on has one before each of its layers."""
+    from archcalc.ops.layers import model_ops
+    from archcalc.ops.workload import Workload
+
+    spec, _ = load_model(str(_write(MODERNBERT)))
+    norms = {s: next(op.count for op in model_ops(c, Workload()) if op.name == "layers.attn.norm")
+             for s, c in (("whole", spec), ("tail", spec.cut(2, 4)))}
+    assert norms == {"whole": 3, "tail": 2}

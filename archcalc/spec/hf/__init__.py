@@ -19,7 +19,7 @@ from typing import Callable
 from archcalc.errors import InputError
 from archcalc.files import read_json
 from archcalc.spec.hf.gpt import (
-    _bloom, _cohere_compass, _ctrl, _dbrx, _fairseq_decoder, _falcon, _gpt2, _gpt_bigcode, _gpt_neo, _gpt_neox, _gpt_neox_japanese, _mpt, _nemotron,
+    _bloom, _cohere_compass, _ctrl, _dbrx, _modernbert_decoder, _fairseq_decoder, _falcon, _gpt2, _gpt_bigcode, _gpt_neo, _gpt_neox, _gpt_neox_japanese, _mpt, _nemotron,
     _openai_gpt, _opt, _parallel_gptj, _persimmon, _phi, _starcoder2,
 )
 from archcalc.spec.hf.hybrid import (
@@ -116,6 +116,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "persimmon": _persimmon, "dbrx": _dbrx, "ctrl": _ctrl, "minicpm3": _mla_dense, "youtu": _mla_dense,
     "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "longcat_flash": _longcat_flash, "laguna": _laguna, "minimax_m3_vl_text": _minimax_m3, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, "lfm3": _lfm3, "bailing_hybrid": _bailing_hybrid,
     "cohere_compass_text": _cohere_compass, "hrm_text": _hrm_text, "zamba2": _zamba2,
+    "modernbert-decoder": _modernbert_decoder,
     "beam": _beam, "xlstm": _xlstm, "recurrent_gemma": _recurrent_gemma,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer

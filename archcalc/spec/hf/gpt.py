@@ -380,3 +380,54 @@ def _cohere_compass(r: ConfigReader) -> dict:
     return {**spec, "max_context": r.get("max_position_embeddings", default=8192), "attention": att, "position": pos,
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size")},
             "norm": {"kind": "layernorm", "bias": False}, "residual": {"kind": "parallel", "parallel_norms": 1}}
+
+
+MODERNBERT_THETAS = {"full_attention": ("global_rope_theta", 160_000.0), "sliding_attention": ("local_rope_theta", 10_000.0)}
+
+
+def _modernbert_decoder(r: ConfigReader) -> dict:
+    """ModernBERT's decoder (modernbert-decoder, JHU's Ettin decoders; ModernBertDecoderConfig): LayerNorms (biased
+    with norm_bias) after the embedding and before each sublayer but layer 0's attention, MHA with every
+    global_attn_every_n_layers-th layer global and the others in a window of local_attention / 2, RoPE on all of
+    them with a base per kind, a GeGLU MLP, BERT's prediction head (dense, activation, norm) before a tied
+    unembedding with a bias."""
+    spec = _core(r, tie_default=True)
+    n, d = spec["n_layers"], spec["d_model"]
+    heads = r.get("num_attention_heads", default=12)
+    every = r.get("global_attn_every_n_layers", default=3)
+    types = r.get("layer_types", default=["full_attention" if i % every == 0 else "sliding_attention" for i in range(n)])
+    if r.has("layer_types"):
+        r.ignore("global_attn_every_n_layers", "layer_types lists the layers")
+    if len(types) != n or set(types) - {"full_attention", "sliding_attention"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of full_attention or sliding_attention")
+    kinds = ["global" if t == "full_attention" else "local" for t in types]
+    window = r.get("local_attention", default=128) // 2  # "only half of it", as ModernBertDecoderConfig says
+    if r.has("sliding_window") and r.get("sliding_window") != window:
+        raise InputError(r.path, r.prefix + "sliding_window", f"must be local_attention / 2 = {window}: "
+                         "ModernBertDecoderConfig derives it so")
+    bias = ["q", "k", "v", "o"] if r.get("attention_bias", default=False) else []
+    att = {"n_heads": _multi_head(r, heads, "ModernBertDecoder"), "bias": bias,
+           **({"sliding_window": window, "layer_types": kinds} if "local" in kinds else {})}
+    rope = r.get("rope_parameters", default=None) or {}
+    theta = {}
+    for name, (legacy, default) in MODERNBERT_THETAS.items():
+        entry = rope.get(name) or {}
+        if r.nested(entry, "rope_type", f"rope_parameters.{name}", "default") != "default":
+            raise InputError(r.path, r.prefix + f"rope_parameters.{name}.rope_type", "only default RoPE is supported "
+                             "for ModernBERT's decoder")
+        theta[name] = float(r.nested(entry, "rope_theta", f"rope_parameters.{name}", None)
+                            or r.get(legacy, default=default))
+    pos = {"kind": "rope", "theta": theta["full_attention"]}
+    if "local" in kinds and theta["sliding_attention"] != theta["full_attention"]:
+        pos["local_theta"] = theta["sliding_attention"]
+    act = _activation(r, False, "gelu", ("classifier_activation",))
+    for key in ("classifier_dropout", "cls_token_id", "sep_token_id", "initializer_cutoff_factor",
+                "norm_eps", "embedding_dropout", "mlp_dropout"):
+        r.ignore(key, "a classifier's dropout, a token id, an initialisation or a dropout: no parameter or FLOP of the LM")
+    norm_bias = bool(r.get("norm_bias", default=False))
+    return {**spec, "max_context": r.get("max_position_embeddings", default=8192), "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "gelu"), "d_ff": r.get("intermediate_size"),
+                    "bias": bool(r.get("mlp_bias", default=False))},
+            "norm": {"kind": "layernorm", "bias": norm_bias, "embedding": True, "first_layer": False},
+            "lm_head_bias": bool(r.get("decoder_bias", default=True)),
+            "head_transform": {"activation": act, "bias": bool(r.get("classifier_bias", default=False))}}

@@ -167,6 +167,9 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("adapter_rank", "attention_hidden_size", "attention_head_dim", "mamba_headdim"), WIDTH),
     **dict.fromkeys(("mamba_ngroups", "n_mamba_heads"), HEADS), "num_mem_blocks": LAYERS,
     **dict.fromkeys(("use_shared_attention_adapter", "use_mem_rope", "use_long_context", "add_bias_linear"), BOOL),
+    # ModernBERT's decoder
+    "local_attention": TOKENS, **dict.fromkeys(("global_rope_theta", "local_rope_theta"), POSITIVE),
+    **dict.fromkeys(("norm_bias", "decoder_bias", "classifier_bias"), BOOL), "classifier_activation": STR,
     # HRM-Text
     **dict.fromkeys(("H_cycles", "L_cycles"), Kind((int,), 1, 64, "an integer")), "num_layers_per_stack": LAYERS,
     # RecurrentGemma
