@@ -790,15 +790,10 @@ def test_minimax_on_its_own_config():
                                                  experts_implementation="batched_mm", dtype=DTYPE)
     hf_total = sum(p.numel() for p in model.parameters())
     assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == hf_total
-    ids = torch.zeros(1, 11, dtype=torch.long, device="meta")
-    with torch.no_grad():
-        with FlopCounterMode(display=False) as prefill:
-            cache = model(input_ids=ids, use_cache=True).cache
-        with FlopCounterMode(display=False) as step:
-            model(input_ids=ids[:, :1], use_cache=True, cache=cache)
+    prefill, step, cache = _prefill_then_step(model, 11)
     ours_ = size(spec, Workload.forward(11), CONVENTIONS["torch"])
-    assert ours_.flops.forward == prefill.get_total_flops()
-    assert size(spec, Workload.decode(12), CONVENTIONS["torch"]).flops.forward == step.get_total_flops()
+    assert ours_.flops.forward == prefill
+    assert size(spec, Workload.decode(12), CONVENTIONS["torch"]).flops.forward == step
     states = [s for s in cache.linear_cache if isinstance(s, torch.Tensor)]
     assert len(states) == 2 and sum(s.numel() * s.element_size() for s in states) == (
         {k.kind: k for k in ours_.kv.by_kind}["linear"].state_bytes * DTYPE.itemsize / 4)
@@ -809,20 +804,26 @@ def test_minimax_on_its_own_config():
 DECODE_CONTEXT = 5  # tokens cached before the decode step
 
 
-def _hf_decode_flops(name: str) -> int:
-    """FlopCounterMode's FLOPs of one decoded token after a prefill of DECODE_CONTEXT tokens, through
-    the cache HF's own prefill returned (its keyword: `cache`)."""
-    model = hf_model(name)
-    ids = torch.zeros(1, DECODE_CONTEXT, dtype=torch.long, device="meta")
+def _prefill_then_step(model: torch.nn.Module, tokens: int) -> tuple[int, int, object]:
+    """FlopCounterMode's FLOPs of a prefill of `tokens` tokens and of one decoded token after it, through the cache
+    the model's own prefill returned (its keyword: `cache`), and that cache.  RecurrentGemma returns none: it is
+    handed one, and told its step's position."""
+    ids = torch.zeros(1, tokens, dtype=torch.long, device="meta")
+    given, at = None, {}
+    if model.config.model_type == "recurrent_gemma":
+        given, at = DynamicCache(config=model.config), {"position_ids": torch.full((1, 1), tokens, device="meta")}
     with torch.no_grad():
-        if model.config.model_type == "recurrent_gemma":  # handed a cache (it returns none); its step's position
-            cache, at = DynamicCache(config=model.config), {"position_ids": torch.full((1, 1), DECODE_CONTEXT, device="meta")}
-            model(input_ids=ids, use_cache=True, cache=cache)
-        else:
-            cache, at = model(input_ids=ids, use_cache=True).cache, {}
-        with FlopCounterMode(display=False) as counter:
+        with FlopCounterMode(display=False) as prefill:
+            out = model(input_ids=ids, use_cache=True, **({"cache": given} if given is not None else {}))
+        cache = given if given is not None else out.cache
+        with FlopCounterMode(display=False) as step:
             model(input_ids=ids[:, :1], use_cache=True, cache=cache, **at)
-    return counter.get_total_flops()
+    return prefill.get_total_flops(), step.get_total_flops(), cache
+
+
+def _hf_decode_flops(name: str) -> int:
+    """FlopCounterMode's FLOPs of one decoded token after a prefill of DECODE_CONTEXT tokens."""
+    return _prefill_then_step(hf_model(name), DECODE_CONTEXT)[1]
 
 
 @pytest.mark.parametrize("name", [*LINEAR, "llama-3.2-1b", "gemma-3-1b", "hrm-text-1b"])
@@ -1668,15 +1669,10 @@ def test_xlstm_on_its_own_config(weight_mode):
     ops = [op for op in size(spec, Workload.forward(1), CONVENTIONS["torch"]).ops if op.name.startswith("layers.linear.")]
     assert sorted(s for op in ops for s in op_tensors(op)) == sorted(tuple(p.shape) for p in layer.parameters())
     assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == sum(p.numel() for p in model.parameters())
-    ids = torch.zeros(1, 11, dtype=torch.long, device="meta")
-    with torch.no_grad():
-        with FlopCounterMode(display=False) as prefill:
-            cache = model(input_ids=ids, use_cache=True).cache
-        with FlopCounterMode(display=False) as step:
-            model(input_ids=ids[:, :1], use_cache=True, cache=cache)
+    prefill, step, cache = _prefill_then_step(model, 11)
     ours_ = size(spec, Workload.forward(11), CONVENTIONS["torch"])
-    assert ours_.flops.forward == prefill.get_total_flops()
-    assert size(spec, Workload.decode(12), CONVENTIONS["torch"]).flops.forward == step.get_total_flops()
+    assert ours_.flops.forward == prefill
+    assert size(spec, Workload.decode(12), CONVENTIONS["torch"]).flops.forward == step
     held = sum(t.numel() * t.element_size() for state in cache.rnn_state.values() for t in state)
     assert held == sum(k.state_bytes for k in ours_.kv.by_kind) * DTYPE.itemsize / 4
 
@@ -1707,15 +1703,11 @@ def test_zamba2_shared_block_against_its_modules(variant):
     shared = [m for m in model.modules() if type(m).__name__ == "Zamba2AttentionDecoderLayer"]  # one a hybrid layer
     assert len(shared) == len(spec.shared_block.layers)  # ... whose weights are the blocks' (tied: one Parameter)
     assert len({id(m.self_attn.q_proj.weight) for m in shared}) == spec.shared_block.blocks == config.num_mem_blocks
-    ids = torch.zeros(1, DECODE_CONTEXT, dtype=torch.long, device="meta")
-    with torch.no_grad():
-        cache = model(input_ids=ids, use_cache=True).cache
-        with FlopCounterMode(display=False) as step:
-            model(input_ids=ids[:, :1], use_cache=True, cache=cache)
+    step = _prefill_then_step(model, DECODE_CONTEXT)[1]
     convs = [m.conv1d for m in model.modules() if type(m).__name__ == "Zamba2MambaMixer"]
     extra = sum(2 * c.weight.shape[0] * c.weight.shape[2] for c in convs)
     ours_ = size(spec, Workload.decode(DECODE_CONTEXT + 1), CONVENTIONS["torch"]).flops.forward
-    assert ours_ == step.get_total_flops() - extra
+    assert ours_ == step - extra
 
 
 

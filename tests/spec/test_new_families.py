@@ -21,11 +21,9 @@ def _raw(name: str) -> dict:
     return json.loads((DATA / f"{name}.json").read_text())
 
 
-def _write(raw: dict) -> Path:
-    """A config.json of `raw` in a fresh temporary folder."""
-    import tempfile
-
-    path = Path(tempfile.mkdtemp()) / "config.json"
+def _write(raw: dict, folder: Path) -> Path:
+    """`raw` as the config.json of `folder`."""
+    path = folder / "config.json"
     path.write_text(json.dumps(raw))
     return path
 
@@ -104,9 +102,7 @@ def test_mimo_v2_flash_sliding_layers_have_twice_the_kv_heads_and_the_sinks():
     ("glm-5", {"index_topk_freq": "2"}, "index_topk_freq: '2' is not valid"),
 ])
 def test_bad_configs_are_one_line(tmp_path, name, change, message):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**_raw(name), **change}))
-    _refused_in_one_line(path, message)
+    _refused_in_one_line(_write({**_raw(name), **change}, tmp_path), message)
 
 
 @pytest.mark.parametrize("change, shared", [
@@ -178,9 +174,7 @@ def test_laguna_heads_per_kind_gate_per_head_and_rope_per_kind():
     ({"gating": 1}, "gating: 1 is not valid"),
 ])
 def test_bad_laguna_configs_are_one_line(tmp_path, change, message):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**_raw("laguna-xs.2-fp8"), **change}))
-    _refused_in_one_line(path, message)
+    _refused_in_one_line(_write({**_raw("laguna-xs.2-fp8"), **change}, tmp_path), message)
 
 
 def test_mellum_without_layer_types_is_every_layer_global():
@@ -225,9 +219,8 @@ def test_bad_beam_configs_are_one_line(tmp_path, change, message):
     """Beam (no released config.json found: BeamConfig's defaults, Beam-1.0-501B-A23B's shapes, as the file)."""
     from transformers import AutoConfig
 
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**json.loads(AutoConfig.for_model("beam").to_json_string()), **change}))
-    _refused_in_one_line(path, message)
+    beam = json.loads(AutoConfig.for_model("beam").to_json_string())
+    _refused_in_one_line(_write({**beam, **change}, tmp_path), message)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -242,9 +235,7 @@ def test_bad_beam_configs_are_one_line(tmp_path, change, message):
     ({"num_heads": "8"}, "num_heads: '8' is not"),
 ])
 def test_bad_xlstm_configs_are_one_line(tmp_path, change, message):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**_raw("xlstm-7b"), **change}))
-    _refused_in_one_line(path, message)
+    _refused_in_one_line(_write({**_raw("xlstm-7b"), **change}, tmp_path), message)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -256,9 +247,7 @@ def test_bad_xlstm_configs_are_one_line(tmp_path, change, message):
     ({"conv1d_width": 0}, "conv1d_width: 0 is not valid"),
 ])
 def test_bad_recurrent_gemma_configs_are_one_line(tmp_path, change, message):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**_raw("recurrentgemma-2b-it"), **change}))
-    _refused_in_one_line(path, message)
+    _refused_in_one_line(_write({**_raw("recurrentgemma-2b-it"), **change}, tmp_path), message)
 
 
 def test_recurrent_gemma_is_its_published_2_7b_and_keeps_a_fixed_state_beside_its_window():
@@ -304,9 +293,7 @@ NORTH = {"model_type": "cohere_compass_text", "hidden_size": 64, "intermediate_s
 def test_bad_north_configs_are_one_line(tmp_path, change, message):
     """Cohere's North (no released config.json found): CohereCompassTextConfig cannot build a model without a
     rope_parameters entry per layer type, so neither does archcalc read one."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**NORTH, **change}))
-    _refused_in_one_line(path, message)
+    _refused_in_one_line(_write({**NORTH, **change}, tmp_path), message)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -316,9 +303,7 @@ def test_bad_north_configs_are_one_line(tmp_path, change, message):
     ({"L_cycles": "3"}, "L_cycles: '3' is not"),
 ])
 def test_bad_hrm_text_configs_are_one_line(tmp_path, change, message):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**_raw("hrm-text-1b"), **change}))
-    _refused_in_one_line(path, message)
+    _refused_in_one_line(_write({**_raw("hrm-text-1b"), **change}, tmp_path), message)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -404,9 +389,7 @@ ZAMBA2 = {"model_type": "zamba2", "vocab_size": 100, "hidden_size": 64, "num_hid
 ])
 def test_bad_zamba2_configs_are_one_line(tmp_path, change, message):
     """Zamba2 (no whole released config.json in transformers' format found; Zamba2Config's shape as the file)."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**ZAMBA2, **change}))
-    _refused_in_one_line(path, message)
+    _refused_in_one_line(_write({**ZAMBA2, **change}, tmp_path), message)
 
 
 MODERNBERT = {"model_type": "modernbert-decoder", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 96,
@@ -422,23 +405,21 @@ MODERNBERT = {"model_type": "modernbert-decoder", "vocab_size": 100, "hidden_siz
     ({"global_rope_theta": "1e5"}, "global_rope_theta: '1e5' is not"),
 ])
 def test_bad_modernbert_decoder_configs_are_one_line(tmp_path, change, message):
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**MODERNBERT, **change}))
-    _refused_in_one_line(path, message)
+    _refused_in_one_line(_write({**MODERNBERT, **change}, tmp_path), message)
 
 
-def test_modernbert_decoder_s_prediction_head_is_not_trained():
-    r = CliRunner().invoke(cli, ["train", str(_write(MODERNBERT)), "--gpu", "h100", "--gpus", "8"])
+def test_modernbert_decoder_s_prediction_head_is_not_trained(tmp_path):
+    r = CliRunner().invoke(cli, ["train", str(_write(MODERNBERT, tmp_path)), "--gpu", "h100", "--gpus", "8"])
     assert r.exit_code == 2 and "prediction head before the unembedding" in r.output and "Traceback" not in r.output
 
 
-def test_modernbert_decoder_s_missing_first_norm_stays_with_layer_0():
+def test_modernbert_decoder_s_missing_first_norm_stays_with_layer_0(tmp_path):
     """ModernBertDecoderLayer(0) has no norm before its attention (nn.Identity; the embedding's LayerNorm serves):
     a pipeline stage from layer 2 on has one before each of its layers."""
     from archcalc.ops.layers import model_ops
     from archcalc.ops.workload import Workload
 
-    spec, _ = load_model(str(_write(MODERNBERT)))
+    spec, _ = load_model(str(_write(MODERNBERT, tmp_path)))
     norms = {s: next(op.count for op in model_ops(c, Workload()) if op.name == "layers.attn.norm")
              for s, c in (("whole", spec), ("tail", spec.cut(2, 4)))}
     assert norms == {"whole": 3, "tail": 2}

@@ -19,12 +19,14 @@ from typing import Callable
 from archcalc.errors import InputError
 from archcalc.files import read_json
 from archcalc.spec.hf.gpt import (
-    _bloom, _cohere_compass, _ctrl, _dbrx, _modernbert_decoder, _fairseq_decoder, _falcon, _gpt2, _gpt_bigcode, _gpt_neo, _gpt_neox, _gpt_neox_japanese, _mpt, _nemotron,
-    _openai_gpt, _opt, _parallel_gptj, _persimmon, _phi, _starcoder2,
+    _bloom, _cohere_compass, _ctrl, _dbrx, _fairseq_decoder, _falcon, _gpt2, _gpt_bigcode, _gpt_neo, _gpt_neox,
+    _gpt_neox_japanese, _modernbert_decoder, _mpt, _nemotron, _openai_gpt, _opt, _parallel_gptj, _persimmon,
+    _phi, _starcoder2,
 )
 from archcalc.spec.hf.hybrid import (
-    LARA_MINI_DEFAULTS, _bailing_hybrid, _bamba, _falcon_h1, _granitemoehybrid, _jamba, _kimi_linear, _lara_mini, _lfm3, _olmo_hybrid, _lfm2, _lfm2_moe, _mamba2_lm, _mamba_lm, _minimax, _recurrent_gemma, _xlstm, _zamba2,
-    _nemotron_h,
+    LARA_MINI_DEFAULTS, _bailing_hybrid, _bamba, _falcon_h1, _granitemoehybrid, _jamba, _kimi_linear,
+    _lara_mini, _lfm2, _lfm2_moe, _lfm3, _mamba2_lm, _mamba_lm, _minimax, _nemotron_h, _olmo_hybrid,
+    _recurrent_gemma, _xlstm, _zamba2,
 )
 from archcalc.spec.hf.llama import _hrm_text, _llama_like
 from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense

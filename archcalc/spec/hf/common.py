@@ -269,3 +269,17 @@ def _rope_by_kind(r: ConfigReader, att: dict, kinds: list[str], default: dict, m
     if "local" in kinds and "local" not in theta:
         att["nope_layers"] = [i for i, k in enumerate(kinds) if k == "local"]
     return pos
+
+
+def _full_or_sliding(r: ConfigReader, att: dict, n_layers: int, default_types: list[str], window: int) -> list[str]:
+    """layer_types of full_attention and sliding_attention entries (default_types: the config class's list when
+    absent) as the spec's kinds; the sliding layers' window (sliding_window, else `window`) set on `att`."""
+    types = r.get("layer_types", default=default_types)
+    if len(types) != n_layers or set(types) - {"full_attention", "sliding_attention"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{n_layers} entries of full_attention or sliding_attention")
+    kinds = ["global" if t == "full_attention" else "local" for t in types]
+    if "local" in kinds:
+        att.update(sliding_window=r.get("sliding_window", default=window), layer_types=kinds)
+    else:
+        r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+    return kinds

@@ -356,7 +356,7 @@ def _cohere_compass(r: ConfigReader) -> dict:
     LayerNorm feeding attention and MLP), sliding and full layers by layer_types, RoPE or none per layer kind
     (rope_parameters keyed by layer type; its multimodal M-RoPE sections rotate what plain RoPE does), head_dim
     hidden_size / heads, tied."""
-    from archcalc.spec.hf.common import _rope_by_kind
+    from archcalc.spec.hf.common import _full_or_sliding, _rope_by_kind
 
     spec = _core(r, tie_default=True)
     n, d = spec["n_layers"], spec["d_model"]
@@ -366,14 +366,7 @@ def _cohere_compass(r: ConfigReader) -> dict:
                          f"{d // att['n_heads']}: CohereCompassTextConfig sets it so")
     if r.get("attention_bias", default=False):
         att["bias"] = ["q", "k", "v", "o"]
-    types = r.get("layer_types", default=["full_attention"] * n)
-    if len(types) != n or set(types) - {"full_attention", "sliding_attention"}:
-        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of full_attention or sliding_attention")
-    kinds = ["global" if t == "full_attention" else "local" for t in types]
-    if "local" in kinds:
-        att.update(sliding_window=r.get("sliding_window", default=4096), layer_types=kinds)
-    else:
-        r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+    kinds = _full_or_sliding(r, att, n, ["full_attention"] * n, 4096)
     pos = _rope_by_kind(r, att, kinds, {}, "CohereCompass")
     for key, why in (("logit_scale", "scales the logits"), ("pooling", "the sequence classifier's pooling")):
         r.ignore(key, why + ": no parameter, FLOP or cache byte")

@@ -7,8 +7,8 @@ from typing import Any
 
 from archcalc.errors import InputError
 from archcalc.spec.hf.common import (
-    _activation, _built_so, _core, _every_nth_global, _heads, _mlp_layer_types, _position, _rope_by_kind, _window,
-    _with_layers,
+    _activation, _built_so, _core, _every_nth_global, _full_or_sliding, _heads, _mlp_layer_types, _position,
+    _rope_by_kind, _window, _with_layers,
 )
 from archcalc.spec.hf.keys import checked
 from archcalc.spec.hf.reader import ConfigReader, NO_COST_REASON, _MISSING
@@ -390,22 +390,15 @@ def _laguna(r: ConfigReader) -> dict:
                          "a per-element one is not modelled")
     if r.get("attention_bias", default=False):
         att["bias"] = ["q", "k", "v", "o"]
-    types = r.get("layer_types", default=["full_attention"] * n)
-    if len(types) != n or set(types) - {"full_attention", "sliding_attention"}:
-        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of full_attention or sliding_attention")
-    kinds = ["global" if t == "full_attention" else "local" for t in types]
+    kinds = _full_or_sliding(r, att, n, ["full_attention"] * n, 512)
     heads = r.get("num_attention_heads_per_layer", default=[att["n_heads"]] * n)
     per_kind = {k: {h for h, kk in zip(heads, kinds) if kk == k} for k in ("global", "local")}
     if len(heads) != n or any(len(v) > 1 for v in per_kind.values()):
         raise InputError(r.path, r.prefix + "num_attention_heads_per_layer", f"{n} entries, one head count for all "
                          "full_attention layers and one for all sliding_attention ones")
     att["n_heads"] = min(per_kind["global"] or per_kind["local"])  # the global layers' count, else the only one
-    if "local" in kinds:
-        att.update(sliding_window=r.get("sliding_window", default=512), layer_types=kinds)
-        if per_kind["local"] != {att["n_heads"]}:
-            att["local_heads"] = min(per_kind["local"])
-    else:
-        r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+    if "local" in kinds and per_kind["local"] != {att["n_heads"]}:
+        att["local_heads"] = min(per_kind["local"])
     if r.get("use_bidirectional_attention", default=False):
         raise InputError(r.path, r.prefix + "use_bidirectional_attention", "bidirectional attention is not supported")
     _built_so(r, "Laguna", moe_apply_router_weight_on_input=False)
@@ -508,14 +501,7 @@ def _beam(r: ConfigReader) -> dict:
     if r.get("attention_bias", default=False):
         raise InputError(r.path, r.prefix + "attention_bias", "true is not modelled: a bias on q_proj beside Beam's "
                          "separate, bias-free gate projection (Beam-1.0 has none)")
-    types = r.get("layer_types", default=_every_nth_global(n, 6, last=True))
-    if len(types) != n or set(types) - {"full_attention", "sliding_attention"}:
-        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of full_attention or sliding_attention")
-    kinds = ["global" if t == "full_attention" else "local" for t in types]
-    if "local" in kinds:
-        att.update(sliding_window=r.get("sliding_window", default=512), layer_types=kinds)
-    else:
-        r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+    kinds = _full_or_sliding(r, att, n, _every_nth_global(n, 6, last=True), 512)
     pos = _rope_by_kind(r, att, kinds, {"sliding_attention": {"rope_theta": 10000.0}, "full_attention": None}, "Beam")
     mlp = r.get("mlp_layer_types", default=["dense" if i < 3 else "sparse" for i in range(n)])
     if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
