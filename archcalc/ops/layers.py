@@ -544,6 +544,9 @@ def _mamba_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
                         shapes=((E, 1, K),) + (((E,),) if m.conv_bias else ())),
         ops.matmul("layers.linear.x_proj", "linear", wl, E, R + 2 * N, count=n, tp="row"),
     ]
+    H = m.n_heads  # Zamba: every head its own x_proj, dt_proj, A_log and D over its E/H channels (3-D tensors)
+    per_head = {"x_proj": ((H, R + 2 * N, E // H),), "dt_proj": ((H, E // H, R), (H, E // H)),
+                "core": ((H, E // H, N), (H, E // H))} if H > 1 else {}
     if m.bc_norms:  # Jamba: RMSNorms of Δ (dt_rank), B and C (d_state each), whatever norm.kind says
         out += [ops.norm(f"layers.linear.{x}_norm", wl, w, "rmsnorm", False, weight=m.bc_norm_weight, count=n,
                          component="linear") for x, w in (("dt", R), ("b", N), ("c", N))]
@@ -554,7 +557,8 @@ def _mamba_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         ops.matmul("layers.linear.out_proj", "linear", wl, E, D, bias_width=D if m.proj_bias else 0, count=n,
                    tp="row"),
     ]
-    return out
+    return [replace(op, shapes=per_head[op.name.rsplit(".", 1)[1]]) if op.name.rsplit(".", 1)[1] in per_head else op
+            for op in out]
 
 
 def _short_conv_ops(spec: ModelSpec, wl: Workload) -> list[Op]:

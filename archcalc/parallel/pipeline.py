@@ -109,7 +109,7 @@ def stage_spec(spec: ModelSpec, stage: Stage) -> ModelSpec:
     if spec.residual.kind == "attnres":
         raise InputError(None, "--pp", "attention residuals mix every layer's output: not split into stages")
     if spec.loop is not None or spec.shared_block is not None:
-        raise InputError(None, "--pp", "layers run more than once with the same weights (HRM-Text's loop, Zamba2's "
+        raise InputError(None, "--pp", "layers run more than once with the same weights (HRM-Text's loop, Zamba's "
                          "shared block) are not split into stages")
     if spec.attention.kv_shared_layers or spec.per_layer_input is not None:
         raise InputError(None, "--pp", "layers that reuse earlier layers' K/V, and per-layer embeddings computed "

@@ -356,6 +356,9 @@ class MambaSpec(_Frozen):
     proj_bias: bool = False  # on in_proj and out_proj
     bc_norms: bool = False  # Jamba's dt_layernorm, b_layernorm, c_layernorm
     bc_norm_weight: bool = True  # false: those norms have no weight (Falcon-Mamba)
+    # Zamba's mixer: E split into n_heads heads, each with its own x_proj (E/H -> dt_rank + 2N), dt_proj, A_log and
+    # D: the same parameters and FLOPs as one head, in 3-D tensors [H, ...]
+    n_heads: Heads = 1
 
 
 class Mamba2Spec(_Ruled):

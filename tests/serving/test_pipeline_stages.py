@@ -371,7 +371,7 @@ def test_two_stages_hold_every_op_of_the_model(name):
     if spec.n_layers < 2:
         pytest.fail(f"{name} has one layer")
     wl = Workload.decode(64)
-    if spec.loop is not None:  # HRM-Text: every stage would need the stacks' shared weights
+    if spec.loop is not None or spec.shared_block is not None:  # HRM-Text, Zamba: every stage needs shared weights
         from archcalc.errors import InputError
 
         with pytest.raises(InputError, match="are not split into stages"):

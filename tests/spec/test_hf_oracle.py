@@ -529,8 +529,11 @@ def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
     if state is not None:
         result = replace(result, kv=replace(result.kv, bytes=result.kv.bytes - state.bytes,
                                             by_kind=[k for k in result.kv.by_kind if k.kind != "linear"]))
-        spec = spec.model_copy(update={"attention": spec.attention.model_copy(update={"layer_types": [
-            kind for kind in spec.layer_attention if kind != "linear"]}), "n_layers": len(layers), "linear": None})
+        attending = [kind for kind in spec.layer_attention if kind != "linear"]
+        if spec.shared_block is not None:  # Zamba: the shared block's attention, a cache of its own on each use
+            attending += ["global"] * len(spec.shared_block.layers)
+        spec = spec.model_copy(update={"attention": spec.attention.model_copy(update={"layer_types": attending}),
+                                       "n_layers": len(layers), "linear": None, "shared_block": None})
     assert [kind for kind, *_ in layers] == list(spec.layer_attention)
     by_kind = {k.kind: k for k in result.kv.by_kind}
     assert sum(k.layers for k in by_kind.values()) == len(layers) == spec.n_layers
@@ -627,7 +630,8 @@ def _linear_convs(name: str) -> list[torch.nn.Conv1d]:
              "NemotronHMamba2Mixer": "conv1d", "MambaMixer": "conv1d", "Mamba2Mixer": "conv1d",
              "BambaMixer": "conv1d", "GraniteMoeHybridMambaLayer": "conv1d",
              "FalconMambaMixer": "conv1d", "FalconH1Mixer": "conv1d",
-             "KimiLinearDeltaAttention": "conv1d", "RecurrentGemmaRecurrentBlock": "conv_1d"}  # each mixer's causal conv
+             "KimiLinearDeltaAttention": "conv1d", "RecurrentGemmaRecurrentBlock": "conv_1d",
+             "ZambaMambaMixer": "conv1d", "Zamba2MambaMixer": "conv1d"}  # each mixer's causal conv
     return [getattr(m, convs[type(m).__name__]) for m in hf_model(name).modules() if type(m).__name__ in convs]
 
 
@@ -687,7 +691,7 @@ LINEAR = [n for n in CONFIGS if spec_of(n).linear is not None]
 LINEAR_MIXERS = {"RecurrentGemmaRecurrentBlock", "Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "Lfm2ShortConv", "Lfm2MoeShortConv",
                  "JambaMambaMixer", "NemotronHMamba2Mixer", "MambaMixer", "Mamba2Mixer", "BambaMixer",
                  "GraniteMoeHybridMambaLayer", "FalconMambaMixer", "FalconH1Mixer", "MiniMaxLightningAttention",
-                 "KimiLinearDeltaAttention", "xLSTMLayer", "Zamba2MambaMixer"}
+                 "KimiLinearDeltaAttention", "xLSTMLayer", "Zamba2MambaMixer", "ZambaMambaMixer"}
 
 
 def _hf_components(model: torch.nn.Module) -> dict[str, int]:
@@ -755,7 +759,7 @@ def test_linear_layer_flops_over_several_chunks(name):
     assert LINEAR == ["bamba-9b", "falcon-h1-0.5b-instruct", "falcon-mamba-7b", "granite-4.0-h-1b", "granite-4.0-h-tiny",
                       "jamba-1.5-mini", "kimi-linear-48b-a3b", "lfm2-1.2b", "lfm2-8b-a1b", "mamba-130m-hf", "mamba-codestral-7b",
                       "minimax-m1", "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", "qwen3.5-35b-a3b",
-                      "recurrentgemma-2b-it", "recurrentgemma-9b", "xlstm-7b"]
+                      "recurrentgemma-2b-it", "recurrentgemma-9b", "xlstm-7b", "zamba-7b-v1-phase1"]
     tokens = 2 * 64 + 3
     flops, _ = hf_forward(name, tokens)
     assert ours(name, tokens).flops.forward + _conv_padding_flops(name) == flops
@@ -1093,6 +1097,12 @@ NO_FIXTURE = {
                         "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba"],
                         "adapter_rank": 8, "chunk_size": 4, "use_shared_attention_adapter": True, "num_mem_blocks": 2,
                         "use_mem_rope": True},
+    # Zamba (Zyphra/Zamba-7B-v1): Mamba layers of n_mamba_heads heads, one shared block by ZambaConfig's
+    # period/offset rule; and from an explicit layers_block_type with Mamba projection biases and no conv bias
+    "zamba": {"num_hidden_layers": 8, "attn_layer_period": 3, "attn_layer_offset": 1, "n_mamba_heads": 2,
+              "mamba_d_state": 8, "num_key_value_heads": 4},
+    "zamba listed": {"num_hidden_layers": 6, "layers_block_type": ["mamba", "hybrid"] * 3, "n_mamba_heads": 4,
+                     "mamba_d_state": 8, "mamba_proj_bias": True, "mamba_conv_bias": False},
     # Nemotron-H with two MLP blocks in a row: the second is a layer with no mixer (attention "none")
     "nemotron_h mlp-only": {"hybrid_override_pattern": "M-*--", "num_hidden_layers": 5, "mamba_num_heads": 8,
                             "mamba_head_dim": 16, "ssm_state_size": 16, "n_groups": 2, "chunk_size": 4},
@@ -1390,6 +1400,8 @@ FP8_REFUSED = {"gpt-oss-20b": "FP8Experts asserts has_bias is False, and gpt-oss
                                 "which DbrxConfig has not (its count is ffn_config.moe_num_experts)",
                "longcat-flash-chat": "FP8Experts would quantise the zero experts' gate_up rows transformers allocates "
                                      "(ZERO_EXPERT_ROWS): not the checkpoint's tensors",
+               "zamba-7b-v1-phase1": "replace_with_fp8_linear swaps the shared block's tied Linears for one FP8 module "
+                                     "in each of the 13 hybrid layers: 13 copies where the checkpoint stores one",
                "gemma-4-26b-a4b": "its experts are 704 wide, 5.5 blocks: FP8Experts' fused gate_up rounds its 1,408 "
                                   "rows to 11 blocks of scales where archcalc's separate gate and up (as DeepSeek's "
                                   "FP8 files and GGUF store experts) take 12; no FP8 Gemma 4 file says which"}
@@ -1686,13 +1698,16 @@ def test_zamba2_defaults_at_full_size():
 
 
 
-@pytest.mark.parametrize("variant", ["zamba2", "zamba2 adapters"])
-def test_zamba2_shared_block_against_its_modules(variant):
-    """Zamba2's shared block on its config class (shrunk): the attention (adapters in it), the Mamba-2 mixers and
-    the rest as transformers' module tree holds them; the weights of the block stored num_mem_blocks times, its
-    adapters and D -> D projections once a hybrid layer; a decode step through its own cache (the K/V of each
+@pytest.mark.parametrize("variant", ["zamba2", "zamba2 adapters", "zamba", "zamba listed"])
+def test_zamba_shared_block_against_its_modules(variant):
+    """Zamba's and Zamba2's shared block on their config classes (shrunk): the attention (adapters in it), the
+    Mamba mixers (each tensor, shape for shape: Zamba's per-head x_proj, dt_proj, A_log and D) and the rest as
+    transformers' module tree holds them; the block's weights stored num_mem_blocks times (tied: one Parameter),
+    its adapters and D -> D projections once a hybrid layer; a decode step through its own cache (the K/V of each
     hybrid layer, the Mamba states) = FlopCounterMode's, less the conv's extra output (_conv_state_extra)."""
-    config = AutoConfig.for_model("zamba2", **{**SMALL, **NO_FIXTURE[variant]})
+    from archcalc.training.tensors import op_tensors
+
+    config = AutoConfig.for_model(variant.split()[0], **{**SMALL, **NO_FIXTURE[variant]})
     data, _ = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
     spec = ModelSpec.model_validate({"name": "zamba2", **data})
     with torch.device("meta"):
@@ -1700,11 +1715,15 @@ def test_zamba2_shared_block_against_its_modules(variant):
     hf = _hf_components(model)
     by = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.by_component
     assert {c: by.get(c, 0) for c in hf} == hf
-    shared = [m for m in model.modules() if type(m).__name__ == "Zamba2AttentionDecoderLayer"]  # one a hybrid layer
+    shared = [m for m in model.modules() if type(m).__name__.endswith("AttentionDecoderLayer")]  # one a hybrid layer
     assert len(shared) == len(spec.shared_block.layers)  # ... whose weights are the blocks' (tied: one Parameter)
-    assert len({id(m.self_attn.q_proj.weight) for m in shared}) == spec.shared_block.blocks == config.num_mem_blocks
+    assert len({id(m.self_attn.q_proj.weight) for m in shared}) == spec.shared_block.blocks == \
+        getattr(config, "num_mem_blocks", 1)
+    mixer = next(m for m in model.modules() if type(m).__name__ in LINEAR_MIXERS)
+    ops = [op for op in size(spec, Workload.forward(1), CONVENTIONS["torch"]).ops if op.name.startswith("layers.linear.")]
+    assert sorted(s for op in ops for s in op_tensors(op)) == sorted(tuple(p.shape) for p in mixer.parameters())
     step = _prefill_then_step(model, DECODE_CONTEXT)[1]
-    convs = [m.conv1d for m in model.modules() if type(m).__name__ == "Zamba2MambaMixer"]
+    convs = [m.conv1d for m in model.modules() if type(m).__name__ in LINEAR_MIXERS]
     extra = sum(2 * c.weight.shape[0] * c.weight.shape[2] for c in convs)
     ours_ = size(spec, Workload.decode(DECODE_CONTEXT + 1), CONVENTIONS["torch"]).flops.forward
     assert ours_ == step - extra

@@ -423,3 +423,14 @@ def test_modernbert_decoder_s_missing_first_norm_stays_with_layer_0(tmp_path):
     norms = {s: next(op.count for op in model_ops(c, Workload()) if op.name == "layers.attn.norm")
              for s, c in (("whole", spec), ("tail", spec.cut(2, 4)))}
     assert norms == {"whole": 3, "tail": 2}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"sliding_window": 4096}, "sliding_window: must be null"),
+    ({"hidden_mamba_act": "gelu"}, "hidden_mamba_act: only silu"),
+    ({"n_mamba_heads": 3}, "n_mamba_heads: must divide mamba_expand × hidden_size (7424)"),
+    ({"attention_head_dim": 128}, "attention_hidden_size: the shared block reads 2 × hidden_size = 7424 values"),
+    ({"layers_block_type": ["mamba"] * 75}, "layers_block_type: 76 entries of mamba"),
+])
+def test_bad_zamba_configs_are_one_line(tmp_path, change, message):
+    _refused_in_one_line(_write({**_raw("zamba-7b-v1-phase1"), **change}, tmp_path), message)

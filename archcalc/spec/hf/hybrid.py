@@ -820,3 +820,50 @@ def _zamba2(r: ConfigReader) -> dict:
                              "d_ff": d_ff,
                              "adapter_rank": adapters,
                              "attention_adapters": bool(r.get("use_shared_attention_adapter", default=False))}}
+
+
+def _zamba(r: ConfigReader) -> dict:
+    """Zamba (Zyphra's Zamba-7B; ZambaConfig): every layer Mamba (its mixer in n_mamba_heads heads, MambaSpec.n_heads)
+    without an FFN; on its "hybrid" layers (attn_layer_period / attn_layer_offset, or layers_block_type) one shared
+    transformer block (SharedBlockSpec, no adapters, no position encoding) runs first on the layer's input beside
+    the token embeddings, then a D -> D projection a layer, added to the Mamba input."""
+    spec = _core(r, tie_default=True)
+    n, d = spec["n_layers"], spec["d_model"]
+    period, offset = r.get("attn_layer_period", default=6), r.get("attn_layer_offset", default=4)
+    types = r.get("layers_block_type", "layer_types", default=None)
+    if types is None:  # ZambaConfig's rule
+        types = ["mamba", "mamba", "hybrid"] + ["hybrid" if i % period == offset else "mamba" for i in range(n - 3)]
+    else:
+        for key in ("attn_layer_period", "attn_layer_offset"):
+            r.ignore(key, "layers_block_type lists the layers")
+    if len(types) != n or set(types) - {"mamba", "linear_attention", "hybrid"}:
+        raise InputError(r.path, r.prefix + "layers_block_type", f"{n} entries of mamba (linear_attention) or hybrid")
+    heads = r.get("num_attention_heads", default=16)
+    head_dim = r.get("attention_head_dim", default=2 * d // heads)
+    if r.get("attention_hidden_size", default=2 * d) != 2 * d or head_dim * heads != 2 * d:
+        raise InputError(r.path, r.prefix + "attention_hidden_size", f"the shared block reads 2 × hidden_size = "
+                         f"{2 * d} values, attention_head_dim × num_attention_heads of them")
+    if r.get("hidden_mamba_act", default="silu") != "silu":
+        raise InputError(r.path, r.prefix + "hidden_mamba_act", "only silu (the conv's activation) is supported")
+    mamba_heads, expand = r.get("n_mamba_heads", default=2), r.get("mamba_expand", default=2)
+    if (expand * d) % mamba_heads:
+        raise InputError(r.path, r.prefix + "n_mamba_heads", f"must divide mamba_expand × hidden_size ({expand * d})")
+    for key in ("time_step_min", "time_step_max", "time_step_floor", "use_mamba_kernels", "use_associative_scan",
+                "num_logits_to_keep", "initializer_range", "rms_norm_eps"):
+        r.ignore(key, "initialisation, a kernel choice or an epsilon: no parameter, FLOP or state byte")
+    # Zyphra's 2024 files carry these; ZambaConfig reads neither (ZambaAttention rotates nothing, attends to all)
+    r.ignore("rope_theta", "ZambaAttention has no position encoding: no layer rotates")
+    if r.cfg.get("sliding_window") is not None:
+        raise InputError(r.path, r.prefix + "sliding_window", "must be null: transformers' Zamba attends to every "
+                         "token (no window)")
+    r.ignore("sliding_window", "null: no window")
+    return {**spec, "max_context": r.get("max_position_embeddings", default=4096), "position": {"kind": "none"},
+            "attention": {"n_heads": heads, "n_kv_heads": r.get("num_key_value_heads", default=heads),
+                          "head_dim": head_dim, "layer_types": ["linear"] * n},
+            "linear": {"kind": "mamba", "d_state": r.get("mamba_d_state", default=16),
+                       "d_conv": r.get("mamba_d_conv", default=4), "expand": expand,
+                       "dt_rank": _dt_rank(r, d), "conv_bias": bool(r.get("mamba_conv_bias", default=True)),
+                       "proj_bias": bool(r.get("mamba_proj_bias", default=False)), "n_heads": mamba_heads},
+            "ffn": {"activation": _activation(r, True, "gelu"), "none_layers": list(range(n))},
+            "shared_block": {"layers": [i for i, t in enumerate(types) if t == "hybrid"],
+                             "d_ff": r.get("intermediate_size", default=4 * d)}}

@@ -167,6 +167,7 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("adapter_rank", "attention_hidden_size", "attention_head_dim", "mamba_headdim"), WIDTH),
     **dict.fromkeys(("mamba_ngroups", "n_mamba_heads"), HEADS), "num_mem_blocks": LAYERS,
     **dict.fromkeys(("use_shared_attention_adapter", "use_mem_rope", "use_long_context", "add_bias_linear"), BOOL),
+    "hidden_mamba_act": STR,  # Zamba
     # ModernBERT's decoder
     "local_attention": TOKENS, **dict.fromkeys(("global_rope_theta", "local_rope_theta"), POSITIVE),
     **dict.fromkeys(("norm_bias", "decoder_bias", "classifier_bias"), BOOL), "classifier_activation": STR,
