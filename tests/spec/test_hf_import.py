@@ -56,8 +56,23 @@ def test_every_key_lands_in_one_list():
 
 
 def test_unknown_model_type_is_an_error():
-    with pytest.raises(InputError, match="'rwkv' is not supported"):
+    with pytest.raises(InputError, match="'bart' is not supported; supported: .*llama"):
+        _spec({**LLAMA, "model_type": "bart"})
+    with pytest.raises(InputError, match="'rwkv' is not supported: RWKV-4's time and channel mixing"):
         _spec({**LLAMA, "model_type": "rwkv"})
+
+
+def test_each_refused_model_type_is_one_transformers_builds_as_a_causal_lm():
+    """The refusals that say what archcalc lacks name model_types transformers 5.24 builds as causal LMs (or their
+    text parts), none of which archcalc reads: the table follows transformers, not a guess."""
+    from transformers import CONFIG_MAPPING
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from archcalc.spec.hf import FAMILIES, REFUSED
+
+    assert not set(REFUSED) & set(FAMILIES)
+    assert all(t in CONFIG_MAPPING and (t in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or t.endswith("_text"))
+               for t in REFUSED), [t for t in REFUSED if t not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES]
 
 
 def test_qwen2_sliding_window_voided_by_use_sliding_window():
