@@ -396,7 +396,29 @@ def _linear_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) 
         return _mlstm_ops(spec, wl, conv)
     if spec.linear.kind == "rglru":
         return _rglru_ops(spec, wl)
+    if spec.linear.kind == "rwkv4":
+        return _rwkv_ops(spec, wl)
     return _gated_deltanet_ops(spec, wl)
+
+
+def _token_shift(name: str, component: ops.Component, wl: Workload, D: int, mixes: int, count: int) -> Op:
+    """RWKV's token shift: `mixes` learned D-vectors each mixing the input with the previous token's
+    (x·μ + x₋₁·(1 − μ): 3 FLOPs a value a mix)."""
+    shift = ops.elementwise(name, component, wl, D, 3 * mixes, inputs=2, count=count, params=mixes * D, tp="replicated")
+    return replace(shift, shapes=((1, 1, D),) * mixes)
+
+
+def _rwkv_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """RWKV-4's time mix on the linear layers (RWKVSpec), as transformers' RwkvSelfAttention: the token shift of
+    key, value and receptance's inputs, their projections, the WKV, sigmoid(r) ⊙ it, the output."""
+    D, n = spec.d_model, spec.linear_mixer_layers
+    return [
+        _token_shift("layers.linear.shift", "linear", wl, D, 3, n),
+        ops.matmul("layers.linear.in_proj", "linear", wl, D, 3 * D, count=n, parts=(D, D, D)),  # key, value, receptance
+        replace(ops.rwkv_wkv("layers.linear.core", wl, width=D, conv_values=2 * D, count=n), shapes=((D,), (D,))),
+        _sigmoid_gate("layers.linear.gate", "linear", wl, D, n),
+        ops.matmul("layers.linear.out_proj", "linear", wl, D, D, count=n, tp="row"),
+    ]
 
 
 def _rglru_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
@@ -637,6 +659,11 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     n_wide = spec.attention.kv_shared_layers if wide is not None else 0
     if nonzero(kinds["dense"] - n_wide):
         out += _mlp(spec, wl, "layers.ffn", spec.d_ff, kinds["dense"] - n_wide)
+    if spec.ffn.receptance:  # RWKV-4's channel mix: its token shift, sigmoid(x W_r) ⊙ the MLP's output
+        D, n = spec.d_model, kinds["dense"]
+        out += [_token_shift("layers.ffn.shift", "ffn", wl, D, 2, n),
+                ops.matmul("layers.ffn.receptance", "ffn", wl, D, D, count=n),
+                _sigmoid_gate("layers.ffn.gate", "ffn", wl, D, n)]
     if n_wide:
         out += _mlp(spec, wl, "layers.ffn.wide", wide, n_wide)
     moe, n_moe, D = spec.ffn.moe, kinds["moe"], spec.d_model

@@ -559,6 +559,21 @@ def real_gated_lru(name: str, wl: Workload, *, width: int, conv_values: int, cou
                       act_values=m * 4 * width)  # x and the two gates in, h out
 
 
+# RWKV-4's WKV per channel and token: e^(u+k) and e^k (with their max-subtraction), the numerator and denominator
+# updates and the decay, the division: 14 operations, elementwise
+WKV_CHANNEL_FLOPS = 14
+
+
+def rwkv_wkv(name: str, wl: Workload, *, width: int, conv_values: int, count: int = 1) -> Op:
+    """RWKV-4's WKV recurrence (RWKVSpec) of one layer over B sequences of T new tokens: a decay and a bonus a
+    channel, all elementwise (transformers' CPU path loops over the tokens).  Its state: numerator, denominator
+    and max a channel (fp32); its parameters: the decay and the bonus."""
+    m = wl.tokens
+    return _linear_op(name, wl, count, heads=width, kv_heads=width, qk_dim=1, v_dim=3, state_values=3 * width,
+                      conv_values=conv_values, vector_flops=WKV_CHANNEL_FLOPS * m * width, params=2 * width,
+                      act_values=m * 4 * width)  # k, v and the state in, wkv out
+
+
 def lightning_attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, head_dim: int,
                         block: int, count: int = 1) -> Op:
     """MiniMax-01's lightning attention (arXiv:2501.08313) of one layer over B sequences of T new

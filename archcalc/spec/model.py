@@ -482,6 +482,16 @@ class RGLRUSpec(_Ruled):
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (_divisible("width", "n_heads", "rglru width divisible by n_heads"),)
 
 
+class RWKVSpec(_Frozen):
+    """A `linear` layers' mixer: RWKV-4's time mixing (Peng et al. 2023, arXiv:2305.13048), as transformers'
+    RwkvSelfAttention: its input mixed with the previous token's (three learned D-vectors, the token shift), key,
+    value and receptance D -> D, the WKV recurrence (a decay and a bonus a channel; elementwise), sigmoid(r) ⊙ it,
+    D -> D.  Its state per sequence: the WKV's numerator, denominator and running max (3·D values, fp32), and the
+    previous token's input of the time mix and of the channel mix (FFNSpec.receptance): 2·D, as conv inputs."""
+
+    kind: Literal["rwkv4"]
+
+
 def _mixer_kind(value: object) -> str:
     """The `kind` that picks a linear mixer's schema: gated_deltanet when a spec leaves it out."""
     kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
@@ -494,7 +504,7 @@ LinearMixer = Annotated[
     Annotated[GatedDeltaNetSpec, Tag("gated_deltanet")] | Annotated[ShortConvSpec, Tag("short_conv")]
     | Annotated[MambaSpec, Tag("mamba")] | Annotated[Mamba2Spec, Tag("mamba2")]
     | Annotated[LightningSpec, Tag("lightning")] | Annotated[KimiDeltaSpec, Tag("kda")]
-    | Annotated[MLSTMSpec, Tag("mlstm")] | Annotated[RGLRUSpec, Tag("rglru")],
+    | Annotated[MLSTMSpec, Tag("mlstm")] | Annotated[RGLRUSpec, Tag("rglru")] | Annotated[RWKVSpec, Tag("rwkv4")],
     Discriminator(_mixer_kind)]
 
 
@@ -544,11 +554,16 @@ class FFNSpec(_Frozen):
     none_layers: list[LayerIndex] | None = None  # layers with no FFN (Nemotron-H's blocks without one)
     kv_shared_d_ff: FFNWidth | None = None  # F of the layers that reuse K/V (Gemma 4's double-wide MLP: 2·d_ff)
     sub_norm: bool = False  # a norm over the activation's output (F) before the down projection (BitNet's ffn_sub_norm)
+    # RWKV-4's channel mix: the input mixed with the previous token's (two learned D-vectors), the MLP's output times
+    # sigmoid(x W_r) with W_r D -> D (its previous-token state is the rwkv4 mixer's)
+    receptance: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> FFNSpec:
         if self.d_ff is not None and self.d_ff_ratio is not None:
             raise ValueError("give d_ff or d_ff_ratio, not both")
+        if self.receptance and (self.moe is not None or self.gated or self.bias):
+            raise ValueError("ffn.receptance (RWKV-4's channel mix) goes with a plain bias-free MLP, no MoE")
         if self.sub_norm and self.moe is not None:
             raise ValueError("ffn.sub_norm with MoE experts is not supported (no model has it)")
         if self.activation in LEARNED_ACTIVATION_PARAMS and self.moe is not None:
@@ -894,6 +909,10 @@ class ModelSpec(_Frozen):
             raise ValueError("residual kind altup needs every layer to have a mixer and an FFN")
         if self.loop is not None:
             self._check_loop()
+        if (self.linear is not None and self.linear.kind == "rwkv4") != self.ffn.receptance or (
+                self.ffn.receptance and (set(self.layer_attention) != {"linear"} or self.ffn.none_layers)):
+            raise ValueError("linear kind rwkv4 and ffn.receptance go together: RWKV-4's time and channel mix, in "
+                             "every layer")
         sb = self.shared_block
         if sb is not None and (not sb.layers or max(sb.layers) >= self.n_layers or len(set(sb.layers)) < len(sb.layers)
                                or sb.blocks > len(sb.layers)):

@@ -214,6 +214,7 @@ def test_a_linear_layer_s_state_is_one_matrix_per_head():
     """The recurrent state a linear op keeps is one qk_dim × v_dim matrix per head, as transformers'
     caches hold it (Gated DeltaNet [B, Hv, d_k, d_v], Mamba-2 [B, H, P, N], Mamba [B, E, N], MiniMax's
     lightning [B, H, d, d]; xLSTM's mLSTM [B, H, d_k, d_v] beside its normaliser [B, H, d_k] and max [B, H, 1];
+    RWKV-4's numerator, denominator and max a channel, a 1 × 3 "matrix" of each of D heads;
     its size is pinned to those caches in tests/spec/test_hf_oracle.py); a layer whose only state is its conv's
     inputs (LFM2) keeps none, its channels as heads of 1 × 1."""
     from archcalc.ops.layers import model_ops

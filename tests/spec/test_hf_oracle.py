@@ -212,6 +212,9 @@ def hf_forward(name: str, tokens: int, static: bool = False):
             with FlopCounterMode(display=False) as counter:
                 out = model(input_ids=ids, use_cache=True, **({"cache": given} if given is not None else {}))
             flops = counter.get_total_flops()
+    if getattr(out, "state", None) is not None:  # RWKV: five [B, D, L] tensors, the layers' shifts and WKV states
+        return flops, [("linear", None, sum(t[:, :, i].numel() * t.element_size() for t in out.state), 0)
+                       for i in range(out.state[0].shape[2])]
     if getattr(out, "cache", None) is None:
         out.cache = given
     layers = []
@@ -691,7 +694,7 @@ LINEAR = [n for n in CONFIGS if spec_of(n).linear is not None]
 LINEAR_MIXERS = {"RecurrentGemmaRecurrentBlock", "Qwen3NextGatedDeltaNet", "Qwen3_5GatedDeltaNet", "Qwen3_5MoeGatedDeltaNet", "Lfm2ShortConv", "Lfm2MoeShortConv",
                  "JambaMambaMixer", "NemotronHMamba2Mixer", "MambaMixer", "Mamba2Mixer", "BambaMixer",
                  "GraniteMoeHybridMambaLayer", "FalconMambaMixer", "FalconH1Mixer", "MiniMaxLightningAttention",
-                 "KimiLinearDeltaAttention", "xLSTMLayer", "Zamba2MambaMixer", "ZambaMambaMixer"}
+                 "KimiLinearDeltaAttention", "xLSTMLayer", "Zamba2MambaMixer", "ZambaMambaMixer", "RwkvSelfAttention"}
 
 
 def _hf_components(model: torch.nn.Module) -> dict[str, int]:
@@ -759,7 +762,7 @@ def test_linear_layer_flops_over_several_chunks(name):
     assert LINEAR == ["bamba-9b", "falcon-h1-0.5b-instruct", "falcon-mamba-7b", "granite-4.0-h-1b", "granite-4.0-h-tiny",
                       "jamba-1.5-mini", "kimi-linear-48b-a3b", "lfm2-1.2b", "lfm2-8b-a1b", "mamba-130m-hf", "mamba-codestral-7b",
                       "minimax-m1", "nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b", "qwen3.5-27b", "qwen3.5-35b-a3b",
-                      "recurrentgemma-2b-it", "recurrentgemma-9b", "xlstm-7b", "zamba-7b-v1-phase1"]
+                      "recurrentgemma-2b-it", "recurrentgemma-9b", "rwkv-4-169m-pile", "xlstm-7b", "zamba-7b-v1-phase1"]
     tokens = 2 * 64 + 3
     flops, _ = hf_forward(name, tokens)
     assert ours(name, tokens).flops.forward + _conv_padding_flops(name) == flops
@@ -819,9 +822,9 @@ def _prefill_then_step(model: torch.nn.Module, tokens: int) -> tuple[int, int, o
     with torch.no_grad():
         with FlopCounterMode(display=False) as prefill:
             out = model(input_ids=ids, use_cache=True, **({"cache": given} if given is not None else {}))
-        cache = given if given is not None else out.cache
-        with FlopCounterMode(display=False) as step:
-            model(input_ids=ids[:, :1], use_cache=True, cache=cache, **at)
+        cache = given if given is not None else getattr(out, "state", None) or out.cache
+        with FlopCounterMode(display=False) as step:  # (RWKV's keyword: state)
+            model(input_ids=ids[:, :1], use_cache=True, **{"state" if hasattr(out, "state") else "cache": cache}, **at)
     return prefill.get_total_flops(), step.get_total_flops(), cache
 
 
@@ -1394,7 +1397,7 @@ def test_fuyu_is_its_persimmon_language_model_and_says_so():
 # Qwen3's routers): the head, and the Qwen2-MoE / Qwen3-Next shared-expert gate, an nn.Linear of one
 # output that the quantizer's default list (lm_head alone) would convert.  The released FP8 configs
 # name their gates in quantization_config.modules_to_not_convert (Qwen3-30B-A3B-FP8: mlp.gate).
-FP8_KEPT = ["lm_head", "embed_out", "shared_expert_gate"]  # embed_out: GPT-NeoX(-Japanese)'s lm_head
+FP8_KEPT = ["lm_head", "embed_out", "head", "shared_expert_gate"]  # embed_out, head: GPT-NeoX's and RWKV's lm_head
 FP8_REFUSED = {"gpt-oss-20b": "FP8Experts asserts has_bias is False, and gpt-oss's experts have biases",
                "dbrx-instruct": "replace_with_fp8_linear reads num_local_experts or num_experts from the config, "
                                 "which DbrxConfig has not (its count is ffn_config.moe_num_experts)",

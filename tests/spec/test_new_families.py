@@ -434,3 +434,12 @@ def test_modernbert_decoder_s_missing_first_norm_stays_with_layer_0(tmp_path):
 ])
 def test_bad_zamba_configs_are_one_line(tmp_path, change, message):
     _refused_in_one_line(_write({**_raw("zamba-7b-v1-phase1"), **change}, tmp_path), message)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"attention_hidden_size": 512}, "attention_hidden_size: must equal hidden_size (768)"),
+    ({"context_length": 0}, "context_length: 0 is not valid"),
+    ({"intermediate_size": "3072"}, "intermediate_size: '3072' is not"),
+])
+def test_bad_rwkv_configs_are_one_line(tmp_path, change, message):
+    _refused_in_one_line(_write({**_raw("rwkv-4-169m-pile"), **change}, tmp_path), message)

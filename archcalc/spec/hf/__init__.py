@@ -26,7 +26,7 @@ from archcalc.spec.hf.gpt import (
 from archcalc.spec.hf.hybrid import (
     LARA_MINI_DEFAULTS, _bailing_hybrid, _bamba, _falcon_h1, _granitemoehybrid, _jamba, _kimi_linear,
     _lara_mini, _lfm2, _lfm2_moe, _lfm3, _mamba2_lm, _mamba_lm, _minimax, _nemotron_h, _olmo_hybrid,
-    _recurrent_gemma, _xlstm, _zamba, _zamba2,
+    _recurrent_gemma, _rwkv, _xlstm, _zamba, _zamba2,
 )
 from archcalc.spec.hf.llama import _hrm_text, _llama_like
 from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
@@ -103,7 +103,6 @@ REFUSED = {
     "dory": "Dory's normalised (nGPT-style) looped layers are not modelled yet",
     "zaya": "ZAYA1's compressed convolutional attention and router MLPs are not modelled yet",
     "blt": "the Byte Latent Transformer's patcher, local encoder and decoder are not modelled yet",
-    "rwkv": "RWKV-4's time and channel mixing are not modelled yet",
     **dict.fromkeys(("gemma4_assistant", "gemma4_unified_assistant"),
                     "a drafter for speculative decoding that reads its target model's hidden states, not a model of its "
                     "own: size the target model"),
@@ -140,7 +139,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "jamba": _jamba, "nemotron_h": _nemotron_h,
     "persimmon": _persimmon, "dbrx": _dbrx, "ctrl": _ctrl, "minicpm3": _mla_dense, "youtu": _mla_dense,
     "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "longcat_flash": _longcat_flash, "laguna": _laguna, "minimax_m3_vl_text": _minimax_m3, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, "lfm3": _lfm3, "bailing_hybrid": _bailing_hybrid,
-    "cohere_compass_text": _cohere_compass, "hrm_text": _hrm_text, "zamba2": _zamba2, "zamba": _zamba,
+    "cohere_compass_text": _cohere_compass, "hrm_text": _hrm_text, "zamba2": _zamba2, "zamba": _zamba, "rwkv": _rwkv,
     "modernbert-decoder": _modernbert_decoder,
     "beam": _beam, "xlstm": _xlstm, "recurrent_gemma": _recurrent_gemma,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding

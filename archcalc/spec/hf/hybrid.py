@@ -867,3 +867,22 @@ def _zamba(r: ConfigReader) -> dict:
             "ffn": {"activation": _activation(r, True, "gelu"), "none_layers": list(range(n))},
             "shared_block": {"layers": [i for i, t in enumerate(types) if t == "hybrid"],
                              "d_ff": r.get("intermediate_size", default=4 * d)}}
+
+
+def _rwkv(r: ConfigReader) -> dict:
+    """RWKV-4 (RwkvConfig): every layer x + TimeMix(LayerNorm(x)), then x + ChannelMix(LayerNorm(x)) (RWKVSpec and
+    FFNSpec.receptance: a squared-ReLU MLP of intermediate_size gated by sigmoid(x W_r)); a LayerNorm after the
+    embedding (block 0's pre_ln) and before the head; no position encoding; context_length the trained length."""
+    spec = _core(r, tie_default=False)
+    d = spec["d_model"]
+    if r.get("attention_hidden_size", default=d) != d:
+        raise InputError(r.path, r.prefix + "attention_hidden_size", f"must equal hidden_size ({d}): transformers' "
+                         "RWKV state is hidden_size wide")
+    for key, why in (("rescale_every", "halves weights every few layers for fp16 inference: no count"),
+                     ("layer_norm_epsilon", "an epsilon")):
+        r.ignore(key, why)
+    n = spec["n_layers"]
+    return {**spec, "max_context": r.get("context_length", "max_position_embeddings", default=1024),
+            "attention": {"n_heads": 1, "layer_types": ["linear"] * n}, "linear": {"kind": "rwkv4"},
+            "ffn": {"activation": "relu2", "d_ff": r.get("intermediate_size", default=4 * d), "receptance": True},
+            "norm": {"kind": "layernorm", "bias": True, "embedding": True}, "position": {"kind": "none"}}

@@ -168,6 +168,7 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("mamba_ngroups", "n_mamba_heads"), HEADS), "num_mem_blocks": LAYERS,
     **dict.fromkeys(("use_shared_attention_adapter", "use_mem_rope", "use_long_context", "add_bias_linear"), BOOL),
     "hidden_mamba_act": STR,  # Zamba
+    "context_length": TOKENS, "rescale_every": LAYER_COUNT,  # RWKV
     # ModernBERT's decoder
     "local_attention": TOKENS, **dict.fromkeys(("global_rope_theta", "local_rope_theta"), POSITIVE),
     **dict.fromkeys(("norm_bias", "decoder_bias", "classifier_bias"), BOOL), "classifier_activation": STR,
