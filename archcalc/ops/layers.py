@@ -555,32 +555,34 @@ def _mamba2_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op
 
 
 def _mamba_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
-    """Mamba's selective scan on the linear layers (MambaSpec), as Jamba's JambaMambaMixer."""
+    """Mamba's selective scan on the linear layers (MambaSpec), as Jamba's JambaMambaMixer (Zamba's with n_heads:
+    every head its own x_proj, dt_proj, A_log and D over its E/H channels, in 3-D tensors)."""
     m, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
-    E, N, R, K = m.expand * D, m.d_state, m.dt_rank, m.d_conv
+    E, N, R, K, H = m.expand * D, m.d_state, m.dt_rank, m.d_conv, m.n_heads
+
+    def headed(op: Op, *shapes: tuple[int, ...]) -> Op:
+        return replace(op, shapes=shapes) if H > 1 else op
+
     out = [
         # x and the gate z: one nn.Linear of 2E rows (one tensor)
         ops.matmul("layers.linear.in_proj", "linear", wl, D, 2 * E, bias_width=2 * E if m.proj_bias else 0, count=n),
         ops.contraction("layers.linear.conv", "linear", wl, E * K, 2 * E, count=n, tp="split",
                         params=E * K + (E if m.conv_bias else 0),
                         shapes=((E, 1, K),) + (((E,),) if m.conv_bias else ())),
-        ops.matmul("layers.linear.x_proj", "linear", wl, E, R + 2 * N, count=n, tp="row"),
+        headed(ops.matmul("layers.linear.x_proj", "linear", wl, E, R + 2 * N, count=n, tp="row"),
+               (H, R + 2 * N, E // H)),
     ]
-    H = m.n_heads  # Zamba: every head its own x_proj, dt_proj, A_log and D over its E/H channels (3-D tensors)
-    per_head = {"x_proj": ((H, R + 2 * N, E // H),), "dt_proj": ((H, E // H, R), (H, E // H)),
-                "core": ((H, E // H, N), (H, E // H))} if H > 1 else {}
     if m.bc_norms:  # Jamba: RMSNorms of Δ (dt_rank), B and C (d_state each), whatever norm.kind says
         out += [ops.norm(f"layers.linear.{x}_norm", wl, w, "rmsnorm", False, weight=m.bc_norm_weight, count=n,
                          component="linear") for x, w in (("dt", R), ("b", N), ("c", N))]
-    out += [
-        ops.matmul("layers.linear.dt_proj", "linear", wl, R, E, bias_width=E, count=n),
-        replace(ops.selective_scan("layers.linear.core", wl, channels=E, d_state=N, conv_values=E * (K - 1), count=n),
-                shapes=((E, N), (E,))),  # A_log and D
+    core = ops.selective_scan("layers.linear.core", wl, channels=E, d_state=N, conv_values=E * (K - 1), count=n)
+    return out + [
+        headed(ops.matmul("layers.linear.dt_proj", "linear", wl, R, E, bias_width=E, count=n),
+               (H, E // H, R), (H, E // H)),
+        replace(core, shapes=((H, E // H, N), (H, E // H)) if H > 1 else ((E, N), (E,))),  # A_log and D
         ops.matmul("layers.linear.out_proj", "linear", wl, E, D, bias_width=D if m.proj_bias else 0, count=n,
                    tp="row"),
     ]
-    return [replace(op, shapes=per_head[op.name.rsplit(".", 1)[1]]) if op.name.rsplit(".", 1)[1] in per_head else op
-            for op in out]
 
 
 def _short_conv_ops(spec: ModelSpec, wl: Workload) -> list[Op]:

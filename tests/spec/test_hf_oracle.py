@@ -1116,8 +1116,6 @@ SMALL = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hid
 
 @pytest.mark.parametrize("model_type", sorted(NO_FIXTURE))
 def test_families_without_a_fixture_equal_hf_on_its_own_config(model_type):
-    from archcalc.spec.hf import spec_dict_from_config
-
     config = AutoConfig.for_model(model_type.split()[0], **{**SMALL, "vocab_size": 100, **NO_FIXTURE[model_type]})
     _equal_hf_on_its_own_config(config, model_type.split()[0])
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from archcalc.errors import InputError
 from archcalc.spec.hf.common import (
-    ACTIVATIONS, GATED_FORM, _activation, _core, _heads, _multi_head, _no_cross_attention, _position,
-    _rotary_fraction, _window,
+    ACTIVATIONS, GATED_FORM, _activation, _core, _full_or_sliding, _heads, _multi_head, _no_cross_attention,
+    _position, _rotary_fraction, _window,
 )
 from archcalc.spec.hf.reader import ConfigReader
 
@@ -356,7 +356,7 @@ def _cohere_compass(r: ConfigReader) -> dict:
     LayerNorm feeding attention and MLP), sliding and full layers by layer_types, RoPE or none per layer kind
     (rope_parameters keyed by layer type; its multimodal M-RoPE sections rotate what plain RoPE does), head_dim
     hidden_size / heads, tied."""
-    from archcalc.spec.hf.common import _full_or_sliding, _rope_by_kind
+    from archcalc.spec.hf.common import _rope_by_kind
 
     spec = _core(r, tie_default=True)
     n, d = spec["n_layers"], spec["d_model"]
@@ -385,22 +385,18 @@ def _modernbert_decoder(r: ConfigReader) -> dict:
     them with a base per kind, a GeGLU MLP, BERT's prediction head (dense, activation, norm) before a tied
     unembedding with a bias."""
     spec = _core(r, tie_default=True)
-    n, d = spec["n_layers"], spec["d_model"]
-    heads = r.get("num_attention_heads", default=12)
+    n = spec["n_layers"]
+    att = {"n_heads": _multi_head(r, r.get("num_attention_heads", default=12), "ModernBertDecoder"),
+           "bias": ["q", "k", "v", "o"] if r.get("attention_bias", default=False) else []}
     every = r.get("global_attn_every_n_layers", default=3)
-    types = r.get("layer_types", default=["full_attention" if i % every == 0 else "sliding_attention" for i in range(n)])
     if r.has("layer_types"):
         r.ignore("global_attn_every_n_layers", "layer_types lists the layers")
-    if len(types) != n or set(types) - {"full_attention", "sliding_attention"}:
-        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of full_attention or sliding_attention")
-    kinds = ["global" if t == "full_attention" else "local" for t in types]
     window = r.get("local_attention", default=128) // 2  # "only half of it", as ModernBertDecoderConfig says
     if r.has("sliding_window") and r.get("sliding_window") != window:
         raise InputError(r.path, r.prefix + "sliding_window", f"must be local_attention / 2 = {window}: "
                          "ModernBertDecoderConfig derives it so")
-    bias = ["q", "k", "v", "o"] if r.get("attention_bias", default=False) else []
-    att = {"n_heads": _multi_head(r, heads, "ModernBertDecoder"), "bias": bias,
-           **({"sliding_window": window, "layer_types": kinds} if "local" in kinds else {})}
+    kinds = _full_or_sliding(r, att, n, ["full_attention" if i % every == 0 else "sliding_attention" for i in range(n)],
+                             window)
     rope = r.get("rope_parameters", default=None) or {}
     theta = {}
     for name, (legacy, default) in MODERNBERT_THETAS.items():
