@@ -530,6 +530,7 @@ class MoE(nn.Module):
         self.shared_expert = MLP(D, moe.d_shared, ffn.activation, ffn.bias) if moe.d_shared else None
         # the gate belongs to the shared expert: none without one
         self.shared_expert_gate = nn.Linear(D, 1, bias=False) if moe.shared_gate and moe.d_shared else None
+        self.bias = nn.Parameter(torch.zeros(D)) if moe.output_bias else None  # JetMoE's, on the combined output
 
     def forward(self, x):
         shape = x.shape
@@ -546,6 +547,8 @@ class MoE(nn.Module):
             if self.shared_expert_gate is not None:
                 shared = torch.sigmoid(self.shared_expert_gate(x)) * shared
             out = out + shared
+        if self.bias is not None:
+            out = out + self.bias
         return out.reshape(shape)
 
 
@@ -790,6 +793,8 @@ class ReferenceModel(nn.Module):
         if spec.head_transform is not None or not spec.norm.first_layer:  # ModernBERT: transformers' modules pin it
             raise ValueError("the reference model has no prediction head before the unembedding and no layer 0 "
                              "without its norm (ModernBERT's decoder)")
+        if spec.attention.experts is not None:  # JetMoE: pinned by transformers' own modules
+            raise ValueError("the reference model has no attention experts (JetMoE)")
         if spec.attention.indexer is not None:  # DeepSeek-V3.2: pinned by transformers' own modules instead
             raise ValueError("the reference model has no DeepSeek Sparse Attention indexer")
         if spec.attention.grouped or spec.attention.v_norm or spec.per_layer_input is not None:

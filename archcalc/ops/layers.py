@@ -188,7 +188,10 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
             return out + _grouped_attention_ops(spec, wl, conv)
         # Q, K and V as one fused projection: D -> (H + 2K)·d_k; biases where listed.  An output
         # gate doubles q_proj: each head's query and its gate (Qwen3-Next).
-        out += _qkv(spec, wl, "layers.attn.qkv", L, H * dk * (2 if a.output_gate else 1), K, dk, dv)
+        if a.experts is not None:
+            out += _attention_experts_in(spec, wl, L, H * dk, K * (dk + dv))
+        else:
+            out += _qkv(spec, wl, "layers.attn.qkv", L, H * dk * (2 if a.output_gate else 1), K, dk, dv)
         if a.qk_norm == "head":
             out += _head_norms(spec, wl, "", L, H, K, dk, dv)
         elif a.qk_norm == "full":
@@ -215,11 +218,40 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         out += _head_gate(spec, wl, "", H, dv, L)
     if a.sub_norm:  # BitNet: over all heads' output (split with the heads under TP, its statistics all-reduced)
         out += _norm(spec, wl, "layers.attn.sub_norm", H * dv, count=L, tp="split")
+    if a.experts is not None:
+        return out + _attention_experts_out(spec, wl, L, H * dv)
     out.append(_out_proj(spec, wl, "layers.attn.o", H * dv, L))
     if a.o_bias_layers:  # GPT-NeoX-Japanese: o_proj's bias on some layers only, added after it (whole on every rank)
-        bias = ops.elementwise("layers.attn.o_bias", "attention", wl, D, 1, count=len(set(a.o_bias_layers)), params=D)
-        out.append(replace(bias, shapes=((D,),)))
+        out.append(_added_bias("layers.attn.o_bias", "attention", wl, D, len(set(a.o_bias_layers))))
     return out
+
+
+def _added_bias(name: str, component: ops.Component, wl: Workload, width: int, count: int) -> Op:
+    """A learned vector of `width` added to an output on its own (not a projection's bias): one FLOP a value,
+    whole on every rank."""
+    return replace(ops.elementwise(name, component, wl, width, 1, count=count, params=width), shapes=((width,),))
+
+
+def _attention_experts_in(spec: ModelSpec, wl: Workload, L: int, q_width: int, kv_width: int) -> list[Op]:
+    """JetMoE's mixture of attention heads, before the core: a router D -> E (scored in full, top_k kept), each
+    token's query from its top_k experts' q projections (D -> q_width / top_k each: all its heads together),
+    and K and V from one D -> kv_width projection (transformers' kv_proj, no bias)."""
+    e, D = spec.attention.experts, spec.d_model
+    return [ops.matmul("layers.attn.router", "router", wl, D, e.n_experts, count=L, quantizable=False,
+                       tp="replicated"),
+            ops.expert_matmul("layers.attn.q_experts", wl, D, q_width // e.top_k, e.n_experts, e.top_k, bias=False,
+                              count=L, component="attention"),
+            ops.matmul("layers.attn.kv", "attention", wl, D, kv_width, count=L, parts=(kv_width // 2,) * 2)]
+
+
+def _attention_experts_out(spec: ModelSpec, wl: Workload, L: int, width: int) -> list[Op]:
+    """After the core: each of the top_k experts' o projections over its own heads (width / top_k -> D), their
+    outputs weighted and summed (a multiply and an add a value each), and the "o" bias added once."""
+    e, D = spec.attention.experts, spec.d_model
+    out = [ops.expert_matmul("layers.attn.o_experts", wl, width // e.top_k, D, e.n_experts, e.top_k, bias=False,
+                             count=L, tp="row", component="attention"),
+           ops.elementwise("layers.attn.combine", "attention", wl, D, 2 * e.top_k, inputs=e.top_k, count=L)]
+    return out + ([_added_bias("layers.attn.o_bias", "attention", wl, D, L)] if "o" in spec.attention.bias else [])
 
 
 def _qkv(spec: ModelSpec, wl: Workload, name: str, L: int, q: int, K: int, dk: int, dv: int, *,
@@ -679,6 +711,8 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
             # Weighted sum of the k expert outputs: a multiply and an add per value.
             ops.elementwise("layers.moe.combine", "experts", wl, D, 2 * moe.top_k, inputs=moe.top_k, count=n_moe),
         ]
+        if moe.output_bias:  # JetMoE: one D-vector on the combined output
+            out.append(_added_bias("layers.moe.bias", "ffn", wl, D, n_moe))
         if moe.router_scales:  # Gemma 4: rms(x) · scale · D^-1/2 into the router; per-expert scales on its weights
             E = moe.n_experts
             out += [ops.norm("layers.moe.router_norm", wl, D, "rmsnorm", False, weight=False, count=n_moe,

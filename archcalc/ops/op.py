@@ -279,13 +279,15 @@ def expected_experts_touched(n_experts: int, top_k: int, tokens: int) -> float:
 
 
 def expert_matmul(name: str, wl: Workload, d_in: int, d_out: int, n_experts: int, top_k: int, *,
-                  bias: bool, count: int = 1, tp: Sharding = "split", parts: tuple[int, ...] = ()) -> Op:
-    """The same matmul in each of E experts; each token runs k of them."""
+                  bias: bool, count: int = 1, tp: Sharding = "split", parts: tuple[int, ...] = (),
+                  component: Component = "experts") -> Op:
+    """The same matmul in each of E experts; each token runs k of them (FFN experts, or JetMoE's attention
+    experts: `component` attention)."""
     per_expert = d_in * d_out + (d_out if bias else 0)
     routed = wl.tokens * top_k  # token-expert pairs
     touched = expected_experts_touched(n_experts, top_k, wl.tokens)
     return Op(
-        name, "matmul", "experts",
+        name, "matmul", component,
         MatmulDims(routed, d_in, d_out, n_experts, top_k, parts), count,
         params=n_experts * per_expert, active_params=top_k * per_expert,
         bias_params=n_experts * d_out if bias else 0, quantizable=True, tp=tp,

@@ -145,6 +145,22 @@ class IndexerSpec(_Frozen):
         return self
 
 
+class AttentionExpertsSpec(_Ruled):
+    """A mixture of attention heads (JetMoE's MoA, after ModuleFormer): the query and output projections are
+    n_experts routed experts, each D -> (n_heads / top_k)·head_dim and back; a router D -> n_experts picks
+    top_k a token, whose queries are the heads of its top_k experts.  K and V are projected once, as usual,
+    and each expert's query heads read them (the core is GQA of n_heads over n_kv_heads).  An "o" bias is one
+    D-vector added after the experts' outputs are combined."""
+
+    n_experts: Experts
+    top_k: Experts
+
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
+        NumericRule(lambda e: e.top_k <= e.n_experts,
+                    lambda e: f"top_k ({e.top_k}) exceeds n_experts ({e.n_experts})", "top_k at most n_experts"),
+    )
+
+
 class AttentionSpec(_Frozen):
     """Self-attention.  kind "mha" covers MHA, GQA and MQA through n_kv_heads."""
 
@@ -203,6 +219,7 @@ class AttentionSpec(_Frozen):
     # The last kv_shared_layers layers compute no K or V: each reuses those of the last earlier layer of
     # its kind (Gemma 3n / 4), so it has no k/v projection, k/v norms or cache of its own.
     kv_shared_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)
+    experts: AttentionExpertsSpec | None = None  # query and output projections as routed experts (JetMoE)
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda a: a.n_kv_heads is None or a.n_heads % a.n_kv_heads == 0,
@@ -211,6 +228,9 @@ class AttentionSpec(_Frozen):
         NumericRule(lambda a: a.local_heads is None or a.n_kv_heads is None or a.local_heads % a.n_kv_heads == 0,
                     lambda a: f"local_heads ({a.local_heads}) must be divisible by n_kv_heads ({a.n_kv_heads})",
                     "local_heads divisible by n_kv_heads"),
+        NumericRule(lambda a: a.experts is None or a.n_heads % a.experts.top_k == 0,
+                    lambda a: f"n_heads ({a.n_heads}) must be divisible by experts.top_k ({a.experts.top_k}): "
+                              "each routed expert holds n_heads / top_k query heads", "n_heads divisible by top_k"),
         NumericRule(lambda a: a.global_kv_heads is None or a.n_heads % a.global_kv_heads == 0,
                     lambda a: f"n_heads ({a.n_heads}) must be divisible by global_kv_heads ({a.global_kv_heads})",
                     "n_heads divisible by global_kv_heads"),
@@ -277,6 +297,12 @@ class AttentionSpec(_Frozen):
             raise ValueError("sub_norm goes with kind mha and layers of one shape (BitNet)")
         if self.v_norm and self.qk_norm != "head":
             raise ValueError("v_norm goes with qk_norm head (Gemma 4 normalises q, k and v per head)")
+        if self.experts is not None and (self.kind != "mha" or self.grouped or set(self.bias) - {"o"}
+                                         or self.qk_norm != "none" or self.output_gate or self.head_gate
+                                         or self.sub_norm or self.differential or self.o_bias_layers
+                                         or self.indexer is not None):
+            raise ValueError("attention.experts (JetMoE's mixture of attention heads) goes with kind mha, layers of "
+                             "one shape, no qk_norm, gates, sub_norm or indexer, and at most an \"o\" bias")
         if self.kv_shared_layers and not isinstance(self.layer_types, list):
             raise ValueError("kv_shared_layers needs layer_types as a list: which earlier layer each shared "
                              "layer reads depends on its kind")
@@ -533,6 +559,8 @@ class MoESpec(_Ruled):
     # and a token's top_k may land on them, which costs nothing.  How many do is the data's: archcalc counts
     # top_k real experts a token, an upper bound on the FLOPs and the active parameters.
     zero_experts: int = Field(default=0, ge=0, le=MAX_EXPERTS)
+    # one D-vector added to the combined experts' output (JetMoE's JetMoeMoE.bias; its experts have none)
+    output_bias: bool = False
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda m: m.top_k <= m.n_experts, lambda m: f"top_k ({m.top_k}) exceeds n_experts ({m.n_experts})",

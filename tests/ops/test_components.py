@@ -26,7 +26,8 @@ BY_PREFIX = {
     "layers.attn.rope": "position", "layers.linear": "linear", "layers.ffn": "ffn", "layers.moe.experts": "experts",
     "layers.moe.combine": "experts", "layers.moe.router": "router",
     "layers.moe.router_scale": "router", "layers.moe.router_norm": "router", "layers.moe.shared": "ffn",
-    "layers.moe.shared_gate": "ffn", "layers.residual": "residual", "hc": "residual", "layers.hc": "residual",
+    "layers.moe.shared_gate": "ffn", "layers.moe.bias": "ffn", "layers.attn.router": "router",  # (JetMoE)
+    "layers.residual": "residual", "hc": "residual", "layers.hc": "residual",
     "layers.mhc": "residual", "attnres": "residual", "layers.attnres": "residual", "altup": "residual",
     "layers.altup": "residual", "layers.laurel": "residual", "loop": "residual",  # HRM-Text's passes
     # Zamba2's shared block: its attention and MLP (adapters in them), the concatenation, D -> D and the add

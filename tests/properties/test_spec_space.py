@@ -274,6 +274,7 @@ def model_specs(draw, max_layers: int = 4, **pinned) -> ModelSpec:
             moe["first_dense_layers"] = draw(st.integers(1 if moe_kind == "first_dense" else 0, L + 1))
         if moe_kind in ("every", "first_dense", "layers"):
             moe["every"] = draw(st.integers(2 if moe_kind == "every" else 1, 3))
+        moe["output_bias"] = draw(st.booleans())  # JetMoE: one bias on the combined output
         if moe_kind == "layers":  # a strict subset (possibly empty): some layers stay dense
             moe["layers"] = draw(st.lists(st.integers(0, L - 1), max_size=L - 1, unique=True))
         ffn["moe"] = moe

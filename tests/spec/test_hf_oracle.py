@@ -274,7 +274,8 @@ NO_HF_CACHE = {"openai-gpt"}
 # DBRX's experts loop (DbrxExperts.forward) picks its experts and their tokens with torch.nonzero and
 # indexes with the result, which meta tensors cannot answer: its forward runs on CPU instead, on the
 # fixture's architecture shrunk (test_dbrx_forward_on_its_own_routing).
-NO_META_FORWARD = {"dbrx-instruct", "longcat-flash-chat"}  # (LongCat-Flash's experts loop likewise)
+NO_META_FORWARD = {"dbrx-instruct", "longcat-flash-chat",  # (LongCat-Flash's experts loop likewise)
+                   "jetmoe-8b-ultrainteract-sft-v4"}  # (JetMoE's gates: expert_size.tolist())
 
 
 def _mixer_layers(spec: ModelSpec) -> ModelSpec:
@@ -699,8 +700,9 @@ LINEAR_MIXERS = {"RecurrentGemmaRecurrentBlock", "Qwen3NextGatedDeltaNet", "Qwen
 
 def _hf_components(model: torch.nn.Module) -> dict[str, int]:
     """Parameters by what HF's module tree says they are: inside a linear mixer; inside an `experts`
-    module (routed experts); inside an attention module (a class named *Attention, or LongcatFlashMLA) but
-    not in a norm."""
+    module or a *ParallelExperts one (JetMoE's), outside attention (routed FFN experts); inside an attention
+    module (a class named *Attention, or LongcatFlashMLA) but not in a norm or a router (JetMoE's attention
+    experts are attention, their *TopKGating a router)."""
     out = {"linear": 0, "attention": 0, "experts": 0}
     for module in model.modules():
         if type(module).__name__ in LINEAR_MIXERS:
@@ -708,10 +710,12 @@ def _hf_components(model: torch.nn.Module) -> dict[str, int]:
     for name, p in model.named_parameters():
         parts = name.split(".")
         owners = [type(model.get_submodule(".".join(parts[:i]))).__name__ for i in range(1, len(parts))]
-        out["experts"] += p.numel() * ("experts" in parts)
         # (not lightning; LongCat-Flash's attention class is LongcatFlashMLA)
         in_attention = any(o.endswith(("Attention", "FlashMLA")) and o not in LINEAR_MIXERS for o in owners)
-        out["attention"] += p.numel() * (in_attention and "norm" not in owners[-1].lower())
+        routed = "experts" in parts or owners[-1].endswith("ParallelExperts")
+        out["experts"] += p.numel() * (routed and not in_attention)
+        router = any(o.endswith("TopKGating") for o in owners)
+        out["attention"] += p.numel() * (in_attention and not router and "norm" not in owners[-1].lower())
     return out
 
 
@@ -1231,6 +1235,38 @@ def test_dbrx_forward_on_its_own_routing():
     assert sum(cached) == ours_.kv.bytes_per_token * SHORT and len(cached) == spec.n_layers
 
 
+@pytest.mark.parametrize("tokens", [1, SHORT])
+def test_jetmoe_forward_on_its_own_routing(tokens):
+    """JetMoE's forward, which meta cannot run (NO_META_FORWARD: its top-k gates ask expert_size.tolist()): the
+    fixture shrunk (width 64, 2 layers, 2 KV heads of 16, 4 experts of 32, top 2: 4 query heads a token), built
+    with random weights on CPU and run on 1 and 8 tokens, then one decode step.  FlopCounterMode sees the two
+    routers, the k·T rows through the attention experts' q and o and the FFN experts, kv_proj, the cores over
+    the 2·2 query heads and the head; DynamicCache holds the 2 KV heads a layer: all ours."""
+    small = {**_raw("jetmoe-8b-ultrainteract-sft-v4"), "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 100,
+             "num_key_value_heads": 2, "kv_channels": 16, "num_local_experts": 4, "intermediate_size": 32}
+    for old, new in (("ffn_hidden_size", "intermediate_size"), ("moe_num_experts", "num_local_experts"),
+                     ("num_layers", "num_hidden_layers"), ("num_attention_heads", None)):
+        small.pop(old) if new is None else small.update({old: small[new]})
+    small["num_attention_heads"] = 4
+    spec = ModelSpec.model_validate({"name": "jetmoe", **spec_dict_from_config(small, "config.json")[0]})
+    config = AutoConfig.for_model(small.pop("model_type"), **small)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=DTYPE).eval().requires_grad_(False)
+    assert sum(p.numel() for p in model.parameters()) == size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total
+    ids = torch.randint(0, 100, (1, tokens))
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        out = model(input_ids=ids, use_cache=True)
+    assert size(spec, Workload.forward(tokens), CONVENTIONS["torch"]).flops.forward == counter.get_total_flops()
+    cached = [layer.keys.numel() * layer.keys.element_size() + layer.values.numel() * layer.values.element_size()
+              for layer in out.cache.layers]
+    per_token = size(spec, Workload.forward(tokens), CONVENTIONS["torch"]).kv.bytes_per_token
+    assert sum(cached) == per_token * tokens and len(cached) == spec.n_layers
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(input_ids=ids[:, :1], cache=out.cache, use_cache=True)
+    step = size(spec, Workload.decode(tokens + 1), CONVENTIONS["torch"]).flops.forward
+    assert step == counter.get_total_flops()
+
+
 def test_longcat_flash_forward_on_its_own_routing():
     """LongCat-Flash's forward, which meta cannot run (NO_META_FORWARD: its experts loop): longcat-flash-chat.json
     shrunk (width 64, 2 blocks = 4 layers, 4 heads, 4 experts of 32 and 4 zero experts, top 3, MLPs of 48), built
@@ -1401,6 +1437,10 @@ FP8_REFUSED = {"gpt-oss-20b": "FP8Experts asserts has_bias is False, and gpt-oss
                                 "which DbrxConfig has not (its count is ffn_config.moe_num_experts)",
                "longcat-flash-chat": "FP8Experts would quantise the zero experts' gate_up rows transformers allocates "
                                      "(ZERO_EXPERT_ROWS): not the checkpoint's tensors",
+               "jetmoe-8b-ultrainteract-sft-v4": "replace_with_fp8_linear swaps every module named experts for "
+                                                 "FP8Experts, a fused FFN experts module, and JetMoE's attention "
+                                                 "experts are named so (JetMoeMoA, with its router inside): the swap "
+                                                 "fails",
                "zamba-7b-v1-phase1": "replace_with_fp8_linear swaps the shared block's tied Linears for one FP8 module "
                                      "in each of the 13 hybrid layers: 13 copies where the checkpoint stores one",
                "gemma-4-26b-a4b": "its experts are 704 wide, 5.5 blocks: FP8Experts' fused gate_up rounds its 1,408 "

@@ -443,3 +443,50 @@ def test_bad_zamba_configs_are_one_line(tmp_path, change, message):
 ])
 def test_bad_rwkv_configs_are_one_line(tmp_path, change, message):
     _refused_in_one_line(_write({**_raw("rwkv-4-169m-pile"), **change}, tmp_path), message)
+
+
+JETMOE = "jetmoe-8b-ultrainteract-sft-v4"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"ffn_hidden_size": 4096}, "ffn_hidden_size: 4096 differs from intermediate_size (5632), which transformers reads"),
+    ({"moe_top_k": 4, "num_experts_per_tok": 2}, "moe_top_k: 4 differs from num_experts_per_tok (2)"),
+    ({"num_experts_per_tok": 9, "moe_top_k": 9}, "top_k (9) exceeds n_experts (8)"),
+    ({"num_local_experts": "8"}, "num_local_experts: '8' is not"),
+    ({"kv_channels": 0}, "kv_channels: 0 is not"),
+])
+def test_bad_jetmoe_configs_are_one_line(tmp_path, change, message):
+    """JetMoE's released files name some keys as its remote code did (ffn_hidden_size, moe_top_k, ...), which
+    transformers' JetMoeConfig does not read: where one disagrees with the key transformers builds from, the file
+    describes a model transformers would not build."""
+    _refused_in_one_line(_write({**_raw(JETMOE), **change}, tmp_path), message)
+
+
+def test_jetmoe_reports_what_its_remote_code_keys_are():
+    """The fixture's remote-code keys agree with what transformers reads, and are reported so; a head count that
+    is not num_key_value_heads × num_experts_per_tok (the query heads a token has) is a warning."""
+    from archcalc.spec.hf import spec_dict_from_config
+
+    raw = _raw(JETMOE)
+    _, report = spec_dict_from_config(raw, "config.json")
+    assert report.warnings == [] and "the remote code's name for intermediate_size" in report.ignored["ffn_hidden_size"]
+    _, report = spec_dict_from_config({**raw, "num_attention_heads": 16}, "config.json")
+    assert report.warnings == ["config.json: num_attention_heads=16 is not num_key_value_heads × num_experts_per_tok "
+                               "= 32, the query heads each token has"]
+
+
+def test_jetmoe_train_is_refused_in_one_line():
+    r = CliRunner().invoke(cli, ["train", str(DATA / f"{JETMOE}.json"), "--gpu", "h100", "--gpus", "8"])
+    assert r.exit_code == 2 and "attention experts (JetMoE)" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_jetmoe_decode_reads_the_experts_its_token_runs():
+    """JetMoE-8B (8.52B = transformers' numel, test_hf_oracle.py): 2 of 8 attention experts and 2 of 8 FFN experts
+    a token, so a one-token decode step reads a quarter of each layer's expert weights, and the cache holds the 16
+    K/V heads of 128 a layer (the 32 query heads are the two experts' 16 each)."""
+    from archcalc.api import size
+
+    result = size(str(DATA / f"{JETMOE}.json"), context=4096)
+    assert result.kv.bytes_per_token == 24 * 2 * 16 * 128 * 2
+    q = [op for op in result.ops if op.name == "layers.attn.q_experts"][0]
+    assert (q.params, q.active_params, q.component) == (8 * 2048 * 2048, 2 * 2048 * 2048, "attention")

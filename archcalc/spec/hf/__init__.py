@@ -33,7 +33,7 @@ from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
 from archcalc.spec.hf.gemma import (
     GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _gemma3n, _gemma4, _gemma4_unified,
 )
-from archcalc.spec.hf.moe import _beam, _cohere2_moe, _gpt_oss, _laguna, _llama4, _mimo_v2_flash, _minimax_m3
+from archcalc.spec.hf.moe import _beam, _cohere2_moe, _gpt_oss, _jetmoe, _laguna, _llama4, _mimo_v2_flash, _minimax_m3
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
 from archcalc.spec.hf.vision import VISION_PROJECTORS, VISION_WITHOUT_CONFIG, _vision
 from archcalc.spec.hf.keys import checked
@@ -58,6 +58,10 @@ FAMILY_DEFAULTS = {
     "afmoe": {"head_dim": 128, "sliding_window": 1024},
     # Cohere2MoeConfig's head_dim is 128 whatever the width
     "cohere2_moe": {"head_dim": 128},
+    # JetMoeConfig's defaults (jetmoe/jetmoe-8b's file names most of these keys as its remote code did)
+    "jetmoe": {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
+               "kv_channels": 128, "intermediate_size": 5632, "max_position_embeddings": 4096,
+               "num_local_experts": 8, "num_experts_per_tok": 2},
     # GlmMoeDsaConfig (zai-org/GLM-5's shapes): three dense layers first; the rest are DeepseekV3Config's
     "glm_moe_dsa": {"first_k_dense_replace": 3, "n_shared_experts": 1, "n_routed_experts": 256,
                     "num_experts_per_tok": 8, "moe_intermediate_size": 2048, "q_lora_rank": 2048,
@@ -98,7 +102,6 @@ REFUSED = {
     "axk2": "A.X-K2's MLA with a gated query and low-rank gated norms is not modelled yet",
     **dict.fromkeys(("dots3_note", "dots3_note_text"), "dots3-note's indexed attention is not modelled yet"),
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), "Qwen4-Exp's QSA indexer and gated residuals are not modelled yet"),
-    "jetmoe": "JetMoE's mixture of attention heads (query and output experts) is not modelled yet",
     "doge": "Doge's dynamic mask attention and cross-domain MoE are not modelled yet",
     "dory": "Dory's normalised (nGPT-style) looped layers are not modelled yet",
     "zaya": "ZAYA1's compressed convolutional attention and router MLPs are not modelled yet",
@@ -141,7 +144,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "longcat_flash": _longcat_flash, "laguna": _laguna, "minimax_m3_vl_text": _minimax_m3, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, "lfm3": _lfm3, "bailing_hybrid": _bailing_hybrid,
     "cohere_compass_text": _cohere_compass, "hrm_text": _hrm_text, "zamba2": _zamba2, "zamba": _zamba, "rwkv": _rwkv,
     "modernbert-decoder": _modernbert_decoder,
-    "beam": _beam, "xlstm": _xlstm, "recurrent_gemma": _recurrent_gemma,
+    "beam": _beam, "xlstm": _xlstm, "jetmoe": _jetmoe, "recurrent_gemma": _recurrent_gemma,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

@@ -513,3 +513,41 @@ def _beam(r: ConfigReader) -> dict:
             "norm": {"placement": "both"},
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
                     "moe": _with_layers(moe, [i for i, t in enumerate(mlp) if t == "sparse"], n)}}
+
+
+# The names jetmoe/jetmoe-8b's config.json (written for its remote code) gives some of JetMoeConfig's keys.
+# transformers' JetMoeConfig reads none of them: it builds from the keys on the right, or their defaults.
+JETMOE_REMOTE_KEYS = {"ffn_hidden_size": "intermediate_size", "moe_num_experts": "num_local_experts",
+                      "moe_top_k": "num_experts_per_tok", "n_embd": "hidden_size", "n_layer": "num_hidden_layers",
+                      "num_layers": "num_hidden_layers", "n_positions": "max_position_embeddings"}
+
+
+def _jetmoe(r: ConfigReader) -> dict:
+    """JetMoE: every layer a mixture of attention heads (num_local_experts query/output experts of
+    num_key_value_heads heads of kv_channels, top num_experts_per_tok a token, K/V projected once) and a
+    mixture of GLU experts of intermediate_size, each block with one output bias; no shared expert, bias-free
+    projections, RMSNorm, RoPE.  transformers sets num_attention_heads to num_key_value_heads × top_k."""
+    spec = {"d_model": r.get("hidden_size"), "n_layers": r.get("num_hidden_layers"), "vocab_size": r.get("vocab_size"),
+            "tie_embeddings": bool(r.get("tie_word_embeddings", default=True))}
+    E, k = r.get("num_local_experts"), r.get("num_experts_per_tok")
+    kv_heads = r.get("num_key_value_heads")
+    for old, new in JETMOE_REMOTE_KEYS.items():
+        if old in r.cfg and r.cfg[old] != r.get(new):
+            raise InputError(r.path, old, f"{r.cfg[old]!r} differs from {new} ({r.get(new)}), which transformers "
+                             f"reads (JetMoeConfig has no {old}): give {new}")
+        r.ignore(old, f"the remote code's name for {new}: the same value")
+    heads = kv_heads * k
+    if r.cfg.get("num_attention_heads") not in (None, heads):
+        r.report.warnings.append(f"{r.path}: num_attention_heads={r.cfg['num_attention_heads']!r} is not "
+                                 f"num_key_value_heads × num_experts_per_tok = {heads}, the query heads each token has")
+    r.ignore("num_attention_heads", "transformers' JetMoE has num_key_value_heads × num_experts_per_tok query heads")
+    for key in ("bias", "glu"):
+        r.ignore(key, "the remote code's switch; transformers' JetMoE always has the output biases and GLU experts")
+    r.ignore("rotary_percent", "the remote code's; transformers' JetMoE rotates every dimension")
+    r.ignore("aux_loss_coef", NO_COST_REASON)
+    pos, limit = _position(r)
+    return {**spec, "max_context": limit, "position": pos,
+            "attention": {"n_heads": heads, "n_kv_heads": kv_heads, "head_dim": r.get("kv_channels"), "bias": ["o"],
+                          "experts": {"n_experts": E, "top_k": k}},
+            "ffn": {"activation": _activation(r, True, "silu"),
+                    "moe": {"n_experts": E, "top_k": k, "d_expert": r.get("intermediate_size"), "output_bias": True}}}
