@@ -87,6 +87,10 @@ def random_spec(seed: int) -> ModelSpec:
         att["sub_norm"] = True
     if "moe" not in ffn and rng.random() < 0.15:
         ffn["sub_norm"] = True
+    if residual == "standard" and rng.random() < 0.4:  # Doge's learned skip scales
+        res["scales"] = True
+    if "moe" in ffn and rng.random() < 0.4:  # JetMoE's bias on the combined experts' output
+        ffn["moe"]["output_bias"] = True
     return ModelSpec.model_validate({**top, "attention": att, "ffn": ffn, "norm": norm, "position": position,
                                      "residual": res})
 

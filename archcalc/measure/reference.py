@@ -617,22 +617,34 @@ class LayerResidual(nn.Module):
     recompute_layers = False
 
     def forward(self, x, units):
-        for attn, mlp in zip(units[0::2], units[1::2]):
+        for i, (attn, mlp) in enumerate(zip(units[0::2], units[1::2])):
             if self.recompute_layers:
-                x = checkpoint(self.layer, x, attn, mlp, use_reentrant=False)
+                x = checkpoint(self.layer, x, attn, mlp, i, use_reentrant=False)
             else:
-                x = self.layer(x, attn, mlp)
+                x = self.layer(x, attn, mlp, i)
         return x
 
 
 class StandardResidual(LayerResidual):
-    def layer(self, x, attn, mlp):
+    def layer(self, x, attn, mlp, i):
         x = x + attn(x)
         return x + mlp(x)
 
 
+class ScaledResidual(LayerResidual):
+    """Doge's: a learned D-vector on the skip path of each unit, w ⊙ x + F(x) (initialised to ones)."""
+
+    def __init__(self, d_model: int, n_units: int):
+        super().__init__()
+        self.scales = nn.ParameterList(nn.Parameter(torch.ones(d_model)) for _ in range(n_units))
+
+    def layer(self, x, attn, mlp, i):
+        x = self.scales[2 * i] * x + attn(x)
+        return self.scales[2 * i + 1] * x + mlp(x)
+
+
 class ParallelResidual(LayerResidual):
-    def layer(self, x, attn, mlp):
+    def layer(self, x, attn, mlp, i):
         return x + attn(x) + mlp(x)
 
 
@@ -770,7 +782,7 @@ def make_residual(spec: ModelSpec) -> nn.Module:
         return StreamResidual([ManifoldHyperConnection(D, r.streams, r.sinkhorn_iters) for _ in range(U)], r.streams)
     if r.kind == "attnres":
         return AttentionResiduals(spec)
-    return StandardResidual()
+    return ScaledResidual(D, U) if r.scales else StandardResidual()
 
 
 # ---- the model --------------------------------------------------------------
@@ -793,6 +805,8 @@ class ReferenceModel(nn.Module):
         if spec.head_transform is not None or not spec.norm.first_layer:  # ModernBERT: transformers' modules pin it
             raise ValueError("the reference model has no prediction head before the unembedding and no layer 0 "
                              "without its norm (ModernBERT's decoder)")
+        if spec.attention.dynamic_mask is not None:  # Doge: pinned by transformers' own modules
+            raise ValueError("the reference model has no dynamic mask attention (Doge)")
         if spec.attention.experts is not None:  # JetMoE: pinned by transformers' own modules
             raise ValueError("the reference model has no attention experts (JetMoE)")
         if spec.attention.indexer is not None:  # DeepSeek-V3.2: pinned by transformers' own modules instead

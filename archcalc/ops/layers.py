@@ -208,6 +208,8 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         rope_layers = spec.rope_layers
         if nonzero(rope_layers):
             out.append(_rope(wl, "layers.attn.rope", rotated, rope_layers))
+    if a.dynamic_mask is not None:
+        out += _dynamic_mask_ops(spec, wl, L, K, dv)
     cores = _cores(spec, wl, conv, spec.attention_layers, K, dk, dv, kv_width)
     out += cores if not a.differential else _differential(spec, wl, cores, L, H, dv)
     if a.output_gate:
@@ -224,6 +226,21 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     if a.o_bias_layers:  # GPT-NeoX-Japanese: o_proj's bias on some layers only, added after it (whole on every rank)
         out.append(_added_bias("layers.attn.o_bias", "attention", wl, D, len(set(a.o_bias_layers))))
     return out
+
+
+# dt = exp(A ⊙ softplus(x)): softplus's exp, add and log, the multiply, the exp
+DYNAMIC_MASK_FLOPS = 5
+
+
+def _dynamic_mask_ops(spec: ModelSpec, wl: Workload, L: int, K: int, dv: int) -> list[Op]:
+    """Doge's key scores: W_dt (K·d_v -> K) over the values of every key in the context, at every step, as
+    transformers runs it after the cache update (B·S rows, not B·T), then exp(A ⊙ softplus(·)) per head.  The
+    top-keep selection and the mask are not counted; the cores are counted dense, as computed."""
+    m, bias = wl.batch * wl.context, spec.attention.dynamic_mask.bias
+    dt = ops.elementwise("layers.attn.dt", "attention", wl, K, DYNAMIC_MASK_FLOPS, count=L, tokens=m, params=K,
+                         tp="replicated")
+    return [ops.matmul("layers.attn.dt_proj", "attention", wl, K * dv, K, bias_width=K if bias else 0, count=L,
+                       tokens=m, tp="replicated"), replace(dt, shapes=((K,),))]
 
 
 def _added_bias(name: str, component: ops.Component, wl: Workload, width: int, count: int) -> Op:
@@ -766,9 +783,11 @@ def _residual_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     laurel = _laurel_ops(spec, wl) if r.laurel_rank is not None else []
     if r.kind == "altup":
         return laurel + _altup_ops(spec, wl)
-    if r.kind == "standard":  # x + F(x) after each sublayer that is there
+    if r.kind == "standard":  # x + F(x) after each sublayer that is there; w ⊙ x + F(x) with scales (Doge)
         units = U - spec.attention_layers["none"] - spec.ffn_layers["none"] + L * (spec.per_layer_input is not None)
-        return laurel + [ops.elementwise("layers.residual.add", "residual", wl, D, 1, inputs=2, count=units)]
+        add = ops.elementwise("layers.residual.add", "residual", wl, D, 1 + r.scales, inputs=2, count=units,
+                              params=D if r.scales else 0)
+        return laurel + [replace(add, shapes=((D,),)) if r.scales else add]
     if r.kind == "parallel":  # x + attn + ffn: two adds, once per layer
         return [ops.elementwise("layers.residual.add", "residual", wl, D, 2, inputs=3, count=L)]
     if r.kind in ("hyper", "mhc"):

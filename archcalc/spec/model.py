@@ -161,6 +161,16 @@ class AttentionExpertsSpec(_Ruled):
     )
 
 
+class DynamicMaskSpec(_Frozen):
+    """Doge's dynamic mask attention: each KV head scores every cached key from its value, dt = exp(A ⊙
+    softplus(v W_dt)) (W_dt: K·d_v -> K over all KV heads, A one per head), and past `keep` keys a query attends
+    only to the keep best.  transformers applies it as a mask: the scores are computed for every key (counted
+    dense), and W_dt runs over every cached key at every step."""
+
+    keep: Tokens  # keep_window_size
+    bias: bool = False  # W_dt's bias (Doge's attention_bias)
+
+
 class AttentionSpec(_Frozen):
     """Self-attention.  kind "mha" covers MHA, GQA and MQA through n_kv_heads."""
 
@@ -220,6 +230,7 @@ class AttentionSpec(_Frozen):
     # its kind (Gemma 3n / 4), so it has no k/v projection, k/v norms or cache of its own.
     kv_shared_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)
     experts: AttentionExpertsSpec | None = None  # query and output projections as routed experts (JetMoE)
+    dynamic_mask: DynamicMaskSpec | None = None  # Doge's keys kept by a learned score of their values
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda a: a.n_kv_heads is None or a.n_heads % a.n_kv_heads == 0,
@@ -303,6 +314,10 @@ class AttentionSpec(_Frozen):
                                          or self.indexer is not None):
             raise ValueError("attention.experts (JetMoE's mixture of attention heads) goes with kind mha, layers of "
                              "one shape, no qk_norm, gates, sub_norm or indexer, and at most an \"o\" bias")
+        if self.dynamic_mask is not None and (self.kind != "mha" or self.grouped or self.experts is not None
+                                              or self.sliding_window is not None or self.chunk_size is not None):
+            raise ValueError("attention.dynamic_mask (Doge) goes with kind mha, layers of one shape, no experts and "
+                             "no sliding window or chunks")
         if self.kv_shared_layers and not isinstance(self.layer_types, list):
             raise ValueError("kv_shared_layers needs layer_types as a list: which earlier layer each shared "
                              "layer reads depends on its kind")
@@ -676,11 +691,16 @@ class ResidualSpec(_Frozen):
     # LAuReL (Gemma 3n): per layer a low-rank D -> r -> D branch of the attention's normed input, RMS-normed and
     # added to the stream after attention (its sum scaled by 1/√2)
     laurel_rank: Width | None = None
+    # standard: a learned D-vector scaling the skip path of each sublayer, x <- w ⊙ x + F(x) (Doge's
+    # input_residual and post_attention_residual): D parameters a sublayer and one more FLOP a value
+    scales: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> ResidualSpec:
         if self.laurel_rank is not None and self.kind not in ("standard", "altup"):
             raise ValueError("laurel_rank goes with residual kind standard or altup")
+        if self.scales and (self.kind != "standard" or self.laurel_rank is not None):
+            raise ValueError("scales goes with residual kind standard and no laurel_rank")
         return self
 
 

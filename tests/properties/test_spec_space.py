@@ -296,6 +296,8 @@ def model_specs(draw, max_layers: int = 4, **pinned) -> ModelSpec:
         residual.update(streams=draw(st.integers(1, 3)), sinkhorn_iters=draw(st.integers(1, 4)))
     elif kind == "attnres_block":
         residual["blocks"] = draw(st.sampled_from([b for b in range(1, 2 * L + 1) if (2 * L) % b == 0]))
+    elif kind == "standard":  # Doge: a learned scale on each skip path
+        residual["scales"] = draw(st.booleans())
 
     data = {
         "name": "drawn", "d_model": d_model, "n_layers": L, "vocab_size": draw(st.integers(2, 48)),

@@ -837,10 +837,11 @@ def _hf_decode_flops(name: str) -> int:
     return _prefill_then_step(hf_model(name), DECODE_CONTEXT)[1]
 
 
-@pytest.mark.parametrize("name", [*LINEAR, "llama-3.2-1b", "gemma-3-1b", "hrm-text-1b"])
+@pytest.mark.parametrize("name", [*LINEAR, "llama-3.2-1b", "gemma-3-1b", "hrm-text-1b", "doge-40m"])
 def test_decode_step_flops_equal_flop_counter(name):
     """One decode step: the recurrent update (Mamba's selective scan, Mamba-2's SSD, Gated DeltaNet,
-    LFM2's conv) reads the state, not a cache; attention models read the cache.  HF's conv keeps K
+    LFM2's conv) reads the state, not a cache; attention models read the cache (Doge's dt_proj runs over
+    every cached key's values again).  HF's conv keeps K
     inputs where K − 1 suffice (_conv_state_extra), so its decode conv runs over K + 1 inputs and
     computes one output more than the step needs, 2 · channels · K FLOPs per linear layer.  RecurrentGemma's
     decode conv is elementwise (torch.sum of its K inputs times the taps), which FlopCounterMode does not
@@ -849,6 +850,27 @@ def test_decode_step_flops_equal_flop_counter(name):
     extra = sign * sum(2 * c.weight.shape[0] * c.weight.shape[2] for c in _linear_convs(name))
     ours_flops = size(spec_of(name), Workload.decode(DECODE_CONTEXT + 1), CONVENTIONS["torch"]).flops.forward
     assert ours_flops == _hf_decode_flops(name) - extra - _mla_reexpanded(name)
+
+
+def test_doge_s_dynamic_mask_is_a_mask():
+    """Doge-40M with keep_window_size 4 run on 8 tokens: each query keeps its 4 best keys by dt (a top-k over the
+    context, per KV head), as a mask over scores computed for every key: FlopCounterMode's FLOPs are the dense
+    count (ours), dt_proj's over all 8 keys included, and the cache holds all 8 tokens."""
+    raw = {**_raw("doge-40m"), "keep_window_size": 4}
+    spec = ModelSpec.model_validate({"name": "doge", **spec_dict_from_config(raw, "config.json")[0]})
+    config = AutoConfig.for_model(raw.pop("model_type"), **raw)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=DTYPE).eval()
+    masks = []
+    for m in model.modules():
+        if hasattr(m, "prepare_dynamic_mask"):
+            original = m.prepare_dynamic_mask
+            m.prepare_dynamic_mask = lambda *a, _f=original, **k: masks.append(_f(*a, **k)) or masks[-1]
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        out = model(input_ids=torch.zeros(1, SHORT, dtype=torch.long, device="meta"), use_cache=True)
+    assert len(masks) == spec.n_layers and masks[0].shape[-1] == SHORT > spec.attention.dynamic_mask.keep
+    assert size(spec, Workload.forward(SHORT), CONVENTIONS["torch"]).flops.forward == counter.get_total_flops()
+    assert all(layer.keys.shape[2] == SHORT for layer in out.cache.layers)
 
 
 def _mla_reexpanded(name: str) -> int:
@@ -913,6 +935,8 @@ NO_FIXTURE = {
     "jais2": {},  # LayerNorm, biases everywhere, ReLU² MLP
     "flex_olmo": {"num_experts": 4, "num_experts_per_tok": 2, "pad_token_id": 1, "eos_token_id": 2},  # OLMoE, OLMo 2 post-norms
     "hunyuan_v1_moe": {"head_dim": 16, "num_experts": 4, "moe_topk": 2},
+    # Doge with attention_bias (q, k, v, o and dt_proj biased) and mlp_bias, its dynamic mask past 4 keys
+    "doge biases": {"attention_bias": True, "mlp_bias": True, "keep_window_size": 4},
     "glm4_moe_lite": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                       "q_lora_rank": 24, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8,
                       "v_head_dim": 16, "num_key_value_heads": 4},  # MLA: K = H, as the real config says

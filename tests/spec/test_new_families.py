@@ -490,3 +490,33 @@ def test_jetmoe_decode_reads_the_experts_its_token_runs():
     assert result.kv.bytes_per_token == 24 * 2 * 16 * 128 * 2
     q = [op for op in result.ops if op.name == "layers.attn.q_experts"][0]
     assert (q.params, q.active_params, q.component) == (8 * 2048 * 2048, 2 * 2048 * 2048, "attention")
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"is_moe": True}, "is_moe: true is not supported: Doge's cross-domain MoE"),
+    ({"is_moe": "false"}, "is_moe: 'false' is not"),
+    ({"sliding_window": 1024}, "sliding_window: must be null"),
+    ({"keep_window_size": "4096"}, "keep_window_size: '4096' is not"),
+    ({"keep_window_size": 0}, "keep_window_size: 0 is not"),
+    ({"num_key_value_heads": 3}, "n_heads (2) must be divisible by n_kv_heads (3)"),
+])
+def test_bad_doge_configs_are_one_line(tmp_path, change, message):
+    _refused_in_one_line(_write({**_raw("doge-40m"), **change}, tmp_path), message)
+
+
+def test_doge_40m_keeps_every_key_and_scores_them_all_each_step():
+    """Doge-40M (40,709,384 = transformers' numel, test_hf_oracle.py, the name's 40M): its dynamic mask keeps
+    4,096 keys a query, a mask over a full cache (1 KV head of 128, 8 layers); transformers' dt_proj scores every
+    cached key's values at every step, so a decode step's dt_proj rows grow with the context."""
+    from archcalc.api import size
+
+    from archcalc.ops.layers import model_ops
+    from archcalc.ops.workload import Workload
+
+    result = size(str(DATA / "doge-40m.json"), context=4096)
+    assert result.kv.bytes_per_token == 8 * 2 * 1 * 128 * 2 and result.params.total == 40_709_384
+    step = {op.name: op for op in model_ops(load_model(str(DATA / "doge-40m.json"))[0], Workload.decode(4096))}
+    dt, qkv = step["layers.attn.dt_proj"], step["layers.attn.qkv"]
+    assert (dt.dims.m, dt.dims.k, dt.dims.n, qkv.dims.m) == (4096, 128, 1, 1)
+    r = CliRunner().invoke(cli, ["train", str(DATA / "doge-40m.json"), "--gpu", "h100", "--gpus", "1"])
+    assert r.exit_code == 2 and "dynamic mask attention (Doge)" in r.output and "Traceback" not in r.output

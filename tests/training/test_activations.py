@@ -83,6 +83,7 @@ def test_random_specs_cover_the_options():
     assert any(s.residual.kind == "hyper" and s.residual.dynamic for s in RANDOM)
     assert any(s.residual.kind == "hyper" and not s.residual.dynamic for s in RANDOM)
     assert {"mhc", "attnres", "parallel", "standard"} <= {s.residual.kind for s in RANDOM}
+    assert any(s.residual.scales for s in RANDOM) and any(s.ffn.moe and s.ffn.moe.output_bias for s in RANDOM)
 
 
 @pytest.mark.parametrize("kernel", ["flash", "eager"])

@@ -28,7 +28,7 @@ from archcalc.spec.hf.hybrid import (
     _lara_mini, _lfm2, _lfm2_moe, _lfm3, _mamba2_lm, _mamba_lm, _minimax, _nemotron_h, _olmo_hybrid,
     _recurrent_gemma, _rwkv, _xlstm, _zamba, _zamba2,
 )
-from archcalc.spec.hf.llama import _hrm_text, _llama_like
+from archcalc.spec.hf.llama import _doge, _hrm_text, _llama_like
 from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
 from archcalc.spec.hf.gemma import (
     GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _gemma3n, _gemma4, _gemma4_unified,
@@ -58,6 +58,8 @@ FAMILY_DEFAULTS = {
     "afmoe": {"head_dim": 128, "sliding_window": 1024},
     # Cohere2MoeConfig's head_dim is 128 whatever the width
     "cohere2_moe": {"head_dim": 128},
+    "doge": {"vocab_size": 32768, "hidden_size": 1024, "intermediate_size": 2048, "num_hidden_layers": 32,
+             "max_position_embeddings": 2048, "num_attention_heads": 8},  # DogeConfig's
     # JetMoeConfig's defaults (jetmoe/jetmoe-8b's file names most of these keys as its remote code did)
     "jetmoe": {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
                "kv_channels": 128, "intermediate_size": 5632, "max_position_embeddings": 4096,
@@ -102,7 +104,6 @@ REFUSED = {
     "axk2": "A.X-K2's MLA with a gated query and low-rank gated norms is not modelled yet",
     **dict.fromkeys(("dots3_note", "dots3_note_text"), "dots3-note's indexed attention is not modelled yet"),
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), "Qwen4-Exp's QSA indexer and gated residuals are not modelled yet"),
-    "doge": "Doge's dynamic mask attention and cross-domain MoE are not modelled yet",
     "dory": "Dory's normalised (nGPT-style) looped layers are not modelled yet",
     "zaya": "ZAYA1's compressed convolutional attention and router MLPs are not modelled yet",
     "blt": "the Byte Latent Transformer's patcher, local encoder and decoder are not modelled yet",
@@ -144,7 +145,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "cohere2_moe": _cohere2_moe, "mimo_v2_flash": _mimo_v2_flash, "longcat_flash": _longcat_flash, "laguna": _laguna, "minimax_m3_vl_text": _minimax_m3, "kimi_linear": _kimi_linear, "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, "lfm3": _lfm3, "bailing_hybrid": _bailing_hybrid,
     "cohere_compass_text": _cohere_compass, "hrm_text": _hrm_text, "zamba2": _zamba2, "zamba": _zamba, "rwkv": _rwkv,
     "modernbert-decoder": _modernbert_decoder,
-    "beam": _beam, "xlstm": _xlstm, "jetmoe": _jetmoe, "recurrent_gemma": _recurrent_gemma,
+    "beam": _beam, "xlstm": _xlstm, "jetmoe": _jetmoe, "doge": _doge, "recurrent_gemma": _recurrent_gemma,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

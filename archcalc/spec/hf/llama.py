@@ -384,3 +384,27 @@ def _hrm_text(r: ConfigReader) -> dict:
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
                     "bias": bool(r.get("mlp_bias", default=False))},
             "norm": {"weight": False}, "loop": {"stored_layers": 2 * stack, "passes": passes, "init_state": True}}
+
+
+def _doge(r: ConfigReader) -> dict:
+    """Doge (SmallDoge): Llama's q/k/v/o with qk-norm per head and dynamic mask attention (keep_window_size
+    keys a query, scored by dt_proj over each key's values), a SwiGLU MLP, and a learned D-vector on the skip
+    path of both sublayers.  attention_bias puts a bias on q, k, v, o and dt_proj.  The cross-domain MoE
+    (is_moe) and a sliding window are not read."""
+    if r.get("is_moe", default=False):
+        raise InputError(r.path, "is_moe", "true is not supported: Doge's cross-domain MoE (product-key routing "
+                         "over single-neuron experts held as embeddings) is not modelled yet")
+    if r.get("sliding_window", default=None) is not None:
+        raise InputError(r.path, "sliding_window", "must be null: a window over Doge's dynamic mask is not modelled")
+    for key in ("num_experts", "num_experts_per_tok", "norm_topk_prob"):
+        r.ignore(key, "is_moe is false: the MLP is dense")
+    spec = _core(r, tie_default=False)
+    att = {**_heads(r), "qk_norm": "head",
+           "dynamic_mask": {"keep": r.get("keep_window_size", default=2048)}}
+    if r.get("attention_bias", default=False):
+        att |= {"bias": ["q", "k", "v", "o"], "dynamic_mask": {**att["dynamic_mask"], "bias": True}}
+    pos, limit = _position(r)
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size", default=2048),
+                    "bias": bool(r.get("mlp_bias", default=False))},
+            "residual": {"scales": True}}
