@@ -805,6 +805,11 @@ class ReferenceModel(nn.Module):
         if spec.head_transform is not None or not spec.norm.first_layer:  # ModernBERT: transformers' modules pin it
             raise ValueError("the reference model has no prediction head before the unembedding and no layer 0 "
                              "without its norm (ModernBERT's decoder)")
+        a = spec.attention
+        if a.q_lora_concat or a.kind == "mla" and a.output_gate or spec.norm.gate_rank is not None:
+            # A.X-K2: pinned by transformers' own modules (tests/spec/test_hf_oracle.py)
+            raise ValueError("the reference model has no MLA output gate, concatenated query latent or gated norms "
+                             "(A.X-K2)")
         if spec.attention.dynamic_mask is not None:  # Doge: pinned by transformers' own modules
             raise ValueError("the reference model has no dynamic mask attention (Doge)")
         if spec.attention.experts is not None:  # JetMoE: pinned by transformers' own modules

@@ -114,7 +114,20 @@ def _sublayer_norms(spec: ModelSpec, wl: Workload, prefix: str, where: str) -> l
     name = f"{prefix}.norm" if where == "before" else f"{prefix}.post_norm"
     if prefix == "layers.attn" and where == "before" and not spec.norm.first_layer:
         L -= 1  # ModernBERT: layer 0's mixer reads the embedding's norm
-    return _norm(spec, wl, name, spec.d_model, count=L) if nonzero(L) else []
+    gated = spec.ffn_layers["moe"] if prefix == "layers.ffn" else L  # A.X-K2: before attention, before MoE
+    return (_norm(spec, wl, name, spec.d_model, count=L) if nonzero(L) else []) + \
+        (_norm_gate(spec, wl, name, gated) if spec.norm.gate_rank is not None and nonzero(gated) else [])
+
+
+def _norm_gate(spec: ModelSpec, wl: Workload, norm: str, count: int) -> list[Op]:
+    """A.X-K2's gate on a norm's output y: y ⊙ sigmoid(W₂ silu(W₁ y)), W₁ D -> r and W₂ r -> D bias-free, whole
+    on every rank (silu a multiply and a sigmoid, 5 FLOPs a value; the gate's sigmoid and product 5)."""
+    D, r = spec.d_model, spec.norm.gate_rank
+    return [ops.matmul(f"{norm}_gate.fc1", "norms", wl, D, r, count=count, tp="replicated"),
+            ops.elementwise(f"{norm}_gate.act", "norms", wl, r, ops.SIGMOID_GATE_FLOPS, count=count, fn="silu"),
+            ops.matmul(f"{norm}_gate.fc2", "norms", wl, r, D, count=count, tp="replicated"),
+            ops.elementwise(f"{norm}_gate.gate", "norms", wl, D, ops.SIGMOID_GATE_FLOPS, inputs=2, count=count,
+                            fn="sigmoid")]
 
 
 # ---- embedding -------------------------------------------------------------------
@@ -164,13 +177,15 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
 
     if a.kind == "mla":
         # MLA's latent norms are part of the mechanism: RMSNorm whatever norm.kind says (as in HF).
-        nope_rope = H * dk
+        # each head's query (nope + rope), and with an output gate its d_v gate values (A.X-K2's q_gate_proj)
+        q_width = H * (dk + (dv if a.output_gate else 0))
         if a.q_lora_rank is not None:
+            q_in = a.q_lora_rank * (2 if a.q_lora_concat else 1)  # A.X-K2: [normed latent, latent]
             out += [ops.matmul("layers.attn.q_a", "attention", wl, D, a.q_lora_rank, count=L, tp="replicated"),
                     ops.norm("layers.attn.q_a_norm", wl, a.q_lora_rank, "rmsnorm", False, count=L),
-                    ops.matmul("layers.attn.q_b", "attention", wl, a.q_lora_rank, nope_rope, count=L)]
+                    ops.matmul("layers.attn.q_b", "attention", wl, q_in, q_width, count=L)]
         else:
-            out.append(ops.matmul("layers.attn.q", "attention", wl, D, nope_rope, count=L))
+            out.append(ops.matmul("layers.attn.q", "attention", wl, D, q_width, count=L))
         out += [
             # One D -> latent + shared rope key projection; the latent is what the cache keeps.
             ops.matmul("layers.attn.kv_a", "attention", wl, D, a.kv_lora_rank + a.qk_rope_head_dim, count=L,

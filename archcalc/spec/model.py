@@ -229,6 +229,9 @@ class AttentionSpec(_Frozen):
     # The last kv_shared_layers layers compute no K or V: each reuses those of the last earlier layer of
     # its kind (Gemma 3n / 4), so it has no k/v projection, k/v norms or cache of its own.
     kv_shared_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)
+    # MLA: q_b reads the query latent normed and as projected, side by side (2·q_lora_rank wide: A.X-K2's
+    # q_gate_proj over [q_a_layernorm(q_a), q_a])
+    q_lora_concat: bool = False
     experts: AttentionExpertsSpec | None = None  # query and output projections as routed experts (JetMoE)
     dynamic_mask: DynamicMaskSpec | None = None  # Doge's keys kept by a learned score of their values
 
@@ -265,8 +268,6 @@ class AttentionSpec(_Frozen):
                 raise ValueError("biases on MLA projections are not supported")
             if self.qk_norm != "none":
                 raise ValueError("qk_norm does not apply to MLA (its latents have their own norms)")
-            if self.output_gate:
-                raise ValueError("output_gate is not supported with MLA")
             if self.n_kv_heads is not None or self.head_dim is not None:
                 raise ValueError("kind mla takes qk_nope/qk_rope/v_head_dim, not n_kv_heads or head_dim")
         else:
@@ -314,6 +315,8 @@ class AttentionSpec(_Frozen):
                                          or self.indexer is not None):
             raise ValueError("attention.experts (JetMoE's mixture of attention heads) goes with kind mha, layers of "
                              "one shape, no qk_norm, gates, sub_norm or indexer, and at most an \"o\" bias")
+        if self.q_lora_concat and (self.kind != "mla" or self.q_lora_rank is None):
+            raise ValueError("q_lora_concat goes with kind mla and a q_lora_rank (A.X-K2)")
         if self.dynamic_mask is not None and (self.kind != "mha" or self.grouped or self.experts is not None
                                               or self.sliding_window is not None or self.chunk_size is not None):
             raise ValueError("attention.dynamic_mask (Doge) goes with kind mha, layers of one shape, no experts and "
@@ -629,6 +632,9 @@ class NormSpec(_Frozen):
     embedding: bool = False  # a norm right after the embedding (BLOOM's word_embeddings_layernorm)
     weight: bool = True  # false: no learned scale (OLMo 1's non-parametric LayerNorm)
     first_layer: bool = True  # false: layer 0 has no norm before its mixer, the embedding's serves (ModernBERT)
+    # the norm before each attention and before each MoE block gated: y ⊙ sigmoid(W₂ silu(W₁ y)), W₁ D -> rank,
+    # W₂ rank -> D (A.X-K2's GatedRMSNorm; its dense layers' FFN norm is plain)
+    gate_rank: Width | None = None
 
     @model_validator(mode="after")
     def _check(self) -> NormSpec:
@@ -641,6 +647,8 @@ class NormSpec(_Frozen):
         if not self.first_layer and not (self.embedding and self.placement == "pre"):
             raise ValueError("first_layer false (no norm before layer 0's mixer) needs the embedding's norm "
                              "(embedding: true) and placement pre")
+        if self.gate_rank is not None and (self.kind == "none" or self.placement != "pre"):
+            raise ValueError("gate_rank gates the norms before each sublayer: it needs a norm and placement pre")
         return self
 
 

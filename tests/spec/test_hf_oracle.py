@@ -1077,6 +1077,16 @@ NO_FIXTURE = {
     "axk1": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
              "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "num_key_value_heads": 4,
              "n_group": 1, "topk_group": 1},
+    # A.X-K2 (axk2): DeepSeek-V3.2's MLA and indexer with q_gate_proj over [norm(q_a), q_a] (each head's query
+    # and its output gate), gated norms before attention and before each MoE block; layer 0 dense; and with
+    # mlp_layer_types listed (every other layer sparse)
+    "axk2": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
+             "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "head_dim": 8,
+             "index_n_heads": 2, "index_head_dim": 16, "index_topk": 4, "num_key_value_heads": 4, "gated_norm_rank": 4},
+    "axk2 listed": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
+                    "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "head_dim": 8,
+                    "index_n_heads": 2, "index_head_dim": 16, "index_topk": 4, "num_key_value_heads": 4,
+                    "gated_norm_rank": 8, "mlp_layer_types": ["sparse", "dense", "sparse", "dense"]},
     # GLM-5 (glm_moe_dsa): DeepSeek-V3.2's MLA and indexer over DeepSeek-V3's MoE; its class's three
     # leading dense layers; and with indexer sharing (indexer_types "shared": no indexer, the last one's top-k)
     "glm_moe_dsa": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
@@ -1397,6 +1407,22 @@ def test_axk1_defaults_are_a_x_k1_s_published_519b_33b_active():
         spec_dict_from_config({**raw, "q_lora_rank": None}, "config.json")
 
 
+def test_axk2_at_its_config_class_s_full_size():
+    """AXK2Config's defaults (no released config.json found): transformers' numel at full size, 20,314,494,976, is
+    ours; the gates on the norms are W₁ D -> 16 and W₂ 16 -> D before each of the 48 attentions and the 47 MoE
+    blocks (layer 0 is dense), and q_gate_proj reads 2 × 384 values (the query latent normed and not) for each
+    head's query (64 + 32) and its gate (64)."""
+    raw, spec, total = _at_full_size("axk2")
+    result = size(spec, Workload.forward(1), CONVENTIONS["torch"])
+    assert result.params.total == total == 20_314_494_976
+    gates = sum(op.params * op.count for op in result.ops if "_gate.fc" in op.name)
+    assert gates == (48 + 47) * 2 * 2048 * 16 and spec.ffn_layers == {"dense": 1, "moe": 47, "none": 0}
+    q_b = next(op for op in result.ops if op.name == "layers.attn.q_b")
+    assert (q_b.dims.k, q_b.dims.n) == (2 * 384, 32 * (64 + 32 + 64))
+    with pytest.raises(InputError, match="q_lora_rank: required"):
+        spec_dict_from_config({**raw, "q_lora_rank": None}, "config.json")
+
+
 def test_cwm_defaults_are_cwm_32b():
     """CwmConfig's defaults are CWM's (facebook/cwm: "a 32-billion-parameter open-weights LLM", its
     report says; the count cut, as the report states it): our count of them is the model transformers
@@ -1616,7 +1642,7 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
 
 
 @pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe",
-                                        "afmoe dense2", "kolibri1", "flint", "glm_moe_dsa", "glm_moe_dsa shared",
+                                        "afmoe dense2", "kolibri1", "flint", "glm_moe_dsa", "glm_moe_dsa shared", "axk2",
                                         "lara_mini", "beam", "beam full-rope", "cohere_compass_text",
                                         "cohere_compass_text rotated", "zamba2 adapters", "modernbert-decoder"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):

@@ -520,3 +520,21 @@ def test_doge_40m_keeps_every_key_and_scores_them_all_each_step():
     assert (dt.dims.m, dt.dims.k, dt.dims.n, qkv.dims.m) == (4096, 128, 1, 1)
     r = CliRunner().invoke(cli, ["train", str(DATA / "doge-40m.json"), "--gpu", "h100", "--gpus", "1"])
     assert r.exit_code == 2 and "dynamic mask attention (Doge)" in r.output and "Traceback" not in r.output
+
+
+AXK2 = {"model_type": "axk2", "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+        "vocab_size": 100, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+        "q_lora_rank": 24, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"gated_norm_rank": "16"}, "gated_norm_rank: '16' is not"),
+    ({"gated_norm_rank": 0}, "gated_norm_rank: 0 is not"),
+    ({"q_lora_rank": None}, "q_lora_rank: required"),
+    ({"mlp_layer_types": ["dense", "sparse", "sparse", "sparse"], "first_k_dense_replace": 2},
+     "mlp_layer_types: disagrees with first_k_dense_replace"),
+    ({"mlp_layer_types": ["dense", "sparse"]}, "mlp_layer_types: 4 entries of dense or sparse expected"),
+])
+def test_bad_axk2_configs_are_one_line(tmp_path, change, message):
+    """A.X-K2 (no released config.json found; its config class's shapes are pinned in test_hf_oracle.py)."""
+    _refused_in_one_line(_write({**AXK2, **change}, tmp_path), message)

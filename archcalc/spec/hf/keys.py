@@ -55,7 +55,7 @@ KEYS: dict[str, Kind] = {
                      "attention_head_dim", "linear_key_head_dim", "linear_value_head_dim", "block_dim", "conv_dim",
                      "conv_dim_out", "block_multiple_of", "mamba_d_state", "mamba_dt_rank", "mamba_head_dim",
                      "ssm_state_size", "moe_latent_size", "state_size", "time_step_rank", "mamba_d_head",
-                     "attn_rotary_emb"), WIDTH),
+                     "attn_rotary_emb", "gated_norm_rank"), WIDTH),
     **dict.fromkeys(("intermediate_size", "n_inner", "ffn_hidden_size", "moe_intermediate_size",
                      "shared_expert_intermediate_size", "ffn_dim", "shared_intermediate_size",
                      "intermediate_size_mlp", "block_ff_dim", "moe_shared_expert_intermediate_size", "d_inner",

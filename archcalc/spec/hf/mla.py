@@ -17,7 +17,7 @@ def _deepseek(r: ConfigReader) -> dict:
         if r.get(key, default=False):
             raise InputError(r.path, key, "biases on MLA projections and MLPs are not supported")
     # every MLA layer attends to the full context (DeepSeek-V3.2's and GLM-5's through the indexer)
-    indexed = r.cfg.get("model_type") in ("deepseek_v32", "glm_moe_dsa")
+    indexed = r.cfg.get("model_type") in ("deepseek_v32", "glm_moe_dsa", "axk2")
     kind = "indexed_attention" if indexed else "full_attention"
     if set(r.get("layer_types", default=None) or [kind]) != {kind}:
         raise InputError(r.path, "layer_types", f"every layer of this MLA model is {kind}")
@@ -35,14 +35,22 @@ def _deepseek(r: ConfigReader) -> dict:
         shared = _shared_indexers(r, n_layers)
         if shared:
             att["indexer"]["shared_layers"] = shared
-    layers = _glm4_moe_lite(r, n_layers) if r.cfg.get("model_type") == "glm4_moe_lite" else None
+    layers = {"glm4_moe_lite": _glm4_moe_lite, "axk2": _axk2_moe_layers}.get(r.cfg.get("model_type"), lambda *_: None)(
+        r, n_layers)
     moe = _deepseek_moe(r, n_layers, layers)
     if r.cfg.get("model_type") == "axk1":  # A.X-K1: DeepSeek-V3 with a norm on the MoE block's output
         moe["post_norm"] = True
         if att["q_lora_rank"] is None or ("q_lora_rank" in r.cfg and r.cfg["q_lora_rank"] is None):
             raise InputError(r.path, r.prefix + "q_lora_rank", "required: A.X-K1's attention always has a query "
                              "latent (AXK1Attention)")
-    return {**spec, "max_context": limit, "attention": att, "position": pos, "mtp": _mtp(r),
+    norm = {}
+    if r.cfg.get("model_type") == "axk2":  # A.X-K2: V3.2 with a gated query and gated norms
+        if att["q_lora_rank"] is None or ("q_lora_rank" in r.cfg and r.cfg["q_lora_rank"] is None):
+            raise InputError(r.path, r.prefix + "q_lora_rank", "required: A.X-K2's query and output gate come from "
+                             "its query latent (AXK2Attention's q_gate_proj)")
+        att |= {"output_gate": True, "q_lora_concat": True}
+        norm["gate_rank"] = r.get("gated_norm_rank", default=16)
+    return {**spec, "max_context": limit, "attention": att, "position": pos, "mtp": _mtp(r), "norm": norm,
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"), "moe": moe}}
 
 
@@ -110,6 +118,23 @@ def _glm4_moe_lite(r: ConfigReader, n_layers: int) -> list[int]:
                                                                      "part is qk_rope_head_dim)")
     r.ignore("rope_interleave", "the order of the rotated pairs: the same math")
     _derived_qk_head_dim(r, r.cfg.get("qk_nope_head_dim", 0) + r.cfg.get("qk_rope_head_dim", 0))
+    return layers
+
+
+def _axk2_moe_layers(r: ConfigReader, n_layers: int) -> list[int]:
+    """A.X-K2's MoE layers: mlp_layer_types as listed, else AXK2Config's rule, sparse from first_k_dense_replace
+    (default 1) on, on every moe_layer_freq-th layer (default 1); both given, they must agree."""
+    first, freq = r.get("first_k_dense_replace", default=1), r.get("moe_layer_freq", default=1)
+    rule = [i for i in range(n_layers) if i >= first and i % freq == 0]
+    types = r.get("mlp_layer_types", default=None)
+    if types is None:
+        return rule
+    if len(types) != n_layers or set(types) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+    layers = [i for i, t in enumerate(types) if t == "sparse"]
+    if layers != rule and ("first_k_dense_replace" in r.cfg or "moe_layer_freq" in r.cfg):
+        raise InputError(r.path, r.prefix + "mlp_layer_types", "disagrees with first_k_dense_replace and "
+                         "moe_layer_freq")
     return layers
 
 
