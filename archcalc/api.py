@@ -160,7 +160,10 @@ def _fit_warnings(spec, hw, tp: int, context: int, batch: int, dtype: str, kv_dt
     if hw.vendor == "local":  # a calibration-only device: its memory is unknown
         return []
     dep = Deployment(gpus=tp, tp=tp, weight_dtype=dtype, kv_dtype=kv_dtype)
-    plan = Planner(spec, hw, dep).plan(context, batch)
+    try:
+        plan = Planner(spec, hw, dep).plan(context, batch)
+    except InputError as e:  # the default engine cannot plan this model: the times stand, the fit is unchecked
+        return [f"whether {spec.name} fits {tp} x {hw.name} was not checked ({dep.engine} engine): {e.message}"]
     if plan.fits:
         return []
     best = min_gpus(spec, hw, replace(dep, gpus=1, tp=None), context, batch)

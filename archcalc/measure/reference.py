@@ -810,6 +810,9 @@ class ReferenceModel(nn.Module):
             # A.X-K2: pinned by transformers' own modules (tests/spec/test_hf_oracle.py)
             raise ValueError("the reference model has no MLA output gate, concatenated query latent or gated norms "
                              "(A.X-K2)")
+        if a.separate_gate or not spec.residual.mix or spec.residual.head:  # HY-V4: pinned by transformers
+            raise ValueError("the reference model has no separate gate projection and no hyper-connections without "
+                             "the stream mix or with a learned head (HY-V4)")
         if spec.attention.dynamic_mask is not None:  # Doge: pinned by transformers' own modules
             raise ValueError("the reference model has no dynamic mask attention (Doge)")
         if spec.attention.experts is not None:  # JetMoE: pinned by transformers' own modules

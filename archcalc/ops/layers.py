@@ -178,7 +178,7 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     if a.kind == "mla":
         # MLA's latent norms are part of the mechanism: RMSNorm whatever norm.kind says (as in HF).
         # each head's query (nope + rope), and with an output gate its d_v gate values (A.X-K2's q_gate_proj)
-        q_width = H * (dk + (dv if a.output_gate else 0))
+        q_width = H * (dk + (dv if a.output_gate and not a.separate_gate else 0))
         if a.q_lora_rank is not None:
             q_in = a.q_lora_rank * (2 if a.q_lora_concat else 1)  # A.X-K2: [normed latent, latent]
             out += [ops.matmul("layers.attn.q_a", "attention", wl, D, a.q_lora_rank, count=L, tp="replicated"),
@@ -206,7 +206,8 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         if a.experts is not None:
             out += _attention_experts_in(spec, wl, L, H * dk, K * (dk + dv))
         else:
-            out += _qkv(spec, wl, "layers.attn.qkv", L, H * dk * (2 if a.output_gate else 1), K, dk, dv)
+            out += _qkv(spec, wl, "layers.attn.qkv", L, H * dk * (2 if a.output_gate and not a.separate_gate else 1),
+                        K, dk, dv)
         if a.qk_norm == "head":
             out += _head_norms(spec, wl, "", L, H, K, dk, dv)
         elif a.qk_norm == "full":
@@ -227,6 +228,8 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         out += _dynamic_mask_ops(spec, wl, L, K, dv)
     cores = _cores(spec, wl, conv, spec.attention_layers, K, dk, dv, kv_width)
     out += cores if not a.differential else _differential(spec, wl, cores, L, H, dv)
+    if a.separate_gate:  # HY-V4: the gate's own projection
+        out.append(ops.matmul("layers.attn.gate_proj", "attention", wl, D, H * dv, count=L))
     if a.output_gate:
         out.append(_output_gate(spec, wl, H, dv, L))
     if a.indexer is not None and a.indexer.kind == "block":
@@ -816,17 +819,16 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     r, D, U = spec.residual, spec.d_model, 2 * spec.n_layers
     n, m = r.streams, wl.tokens
     if r.kind == "mhc":
-        # φ: the flattened n·D state -> n² + 2n coefficient logits, with a bias
+        # φ: the flattened n·D state -> n² + 2n coefficient logits (2n without the mix: HY-V4), with a bias
         # b; kept in fp32 (paper §4.3).  Its RMS norm has no weight (absorbed in φ).
-        coeffs = n * n + 2 * n
-        # its stored_dtype (fp32) overrides any checkpoint dtype: not quantizable
-        mixing = [ops.matmul("layers.mhc.coeffs", "residual", wl, n * D, coeffs, bias_width=coeffs, count=U,
-                             weight_dtype="fp32", tp="replicated"),
-                  ops.elementwise("layers.mhc.rms", "residual", wl, n * D, 2, count=U),  # square, sum
-                  # exp, then t × (column + row normalisation: a sum and a divide each);
-                  # α_pre, α_post, α_res: three learned scalars.
-                  ops.elementwise("layers.mhc.sinkhorn", "residual", wl, n * n, 4 * r.sinkhorn_iters + 1, count=U,
-                                  params=3)]
+        coeffs = n * n * r.mix + 2 * n
+        mixing = [_stream_logits("layers.mhc.coeffs", wl, n * D, coeffs, U),
+                  ops.elementwise("layers.mhc.rms", "residual", wl, n * D, 2, count=U)]  # square, sum
+        if r.mix:  # exp, then t × (column + row normalisation: a sum and a divide each); α_pre, α_post, α_res
+            mixing.append(ops.elementwise("layers.mhc.sinkhorn", "residual", wl, n * n, 4 * r.sinkhorn_iters + 1,
+                                          count=U, params=3))
+        else:  # the read and write weights: sigmoid(scale · logit + b) (+ ε; the write's times a magnitude)
+            mixing.append(ops.elementwise("layers.mhc.gates", "residual", wl, 2 * n, 7, count=U, params=2))
         static = ()
     elif r.dynamic:
         # A per-stream RMSNorm (part of the mechanism, whatever norm.kind says),
@@ -839,15 +841,28 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     else:
         mixing, static = [], ((n,), (n,), (n, n))  # B (n), A_m (n), A_r (n × n)
     static_params = sum(_numel(shape) for shape in static)
-    return mixing + [
+    out = mixing + [
         ops.contraction("layers.hc.read", "residual", wl, n * D, (n + 1) * D, count=U, params=static_params,
                         shapes=static),  # h0 = A_mᵀH
-        ops.contraction("layers.hc.mix", "residual", wl, n * n * D, 2 * n * D, count=U),  # A_rᵀH
+        *([ops.contraction("layers.hc.mix", "residual", wl, n * n * D, 2 * n * D, count=U)] if r.mix else []),  # A_rᵀH
         ops.elementwise("layers.hc.write", "residual", wl, n * D, 2, inputs=2, count=U),  # Bᵀ·F(h0) + A_rᵀH
         # the embedding copied to n streams: D values read, n·D written
         replace(ops.elementwise("hc.expand", "residual", wl, n * D, 0), act_bytes=nbytes((n + 1) * m * D, wl.act_dtype)),
-        ops.elementwise("hc.merge", "residual", wl, D, n - 1, inputs=n),  # streams summed before the final norm
     ]
+    if not r.head:
+        return out + [ops.elementwise("hc.merge", "residual", wl, D, n - 1, inputs=n)]  # streams summed
+    # HY-V4's hc_head: n weights from the RMS-normed n·D state (fp32, a bias each, one scale), the weighted sum
+    return out + [_stream_logits("hc.head", wl, n * D, n, 1),
+                  ops.elementwise("hc.head_rms", "residual", wl, n * D, 2),
+                  ops.elementwise("hc.head_gates", "residual", wl, n, 6, params=1),
+                  ops.elementwise("hc.merge", "residual", wl, D, 2 * n - 1, inputs=n)]
+
+
+def _stream_logits(name: str, wl: Workload, width: int, logits: int, count: int) -> Op:
+    """An mHC coefficient projection: the flattened n·D streams -> logits, with a bias, kept in fp32 (its
+    stored_dtype overrides any checkpoint dtype: not quantizable), whole on every rank."""
+    return ops.matmul(name, "residual", wl, width, logits, bias_width=logits, count=count, weight_dtype="fp32",
+                      tp="replicated")
 
 
 def _laurel_ops(spec: ModelSpec, wl: Workload) -> list[Op]:

@@ -36,7 +36,7 @@ from archcalc.spec.model import ModelSpec
 
 # Ops outside the layers, by name: the input layer (before layer 0) and the output layer (after the last).
 INPUT_OPS = ("embedding", "position.", "hc.expand", "per_layer.")  # per_layer: Gemma 4's table, for every layer
-OUTPUT_OPS = ("final_norm", "lm_head", "hc.merge")
+OUTPUT_OPS = ("final_norm", "lm_head", "hc.merge", "hc.head")  # hc.head: HY-V4's learned merge
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,10 @@ def stage_spec(spec: ModelSpec, stage: Stage) -> ModelSpec:
     if spec.loop is not None or spec.shared_block is not None:
         raise InputError(None, "--pp", "layers run more than once with the same weights (HRM-Text's loop, Zamba's "
                          "shared block) are not split into stages")
+    indexer = spec.attention.indexer
+    if indexer is not None and (indexer.shared_layers or indexer.layers is not None):
+        raise InputError(None, "--pp", "indexers on some layers only (GLM-5's and HY-V4's shared top-k, MiniMax-M3's "
+                         "block indexer) are not split into stages")
     if spec.attention.kv_shared_layers or spec.per_layer_input is not None:
         raise InputError(None, "--pp", "layers that reuse earlier layers' K/V, and per-layer embeddings computed "
                          "for every layer at the input (Gemma 4), are not split into stages")

@@ -196,6 +196,8 @@ class AttentionSpec(_Frozen):
     # the output gate plus one bias per head, broadcast over head_dim: sigmoid(g + b_h) (Beam's gate_bias, H
     # parameters a layer; its gate_proj, D -> H·d without a bias, has output_gate's shape and FLOPs)
     gate_bias: bool = False
+    # with output_gate: the gate from its own bias-free projection D -> H·d_v, not from q's (HY-V4's gate_proj)
+    separate_gate: bool = False
     global_rope: bool = True  # false: global layers use no position encoding (NoPE)
     # Layers that skip RoPE whatever their kind (SmolLM3 and Llama 4: every 4th layer), beside
     # global_rope; a NoPE layer has no rotation to compute and nothing else changes.
@@ -299,6 +301,8 @@ class AttentionSpec(_Frozen):
         if self.o_bias_layers and ("o" in self.bias or self.grouped):
             raise ValueError("o_bias_layers lists the layers with an o bias: not with \"o\" in bias (every layer), "
                              "and with layers of one shape")
+        if self.separate_gate and not self.output_gate:
+            raise ValueError("separate_gate says where the output gate comes from: it needs output_gate")
         if self.gate_bias and not self.output_gate:
             raise ValueError("gate_bias is a bias on the output gate: it needs output_gate")
         if self.head_gate is not None and self.output_gate:
@@ -699,6 +703,12 @@ class ResidualSpec(_Frozen):
     # LAuReL (Gemma 3n): per layer a low-rank D -> r -> D branch of the attention's normed input, RMS-normed and
     # added to the stream after attention (its sum scaled by 1/√2)
     laurel_rank: Width | None = None
+    # mhc without stream mixing (HY-V4's hyper-connections): each module's coefficients are the n read and the n
+    # write weights (2n logits from the n·D state, a bias each, two learned scales), no n × n mix, no Sinkhorn
+    mix: bool = True
+    # hyper / mhc: the streams merged before the final norm by learned weights (n·D -> n logits, a bias each, one
+    # scale; HY-V4's hc_head), not summed
+    head: bool = False
     # standard: a learned D-vector scaling the skip path of each sublayer, x <- w ⊙ x + F(x) (Doge's
     # input_residual and post_attention_residual): D parameters a sublayer and one more FLOP a value
     scales: bool = False
@@ -707,6 +717,8 @@ class ResidualSpec(_Frozen):
     def _check(self) -> ResidualSpec:
         if self.laurel_rank is not None and self.kind not in ("standard", "altup"):
             raise ValueError("laurel_rank goes with residual kind standard or altup")
+        if not self.mix and self.kind != "mhc" or self.head and self.kind not in ("hyper", "mhc"):
+            raise ValueError("mix false goes with residual kind mhc; head with hyper or mhc")
         if self.scales and (self.kind != "standard" or self.laurel_rank is not None):
             raise ValueError("scales goes with residual kind standard and no laurel_rank")
         return self

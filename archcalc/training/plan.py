@@ -149,6 +149,10 @@ def plan(spec: ModelSpec, hw: HardwareProfile, o: TrainOptions) -> TrainPlan:
     if spec.attention.differential:
         raise InputError(None, "MODEL", f"{spec.name}'s differential attention (two attention calls a layer) is not "
                          "modelled in training yet, so train cannot plan it (size, fit, roofline and compare can)")
+    if spec.attention.separate_gate or not spec.residual.mix or spec.residual.head:
+        raise InputError(None, "MODEL", f"{spec.name}'s separate gate projection or hyper-connections without the "
+                         "stream mix or with a learned head (HY-V4): what they keep for backward is not modelled yet, "
+                         "so train cannot plan it (size, fit, roofline and compare can)")
     if spec.attention.dynamic_mask is not None:
         raise InputError(None, "MODEL", f"{spec.name}'s dynamic mask attention (Doge): what its key scores keep for "
                          "backward is not modelled yet, so train cannot plan it (size, fit, roofline and compare can)")

@@ -1087,6 +1087,12 @@ NO_FIXTURE = {
                     "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "head_dim": 8,
                     "index_n_heads": 2, "index_head_dim": 16, "index_topk": 4, "num_key_value_heads": 4,
                     "gated_norm_rank": 8, "mlp_layer_types": ["sparse", "dense", "sparse", "dense"]},
+    # HY-V4 (hy_v4): DeepSeek-V3.2's MLA with sinks and a gate of its own, indexers shared as its class's rule
+    # says (layers 0, 1, 5 full), hyper-connections without the stream mix and a learned head; layer 0 dense
+    "hy_v4": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
+              "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 16, "head_dim": 8,
+              "index_n_heads": 2, "index_head_dim": 16, "index_topk": 4, "num_key_value_heads": 4, "hc_mult": 3,
+              "num_hidden_layers": 6, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2},
     # GLM-5 (glm_moe_dsa): DeepSeek-V3.2's MLA and indexer over DeepSeek-V3's MoE; its class's three
     # leading dense layers; and with indexer sharing (indexer_types "shared": no indexer, the last one's top-k)
     "glm_moe_dsa": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "q_lora_rank": 24,
@@ -1192,7 +1198,7 @@ def _equal_hf_on_its_own_config(config, name: str, warnings: tuple[str, ...] = (
     assert spec.attention.v_norm == _has_v_norm(model)
     convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv1d)]  # the padded causal convs' extra outputs
     padding = sum(2 * c.weight.shape[0] * c.weight.shape[2] * (c.weight.shape[2] - 1) for c in convs)
-    assert ours_.flops.forward + padding == counter.get_total_flops()
+    assert ours_.flops.forward + padding - _elementwise_stream_reads(model, SHORT) == counter.get_total_flops()
     # The cache: per token, the K and V of every attention layer; per sequence, each linear layer's
     # state, less the extra conv column HF keeps (its conv holds K inputs, K − 1 are needed; see
     # _conv_state_extra).  Falcon-H1's layers hold both.
@@ -1212,6 +1218,13 @@ def _equal_hf_on_its_own_config(config, name: str, warnings: tuple[str, ...] = (
     state -= sum(c.weight.shape[0] * DTYPE.itemsize for c in convs)
     assert per_token == ours_.kv.bytes_per_token
     assert state == sum(k.state_bytes for k in ours_.kv.by_kind)
+
+
+def _elementwise_stream_reads(model: torch.nn.Module, tokens: int) -> int:
+    """HY-V4's hyper-connections read their n streams with an elementwise product and a sum (HYV4HyperConnection:
+    torch.sum(pre · streams)), which FlopCounterMode does not see; archcalc counts each module's read as the
+    contraction it is, 2·n·D FLOPs a token (layers.hc.read).  From HF's own shapes: its fn is 2n × n·D."""
+    return sum(2 * tokens * m.fn.shape[1] for m in model.modules() if type(m).__name__ == "HYV4HyperConnection")
 
 
 @pytest.mark.parametrize("model_type", ["granite_swa nope", "granitemoe_swa"])
@@ -1421,6 +1434,19 @@ def test_axk2_at_its_config_class_s_full_size():
     assert (q_b.dims.k, q_b.dims.n) == (2 * 384, 32 * (64 + 32 + 64))
     with pytest.raises(InputError, match="q_lora_rank: required"):
         spec_dict_from_config({**raw, "q_lora_rank": None}, "config.json")
+
+
+def test_hy_v4_at_its_config_class_s_full_size():
+    """HYV4Config's defaults (no released config.json found): transformers' numel at full size, 58,278,193,133, is
+    ours.  Its hyper-connections keep 4 streams: each of the 68 modules maps the 4·2816 state to 8 logits (the 4
+    read and 4 write weights, fp32) with 8 biases and 2 scales, and the head maps it to 4 with 4 biases and a
+    scale; sinks are one a head; indexers on layers 0, 1, 5, ..., 33 only."""
+    raw, spec, total = _at_full_size("hy_v4")
+    result = size(spec, Workload.forward(1), CONVENTIONS["torch"])
+    assert result.params.total == total == 58_278_193_133
+    hc = sum(op.params * op.count for op in result.ops if op.component == "residual")
+    assert hc == 68 * (8 * 4 * 2816 + 8 + 2) + (4 * 4 * 2816 + 4 + 1)
+    assert spec.attention.indexer.shared_layers == [i for i in range(34) if i > 0 and (i - 1) % 4]
 
 
 def test_cwm_defaults_are_cwm_32b():
@@ -1642,7 +1668,7 @@ def test_rope_rotates_what_hf_rotates(name, monkeypatch):
 
 
 @pytest.mark.parametrize("model_type", ["exaone_moe", "granite_swa nope", "cohere2_moe", "cohere2_moe prefixed", "afmoe",
-                                        "afmoe dense2", "kolibri1", "flint", "glm_moe_dsa", "glm_moe_dsa shared", "axk2",
+                                        "afmoe dense2", "kolibri1", "flint", "glm_moe_dsa", "glm_moe_dsa shared", "axk2", "hy_v4",
                                         "lara_mini", "beam", "beam full-rope", "cohere_compass_text",
                                         "cohere_compass_text rotated", "zamba2 adapters", "modernbert-decoder"])
 def test_rope_rotates_what_hf_rotates_without_a_fixture(model_type, monkeypatch):

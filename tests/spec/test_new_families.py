@@ -538,3 +538,49 @@ AXK2 = {"model_type": "axk2", "hidden_size": 64, "num_hidden_layers": 4, "num_at
 def test_bad_axk2_configs_are_one_line(tmp_path, change, message):
     """A.X-K2 (no released config.json found; its config class's shapes are pinned in test_hf_oracle.py)."""
     _refused_in_one_line(_write({**AXK2, **change}, tmp_path), message)
+
+
+HY_V4 = {**{k: v for k, v in AXK2.items() if k != "model_type"}, "model_type": "hy_v4", "num_hidden_layers": 6}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"hc_mult": "4"}, "hc_mult: '4' is not"),
+    ({"hc_mult": 0}, "hc_mult: 0 is not"),
+    ({"indexer_types": ["full", "shared"]}, "indexer_types: 6 entries of full or shared expected"),
+    ({"indexer_types": ["shared"] + ["full"] * 5}, "indexer_types: layer 0 must be full"),
+    ({"mlp_layer_types": ["dense"] * 5}, "mlp_layer_types: 6 entries of dense or sparse expected"),
+    ({"layer_types": ["full_attention"] * 6}, "layer_types: every layer of this MLA model is indexed_attention"),
+])
+def test_bad_hy_v4_configs_are_one_line(tmp_path, change, message):
+    """HY-V4 (no released config.json found; its config class's shapes are pinned in test_hf_oracle.py)."""
+    _refused_in_one_line(_write({**HY_V4, **change}, tmp_path), message)
+
+
+def test_hy_v4_roofline_and_stages(tmp_path):
+    """A model whose indexers are shared by some layers (HY-V4, GLM-5): roofline times it and says the default
+    engine (vLLM) could not check the fit, rather than refusing; pipeline stages are refused in one line (a
+    stage's first layer may reuse a top-k the stage before computed)."""
+    path = str(_write(HY_V4, tmp_path))
+    r = CliRunner().invoke(cli, ["roofline", path, "--gpu", "h200"])
+    assert r.exit_code == 0 and "was not checked (vllm engine)" in r.output, r.output
+    r = CliRunner().invoke(cli, ["fit", path, "--gpu", "h100", "--gpus", "2", "--engine", "vllm", "--pp", "2"])
+    assert r.exit_code == 2 and "--pp: indexers on some layers only" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(cli, ["train", path, "--gpu", "h100", "--gpus", "8"])
+    assert r.exit_code == 2 and "(HY-V4)" in r.output and "Traceback" not in r.output, r.output
+
+
+@pytest.mark.parametrize("layers", [2, 6, 13])
+def test_hy_v4_s_default_indexer_and_mlp_layers_are_its_config_class_s(layers):
+    """A file without indexer_types or mlp_layer_types: the shared indexers and the dense layers HYV4Config
+    derives (layer 0 and every fourth from layer 1 with an indexer; layer 0 dense)."""
+    from transformers import AutoConfig
+
+    from archcalc.spec.hf import spec_dict_from_config
+    from archcalc.spec.model import ModelSpec
+
+    spec = ModelSpec.model_validate({"name": "hy", **spec_dict_from_config(
+        {**HY_V4, "num_hidden_layers": layers}, "config.json")[0]})
+    hf = AutoConfig.for_model("hy_v4", **{**{k: v for k, v in HY_V4.items() if k != "model_type"},
+                                          "num_hidden_layers": layers})
+    assert (spec.attention.indexer.shared_layers or []) == [i for i, t in enumerate(hf.indexer_types) if t == "shared"]
+    assert [k == "moe" for k in spec.layer_ffn] == [t == "sparse" for t in hf.mlp_layer_types]

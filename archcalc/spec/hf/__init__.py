@@ -81,6 +81,12 @@ FAMILY_DEFAULTS = {
              "kv_lora_rank": 128, "q_lora_rank": 384, "qk_rope_head_dim": 32, "v_head_dim": 64,
              "qk_nope_head_dim": 64, "num_experts_per_tok": 8, "max_position_embeddings": 131072,
              "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 16},
+    # HYV4Config's (no released config.json found)
+    "hy_v4": {"vocab_size": 120832, "hidden_size": 2816, "intermediate_size": 6912, "moe_intermediate_size": 768,
+              "num_hidden_layers": 34, "num_attention_heads": 32, "n_routed_experts": 256, "n_shared_experts": 1,
+              "num_experts_per_tok": 8, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 192,
+              "qk_rope_head_dim": 64, "v_head_dim": 256, "max_position_embeddings": 262144, "index_topk": 2048,
+              "index_head_dim": 128, "index_n_heads": 16},
     # MellumConfig (JetBrains' Mellum 2): head_dim 128, a 1,024-token window, 64 experts of 896, 131,072 positions
     "mellum": {"head_dim": 128, "sliding_window": 1024, "num_experts": 64, "moe_intermediate_size": 896,
                "max_position_embeddings": 131072},
@@ -106,7 +112,6 @@ FAMILY_DEFAULTS = {
 REFUSED = {
     "deepseek_v4": "DeepSeek-V4's compressed sparse attention (CSA/HCA compressors with caches of their own), hash "
                    "routing and grouped output LoRA are not modelled yet",
-    "hy_v4": "HY-V4's MLA with an indexer, sinks and hyper-connections with a learned head is not modelled yet",
     **dict.fromkeys(("dots3_note", "dots3_note_text"), "dots3-note's indexed attention is not modelled yet"),
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), "Qwen4-Exp's QSA indexer and gated residuals are not modelled yet"),
     "dory": "Dory's normalised (nGPT-style) looped layers are not modelled yet",
@@ -136,7 +141,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gemma4": _gemma4, "gemma4_text": _gemma4, "gemma3n": _gemma3n, "gemma3n_text": _gemma3n, "gemma4_unified": _gemma4_unified, "gemma4_unified_text": _gemma4_unified,
     "gpt2": _gpt2, "openai-gpt": _openai_gpt, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
-    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "axk1": _deepseek, "axk2": _deepseek, "glm4_moe_lite": _deepseek,
+    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "axk1": _deepseek, "axk2": _deepseek, "hy_v4": _deepseek, "glm4_moe_lite": _deepseek,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     # Config classes of their own over an existing model (AutoModelForCausalLM builds LlamaForCausalLM,
     # GPT2LMHeadModel, DeepseekV3ForCausalLM, Glm4MoeForCausalLM): their defaults in FAMILY_DEFAULTS

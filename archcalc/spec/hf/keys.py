@@ -95,6 +95,7 @@ KEYS: dict[str, Kind] = {
                      "interleave_moe_layer_step", "full_attention_interval", "prefix_dense_sliding_window_pattern",
                      "global_attn_every_n_layers"), STEP),
     "num_ln_in_parallel_attn": Kind((int,), 1, 2, "1 or 2"),
+    "hc_mult": Kind((int,), 1, 64, "an integer"),  # HY-V4's hyper-connection streams (ResidualSpec.streams' bounds)
     **dict.fromkeys(("rope_theta", "rotary_emb_base", "rope_local_base_freq", "attn_logit_softcapping",
                      "final_logit_softcapping", "factor"), POSITIVE),
     **dict.fromkeys(("partial_rotary_factor", "rotary_pct"), FRACTION),

@@ -17,7 +17,8 @@ def _deepseek(r: ConfigReader) -> dict:
         if r.get(key, default=False):
             raise InputError(r.path, key, "biases on MLA projections and MLPs are not supported")
     # every MLA layer attends to the full context (DeepSeek-V3.2's and GLM-5's through the indexer)
-    indexed = r.cfg.get("model_type") in ("deepseek_v32", "glm_moe_dsa", "axk2")
+    family = r.cfg.get("model_type")
+    indexed = family in ("deepseek_v32", "glm_moe_dsa", "axk2", "hy_v4")
     kind = "indexed_attention" if indexed else "full_attention"
     if set(r.get("layer_types", default=None) or [kind]) != {kind}:
         raise InputError(r.path, "layer_types", f"every layer of this MLA model is {kind}")
@@ -35,22 +36,29 @@ def _deepseek(r: ConfigReader) -> dict:
         shared = _shared_indexers(r, n_layers)
         if shared:
             att["indexer"]["shared_layers"] = shared
-    layers = {"glm4_moe_lite": _glm4_moe_lite, "axk2": _axk2_moe_layers}.get(r.cfg.get("model_type"), lambda *_: None)(
-        r, n_layers)
+    layers = {"glm4_moe_lite": _glm4_moe_lite, "axk2": _axk2_moe_layers, "hy_v4": _hy_v4_moe_layers}.get(
+        family, lambda *_: None)(r, n_layers)
     moe = _deepseek_moe(r, n_layers, layers)
     if r.cfg.get("model_type") == "axk1":  # A.X-K1: DeepSeek-V3 with a norm on the MoE block's output
         moe["post_norm"] = True
         if att["q_lora_rank"] is None or ("q_lora_rank" in r.cfg and r.cfg["q_lora_rank"] is None):
             raise InputError(r.path, r.prefix + "q_lora_rank", "required: A.X-K1's attention always has a query "
                              "latent (AXK1Attention)")
-    norm = {}
-    if r.cfg.get("model_type") == "axk2":  # A.X-K2: V3.2 with a gated query and gated norms
+    norm, residual = {}, {}
+    if family == "hy_v4":  # HY-V4: V3.2 with sinks, a gate of its own, and hyper-connections without the mix
+        att |= {"sinks": True, "output_gate": True, "separate_gate": True}
+        residual = {"kind": "mhc", "streams": r.get("hc_mult", default=4), "mix": False, "head": True}
+        for key in ("hc_magnitude", "hc_eps", "learnable_sink_init"):
+            r.ignore(key, "a value of the hyper-connections or sinks, not a size: no parameter, FLOP or byte changes")
+        r.ignore("swiglu_limit", "a clamp on the SwiGLU's inputs: no parameter, FLOP or byte changes")
+    if family == "axk2":  # A.X-K2: V3.2 with a gated query and gated norms
         if att["q_lora_rank"] is None or ("q_lora_rank" in r.cfg and r.cfg["q_lora_rank"] is None):
             raise InputError(r.path, r.prefix + "q_lora_rank", "required: A.X-K2's query and output gate come from "
                              "its query latent (AXK2Attention's q_gate_proj)")
         att |= {"output_gate": True, "q_lora_concat": True}
         norm["gate_rank"] = r.get("gated_norm_rank", default=16)
     return {**spec, "max_context": limit, "attention": att, "position": pos, "mtp": _mtp(r), "norm": norm,
+            "residual": residual,
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"), "moe": moe}}
 
 
@@ -138,6 +146,15 @@ def _axk2_moe_layers(r: ConfigReader, n_layers: int) -> list[int]:
     return layers
 
 
+def _hy_v4_moe_layers(r: ConfigReader, n_layers: int) -> list[int]:
+    """HY-V4's MoE layers: mlp_layer_types as listed, else HYV4Config's rule, layer 0 dense and the rest sparse
+    (it reads no first_k_dense_replace)."""
+    types = r.get("mlp_layer_types", default=None) or ["dense"] + ["sparse"] * (n_layers - 1)
+    if len(types) != n_layers or set(types) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+    return [i for i, t in enumerate(types) if t == "sparse"]
+
+
 def _derived_qk_head_dim(r: ConfigReader, width: int) -> None:
     """qk_head_dim, which transformers writes for MLA configs: it must be qk_nope_head_dim + qk_rope_head_dim."""
     head = r.cfg.get("qk_head_dim")
@@ -151,12 +168,15 @@ def _shared_indexers(r: ConfigReader, n_layers: int) -> list[int]:
     top-k and build no indexer.  Absent, GlmMoeDsaConfig derives the list from index_topk_pattern ("F"
     full, "S" shared) or else from index_topk_freq and index_skip_topk_offset: layer i is full when
     max(i − offset + 1, 0) is a multiple of freq (freq 1, the default: every layer full)."""
-    if r.cfg.get("model_type") != "glm_moe_dsa":
+    family = r.cfg.get("model_type")
+    if family not in ("glm_moe_dsa", "hy_v4"):
         return []
     where = r.prefix + "indexer_types"
     types = r.get("indexer_types", default=None)
-    pattern = r.get("index_topk_pattern", default=None)
-    if types is None and pattern is not None:
+    pattern = None if family == "hy_v4" else r.get("index_topk_pattern", default=None)
+    if types is None and family == "hy_v4":  # HYV4Config's rule: layer 0 and every fourth from layer 1 full
+        types = ["full" if i == 0 or (i - 1) % 4 == 0 else "shared" for i in range(n_layers)]
+    elif types is None and pattern is not None:
         where = r.prefix + "index_topk_pattern"
         letters = {"F": "full", "S": "shared"}
         if isinstance(pattern, str) and set(pattern) - set(letters):
