@@ -307,7 +307,7 @@ def test_bad_hrm_text_configs_are_one_line(tmp_path, change, message):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["train", "hrm-text-1b", "--gpu", "h100", "--gpus", "8"], "runs its layers more than once with the same weights"),
+    (["train", "hrm-text-1b", "--gpu", "h100", "--gpus", "8"], "layers run more than once with the same weights"),
     (["sweep", "hrm-text-1b", "--vary", "d_model=1024,1536"], "not swept"),
     (["fit", "hrm-text-1b", "--gpu", "h100", "--engine", "vllm", "--pp", "2"], "are not split into stages"),
 ])

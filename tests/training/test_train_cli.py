@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -240,3 +241,22 @@ def test_api_errors_name_the_option_and_what_is_valid(options, line):
 def test_derived_data_parallel_is_a_whole_number():
     d = doc("llama-3.1-8b", "--gpu", "h100", "--gpus", "16", "--tp", "2", "--pp", "2")
     assert d["layout"]["dp"] == 4 and type(d["layout"]["dp"]) is int
+
+
+@pytest.mark.parametrize("fixture, what", [
+    ("apertus-8b", "xIELU activation"),
+    ("qwen3-next-80b-a3b", "linear-attention layers or single-sublayer blocks"),
+    ("hrm-text-1b", "layers run more than once with the same weights"),
+    ("diffllama-0.3b-handcut", "differential attention"),
+    ("doge-40m", "dynamic mask attention (Doge)"),
+    ("jetmoe-8b-ultrainteract-sft-v4", "attention experts (JetMoE)"),
+    ("deepseek-v3.2", "sparse-attention indexer"),
+])
+def test_parts_whose_saved_tensors_are_not_pinned_are_refused(fixture, what):
+    """train refuses, in one line, a model with a part the reference model lacks (what it keeps for backward is
+    pinned nowhere); size, fit, roofline and compare still take it."""
+    path = str(Path(__file__).parents[1] / "data" / "hf" / f"{fixture}.json")
+    r = CliRunner().invoke(cli, ["train", path, "--gpu", "h100", "--gpus", "8"])
+    assert r.exit_code == 2 and what in r.output and "train cannot plan it" in r.output, r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert CliRunner().invoke(cli, ["size", path]).exit_code == 0
