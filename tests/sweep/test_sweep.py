@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 from collections import Counter
 
 import numpy as np
@@ -76,7 +77,11 @@ def candidate(name: str, fields: dict) -> ModelSpec:
 
 # Bundled specs whose attention differs in shape by layer (Gemma 4, MiMo-V2-Flash): refused by the sweep
 GROUPED = [n for n in BUNDLED if spec_of(n).attention.grouped]
-SWEPT = [n for n in BUNDLED if n not in GROUPED]
+# and real configs with parts no bundled spec has: JetMoE's attention experts and MoE output bias, Doge's dynamic
+# mask and skip scales
+FIXTURES = [str(Path(__file__).parents[1] / "data" / "hf" / f"{n}.json")
+            for n in ("jetmoe-8b-ultrainteract-sft-v4", "doge-40m")]
+SWEPT = [n for n in BUNDLED if n not in GROUPED] + FIXTURES
 
 
 @pytest.mark.parametrize("name", GROUPED)
