@@ -190,6 +190,11 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     affine functions: split where they cross and sum arithmetic series.  Where
     the host's dispatch overlaps the kernels (a GPU), a step is max(kernels,
     host): the host's constant wins on a prefix of each piece, found by bisection.
+
+    One op breaks the first premise: Doge's dt_proj runs over every cached key (AttentionSpec.dynamic_mask), so
+    its rows grow with c, and under rates whose matmul efficiency depends on the rows (typical, calibrated) its
+    time is not affine: the sum takes the chord between the range's ends (tests/spec/test_new_families.py bounds
+    the difference from the step-by-step sum).
     """
     lo, hi = prompt + 1, prompt + gen
     attention = [op for op in _decode_ops(spec, lo, batch, rates, tp, dtypes) if op.kind == "attention"]
