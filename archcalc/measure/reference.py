@@ -813,8 +813,8 @@ class ReferenceModel(nn.Module):
         if a.separate_gate or not spec.residual.mix or spec.residual.head:  # HY-V4: pinned by transformers
             raise ValueError("the reference model has no separate gate projection and no hyper-connections without "
                              "the stream mix or with a learned head (HY-V4)")
-        if spec.attention.dynamic_mask is not None:  # Doge: pinned by transformers' own modules
-            raise ValueError("the reference model has no dynamic mask attention (Doge)")
+        if spec.attention.dynamic_mask is not None or spec.ffn.product_key is not None:  # Doge: pinned by transformers
+            raise ValueError("the reference model has no dynamic mask attention and no product-key experts (Doge)")
         if spec.attention.experts is not None:  # JetMoE: pinned by transformers' own modules
             raise ValueError("the reference model has no attention experts (JetMoE)")
         if spec.attention.indexer is not None:  # DeepSeek-V3.2: pinned by transformers' own modules instead

@@ -56,6 +56,19 @@ def round_int(x):
     return round(x)
 
 
+def isqrt(x):
+    """⌊√x⌋ for integers x ≥ 0 (arrays: float64's square root, exact below 2^52, then a step back where it
+    rounded up)."""
+    if is_array(x):
+        import numpy as np
+
+        r = np.floor(np.sqrt(np.asarray(x, dtype=np.float64))).astype(np.int64)
+        return r - (r * r > x)
+    import math
+
+    return math.isqrt(x)
+
+
 def pow2_at_least(x):
     """The smallest power of two ≥ x, for integers x ≥ 1."""
     if is_array(x):

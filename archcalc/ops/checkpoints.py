@@ -113,10 +113,11 @@ FALCON = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})  # llama.cpp's L
 # A tensor these checkpoints never quantize: llama.cpp's roles for the embeddings, the
 # unembedding, 1-D tensors (norms, biases) and routers, and position tables.
 UNQUANTIZED_ROLES = ("token_embd", "output", "f32")
-# Weights that are parameters of their own, not linear layers (RecurrentGemma's block-diagonal gates): the
-# formats that quantize linear layers (fp8-block, nvfp4, GPTQ/AWQ: transformers' replace_with_fp8_linear and
-# its kin swap nn.Linear modules) keep them at 16 bits; llama-quantize goes by the tensor's shape instead.
-NOT_LINEAR = ("lru_gates",)
+# Weights that are parameters of their own, not linear layers (RecurrentGemma's block-diagonal gates, Doge's
+# product-key tables and their router, "pk"): the formats that quantize linear layers (fp8-block, nvfp4,
+# GPTQ/AWQ: transformers' replace_with_fp8_linear and its kin swap nn.Linear modules) keep them at 16 bits;
+# llama-quantize goes by the tensor's shape instead.
+NOT_LINEAR = ("lru_gates", "pk")
 
 
 def bits_per_weight(ggml_type: str) -> float:

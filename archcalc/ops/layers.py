@@ -735,6 +735,8 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
                 _sigmoid_gate("layers.ffn.gate", "ffn", wl, D, n)]
     if n_wide:
         out += _mlp(spec, wl, "layers.ffn.wide", wide, n_wide)
+    if spec.ffn.product_key is not None:
+        out += _product_key_ops(spec, wl, kinds["dense"])
     moe, n_moe, D = spec.ffn.moe, kinds["moe"], spec.d_model
     if nonzero(n_moe):
         out += [
@@ -765,6 +767,27 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         if moe.post_norm:  # A.X-K1: on the block's output, MoE layers only
             out += _norm(spec, wl, "layers.moe.post_norm", D, count=n_moe)
     return out + _sublayer_norms(spec, wl, "layers.ffn", "after")
+
+
+def _product_key_ops(spec: ModelSpec, wl: Workload, count: int) -> list[Op]:
+    """Doge's cross-domain experts (ProductKeySpec) beside each layer's MLP, as transformers' DogeCDMoE runs them:
+    the router D -> 2·⌊√E⌋; each token's k experts' down rows against x (a batched [k, D] · [D, 1]: one expert
+    matmul of D -> 1), the activation times the routing weight (k values), the weighted sum of their up rows
+    ([1, k] · [k, D]: 1 -> D), added to the MLP's output.  The tables are nn.Embedding: no checkpoint quantizes
+    them; every rank holds them whole."""
+    pk, D = spec.ffn.product_key, spec.d_model
+    E, k = pk.n_experts, pk.top_k
+    act = spec.ffn.activation
+    act = BASE_ACTIVATION.get(act, act)
+    return [ops.matmul("layers.ffn.pk.router", "router", wl, D, 2 * pk.keys, count=count, quantizable=False,
+                       tp="replicated"),
+            ops.expert_matmul("layers.ffn.pk.down", wl, D, 1, E, k, bias=False, count=count, quantizable=False,
+                              tp="replicated"),
+            ops.elementwise("layers.ffn.pk.act", "experts", wl, k, ops.ACTIVATION_FLOPS[act] + 1, count=count,
+                            fn=act),
+            ops.expert_matmul("layers.ffn.pk.up", wl, 1, D, E, k, bias=False, count=count, quantizable=False,
+                              tp="replicated"),
+            ops.elementwise("layers.ffn.pk.add", "experts", wl, D, 1, inputs=2, count=count)]
 
 
 # ---- per-layer embeddings ------------------------------------------------------------

@@ -280,9 +280,10 @@ def expected_experts_touched(n_experts: int, top_k: int, tokens: int) -> float:
 
 def expert_matmul(name: str, wl: Workload, d_in: int, d_out: int, n_experts: int, top_k: int, *,
                   bias: bool, count: int = 1, tp: Sharding = "split", parts: tuple[int, ...] = (),
-                  component: Component = "experts") -> Op:
+                  component: Component = "experts", quantizable: bool = True) -> Op:
     """The same matmul in each of E experts; each token runs k of them (FFN experts, or JetMoE's attention
-    experts: `component` attention)."""
+    experts: `component` attention).  quantizable false: tables no checkpoint format quantizes (Doge's
+    product-key experts are embedding tables), kept at 16 bits."""
     per_expert = d_in * d_out + (d_out if bias else 0)
     routed = wl.tokens * top_k  # token-expert pairs
     touched = expected_experts_touched(n_experts, top_k, wl.tokens)
@@ -290,9 +291,9 @@ def expert_matmul(name: str, wl: Workload, d_in: int, d_out: int, n_experts: int
         name, "matmul", component,
         MatmulDims(routed, d_in, d_out, n_experts, top_k, parts), count,
         params=n_experts * per_expert, active_params=top_k * per_expert,
-        bias_params=n_experts * d_out if bias else 0, quantizable=True, tp=tp,
+        bias_params=n_experts * d_out if bias else 0, quantizable=quantizable, tp=tp,
         flops=2 * routed * d_in * d_out,
-        weight_bytes=nbytes(touched * d_in * d_out, wl.weight_dtype)
+        weight_bytes=nbytes(touched * d_in * d_out, wl.weight_dtype if quantizable else kept_dtype(wl.weight_dtype))
         + nbytes(touched * d_out if bias else 0, kept_dtype(wl.weight_dtype)),
         act_bytes=nbytes(routed * (d_in + d_out), wl.act_dtype),
     )

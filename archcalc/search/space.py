@@ -34,15 +34,13 @@ import numpy as np
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from archcalc.errors import InputError
-from archcalc.spec.model import AttentionSpec, ModelSpec, MoESpec, PositionSpec
+from archcalc.spec.model import ModelSpec
 
 MAX_GRID = 100_000_000  # a grid larger than this is refused: use --samples
 SUFFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "Ki": 2**10, "Mi": 2**20}
 NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(Ki|Mi|k|K|M|G)?\s*$")
 # Setting one of these clears the other (the spec takes d_ff or d_ff_ratio, not both).
 EXCLUSIVE = {"ffn.d_ff": "ffn.d_ff_ratio", "ffn.d_ff_ratio": "ffn.d_ff"}
-# Sub-specs with NUMERIC_RULES of their own, by path.
-RULE_OWNERS = {"": ModelSpec, "attention": AttentionSpec, "ffn.moe": MoESpec, "position": PositionSpec}
 
 
 @dataclass(frozen=True)
@@ -333,19 +331,25 @@ def validity(spec: ModelSpec, n: int, tp: int = 1) -> tuple[np.ndarray, dict[str
             dropped[what] = dropped.get(what, 0) + int(newly.sum())
             ok = ok & passes
 
-    for path, owner in RULE_OWNERS.items():
-        node = spec
-        for p in filter(None, path.split(".")):
-            node = getattr(node, p) if node is not None else None
-        if node is None:
-            continue
-        for rule in owner.NUMERIC_RULES:
+    for node in _ruled(spec):
+        for rule in node.NUMERIC_RULES:
             apply(rule.ok(node), rule.what)
     if tp > 1 and ok.any():
         from archcalc.parallel.tensor import tp_shards_heads
 
         apply(tp_shards_heads(spec, tp), f"heads split over TP {tp} (vLLM's rule)")
     return ok, dropped
+
+
+def _ruled(node):
+    """The spec and every sub-spec in it that has NUMERIC_RULES of its own (the attention, MoE, position and
+    linear-mixer specs, JetMoE's attention experts, Doge's product keys, ...)."""
+    if not isinstance(node, BaseModel):
+        return
+    if getattr(type(node), "NUMERIC_RULES", ()):
+        yield node
+    for name in type(node).model_fields:
+        yield from _ruled(getattr(node, name, None))
 
 
 def candidate_spec(group: Group, index: int) -> ModelSpec:

@@ -15,7 +15,7 @@ from typing import Annotated, Callable, ClassVar, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from archcalc.limits import MAX_CONTEXT
-from archcalc.ops.arrays import ceil_div, floor_int, lesser
+from archcalc.ops.arrays import ceil_div, floor_int, isqrt, lesser
 
 GATED_ACTIVATIONS = ("reglu", "geglu", "swiglu", "relu2glu")
 # The nonlinearity inside each activation choice (a gated one applies it to the gate).
@@ -594,6 +594,27 @@ class MoESpec(_Ruled):
     )
 
 
+class ProductKeySpec(_Ruled):
+    """Doge's cross-domain MoE beside the dense MLP (PEER-style product keys): n_experts single-neuron experts held
+    as two tables of E × D (down, up); a router D -> 2·⌊√E⌋ scores two halves of the keys, and the top_k of the
+    ⌊√E⌋² sums pick a token's experts, act(x · down_e) · weight_e summed over up_e.  The selection (top-ks and
+    sums) is not counted."""
+
+    n_experts: Experts
+    top_k: Experts
+
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
+        NumericRule(lambda p: p.top_k <= isqrt(p.n_experts) ** 2,
+                    lambda p: f"top_k ({p.top_k}) exceeds the ⌊√n_experts⌋² = {isqrt(p.n_experts) ** 2} "
+                              "product keys", "top_k at most ⌊√n_experts⌋²"),
+    )
+
+    @property
+    def keys(self) -> int:
+        """⌊√E⌋: the keys of each half (transformers' DogeCDMoE.num_keys)."""
+        return isqrt(self.n_experts)
+
+
 class FFNSpec(_Frozen):
     activation: Activation = "swiglu"
     d_ff: FFNWidth | None = None
@@ -607,9 +628,14 @@ class FFNSpec(_Frozen):
     # RWKV-4's channel mix: the input mixed with the previous token's (two learned D-vectors), the MLP's output times
     # sigmoid(x W_r) with W_r D -> D (its previous-token state is the rwkv4 mixer's)
     receptance: bool = False
+    product_key: ProductKeySpec | None = None  # Doge's product-key experts beside the dense MLP (its is_moe)
 
     @model_validator(mode="after")
     def _check(self) -> FFNSpec:
+        if self.product_key is not None and (self.moe is not None or self.receptance or self.sub_norm
+                                             or self.none_layers or self.kv_shared_d_ff is not None):
+            raise ValueError("ffn.product_key goes beside a dense MLP in every layer: no moe, receptance, sub_norm, "
+                             "none_layers or kv_shared_d_ff")
         if self.d_ff is not None and self.d_ff_ratio is not None:
             raise ValueError("give d_ff or d_ff_ratio, not both")
         if self.receptance and (self.moe is not None or self.gated or self.bias):

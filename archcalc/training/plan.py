@@ -139,6 +139,7 @@ def unplanned(spec: ModelSpec) -> str | None:
         (a.separate_gate or not r.mix or r.head,
          "separate gate projection or hyper-connections without the stream mix or with a learned head (HY-V4)"),
         (a.dynamic_mask is not None, "dynamic mask attention (Doge)"),
+        (spec.ffn.product_key is not None, "product-key experts (Doge's cross-domain MoE)"),
         (a.experts is not None, "attention experts (JetMoE)"),
         (a.indexer is not None, "sparse-attention indexer (trained on its own detached loss)"),
     )

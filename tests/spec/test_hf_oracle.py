@@ -937,6 +937,8 @@ NO_FIXTURE = {
     "hunyuan_v1_moe": {"head_dim": 16, "num_experts": 4, "moe_topk": 2},
     # Doge with attention_bias (q, k, v, o and dt_proj biased) and mlp_bias, its dynamic mask past 4 keys
     "doge biases": {"attention_bias": True, "mlp_bias": True, "keep_window_size": 4},
+    # and its cross-domain MoE: 64 product-key experts (8 keys a half), 8 a token, beside the MLP
+    "doge moe": {"is_moe": True, "num_experts": 64, "num_experts_per_tok": 8},
     "glm4_moe_lite": {"n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                       "q_lora_rank": 24, "kv_lora_rank": 16, "qk_rope_head_dim": 8, "qk_nope_head_dim": 8,
                       "v_head_dim": 16, "num_key_value_heads": 4},  # MLA: K = H, as the real config says
@@ -1434,6 +1436,31 @@ def test_axk2_at_its_config_class_s_full_size():
     assert (q_b.dims.k, q_b.dims.n) == (2 * 384, 32 * (64 + 32 + 64))
     with pytest.raises(InputError, match="q_lora_rank: required"):
         spec_dict_from_config({**raw, "q_lora_rank": None}, "config.json")
+
+
+def test_doge_s_cross_domain_moe_at_its_config_class_s_full_size():
+    """DogeConfig's defaults with is_moe (no released file of that format found): transformers' numel at full
+    size, 1,485,186,304, is ours; 16,384 product-key experts a layer, each a row of D in two tables, 64 a token,
+    and the router D -> 2 × 128 keys."""
+    config = AutoConfig.for_model("doge", is_moe=True)
+    spec = ModelSpec.model_validate({"name": "doge", **spec_dict_from_config(json.loads(config.to_json_string()),
+                                                                                "config.json")[0]})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    result = size(spec, Workload.forward(1), CONVENTIONS["torch"])
+    assert result.params.total == sum(p.numel() for p in model.parameters()) == 1_485_186_304
+    tables = [op for op in result.ops if op.name in ("layers.ffn.pk.down", "layers.ffn.pk.up")]
+    assert [(op.params, op.active_params, op.count) for op in tables] == [(16384 * 1024, 64 * 1024, 32)] * 2
+    router = next(op for op in result.ops if op.name == "layers.ffn.pk.router")
+    assert (router.dims.k, router.dims.n) == (1024, 2 * 128)
+    # the tables are nn.Embedding, which transformers' FP8 swap (nn.Linear only) leaves at 16 bits: so does ours
+    from archcalc.ops.checkpoints import checkpoint_types
+
+    mlp = model.model.layers[0].mlp
+    assert isinstance(mlp.down_embed, torch.nn.Embedding) and isinstance(mlp.up_embed, torch.nn.Embedding)
+    kinds = {t.name: kind for t, kind in checkpoint_types(spec, result.ops, "fp8-block") if t.layer == 0}
+    assert {kinds[f"blk.0.layers.ffn.pk.{part}.weight"] for part in ("down", "up")} == {"bf16"}
+    assert kinds["blk.0.ffn_gate.weight"] == "fp8_b128"  # the MLP beside them is quantized
 
 
 def test_hy_v4_at_its_config_class_s_full_size():

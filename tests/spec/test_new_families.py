@@ -493,7 +493,8 @@ def test_jetmoe_decode_reads_the_experts_its_token_runs():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"is_moe": True}, "is_moe: true is not supported: Doge's cross-domain MoE"),
+    ({"is_moe": True, "num_experts": 10, "num_experts_per_tok": 10}, "top_k (10) exceeds the ⌊√n_experts⌋² = 9"),
+    ({"is_moe": True, "num_experts": "64"}, "num_experts: '64' is not"),
     ({"is_moe": "false"}, "is_moe: 'false' is not"),
     ({"sliding_window": 1024}, "sliding_window: must be null"),
     ({"keep_window_size": "4096"}, "keep_window_size: '4096' is not"),

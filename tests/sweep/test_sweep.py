@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 from collections import Counter
 
@@ -256,6 +257,7 @@ def test_array_helpers_equal_the_builtins(xs, y):
     assert list(arrays.lesser(arr, y)) == [min(x, y) for x in xs]
     assert list(arrays.greater(arr, y)) == [max(x, y) for x in xs]
     assert list(arrays.floor_int(arr / 3)) == [int(x / 3) for x in xs]
+    assert list(arrays.isqrt(arr)) == [math.isqrt(x) for x in xs] == [arrays.isqrt(x) for x in xs]
     assert arrays.floor_int(arr / 3).dtype.kind == arrays.pow2_at_least(arr).dtype.kind == "i"  # counts stay ints
 
 
@@ -457,3 +459,32 @@ def test_lint_filter_keeps_exactly_the_candidates_lint_passes():
 def test_impossible_constraints_are_one_line_and_exit_2(args, words):
     r = run("llama-3.1-8b", "--vary", "n_layers=30..32", *args)
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and words in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("fixture, change, vary", [
+    ("doge-40m", {"ffn": {"product_key": {"n_experts": 64, "top_k": 8}}},
+     ["ffn.product_key.n_experts=10,64,100", "ffn.product_key.top_k=8,64,81"]),
+    ("jetmoe-8b-ultrainteract-sft-v4", {}, ["attention.experts.top_k=1..9", "attention.experts.n_experts=2,8"]),
+])
+def test_validity_checks_the_rules_of_every_sub_spec(fixture, change, vary):
+    """The rules of sub-specs found anywhere in the spec (Doge's product keys, JetMoE's attention experts), not
+    only those of a fixed list: the sweep drops exactly the candidates ModelSpec refuses, and drops some."""
+    data = spec_of(str(Path(__file__).parents[1] / "data" / "hf" / f"{fixture}.json")).model_dump()
+    for key, value in change.items():
+        data[key] = {**data[key], **value}
+    base = ModelSpec.model_validate(data)
+    dropped = kept = 0
+    for g in space.groups(base, [space.parse_vary(v) for v in vary]):
+        ok, _ = space.validity(space.with_values(g.base, g.columns), g.size)
+        for i in range(g.size):
+            candidate_data = base.model_dump()
+            for path, col in g.columns.items():
+                space._set_path(candidate_data, path, col[i].item())
+            try:
+                ModelSpec.model_validate(candidate_data)
+                valid = True
+            except ValidationError:
+                valid = False
+            assert valid == bool(ok[i])
+            dropped, kept = dropped + (not valid), kept + valid
+    assert dropped and kept

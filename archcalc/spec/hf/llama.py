@@ -8,7 +8,7 @@ from archcalc.spec.hf.common import (
     _rope_base, _rotary_fraction, _state_dtype, _window,
 )
 from archcalc.spec.hf.moe import _moe, _mtp
-from archcalc.spec.hf.reader import ConfigReader
+from archcalc.spec.hf.reader import NO_COST_REASON, ConfigReader
 
 
 def _llama_like(r: ConfigReader, *, family: str) -> dict:
@@ -389,15 +389,17 @@ def _hrm_text(r: ConfigReader) -> dict:
 def _doge(r: ConfigReader) -> dict:
     """Doge (SmallDoge): Llama's q/k/v/o with qk-norm per head and dynamic mask attention (keep_window_size
     keys a query, scored by dt_proj over each key's values), a SwiGLU MLP, and a learned D-vector on the skip
-    path of both sublayers.  attention_bias puts a bias on q, k, v, o and dt_proj.  The cross-domain MoE
-    (is_moe) and a sliding window are not read."""
-    if r.get("is_moe", default=False):
-        raise InputError(r.path, "is_moe", "true is not supported: Doge's cross-domain MoE (product-key routing "
-                         "over single-neuron experts held as embeddings) is not modelled yet")
+    path of both sublayers; with is_moe, product-key experts beside the MLP (ffn.product_key).  attention_bias
+    puts a bias on q, k, v, o and dt_proj.  A sliding window is refused."""
     if r.get("sliding_window", default=None) is not None:
         raise InputError(r.path, "sliding_window", "must be null: a window over Doge's dynamic mask is not modelled")
-    for key in ("num_experts", "num_experts_per_tok", "norm_topk_prob"):
-        r.ignore(key, "is_moe is false: the MLP is dense")
+    pk = None
+    if r.get("is_moe", default=False):  # the cross-domain MoE: product-key experts beside the MLP
+        pk = {"n_experts": r.get("num_experts", default=16384), "top_k": r.get("num_experts_per_tok", default=64)}
+        r.ignore("norm_topk_prob", NO_COST_REASON)
+    else:
+        for key in ("num_experts", "num_experts_per_tok", "norm_topk_prob"):
+            r.ignore(key, "is_moe is false: the MLP is dense")
     spec = _core(r, tie_default=False)
     att = {**_heads(r), "qk_norm": "head",
            "dynamic_mask": {"keep": r.get("keep_window_size", default=2048)}}
@@ -406,5 +408,5 @@ def _doge(r: ConfigReader) -> dict:
     pos, limit = _position(r)
     return {**spec, "max_context": limit, "attention": att, "position": pos,
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size", default=2048),
-                    "bias": bool(r.get("mlp_bias", default=False))},
+                    "bias": bool(r.get("mlp_bias", default=False)), "product_key": pk},
             "residual": {"scales": True}}
