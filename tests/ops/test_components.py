@@ -28,6 +28,7 @@ BY_PREFIX = {
     "layers.moe.router_scale": "router", "layers.moe.router_norm": "router", "layers.moe.shared": "ffn",
     "layers.moe.shared_gate": "ffn", "layers.moe.bias": "ffn", "layers.attn.router": "router",  # (JetMoE)
     "layers.attn.norm_gate": "norms", "layers.ffn.norm_gate": "norms",  # A.X-K2's gated norms
+    "layers.ffn.pk": "experts", "layers.ffn.pk.router": "router",  # Doge's product-key experts
     "layers.residual": "residual", "hc": "residual", "layers.hc": "residual",
     "layers.mhc": "residual", "attnres": "residual", "layers.attnres": "residual", "altup": "residual",
     "layers.altup": "residual", "layers.laurel": "residual", "loop": "residual",  # HRM-Text's passes
