@@ -66,8 +66,8 @@ def param_counts(ops: list[Op]) -> ParamCounts:
 
 def weight_bytes(ops: list[Op], dtype: str) -> float:
     """Bytes of all stored parameters in a `dtype` checkpoint (ops/dtypes.py stored_bytes: below 16
-    bits only layer weights are quantized; embeddings, lm_head, norms, routers and biases stay at
-    16 bits, as real 8/4-bit checkpoints keep them)."""
+    bits only layer weights are quantized; embeddings, lm_head, norms, routers, biases and weights that are
+    not linear layers (Op.quantizable false) stay at 16 bits, as real 8/4-bit checkpoints keep them)."""
     return sum(stored_bytes(op.params, op.bias_params, op.quantizable, dtype, op.stored_dtype) * op.weight_copies
                for op in ops)
 

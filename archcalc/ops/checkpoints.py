@@ -113,11 +113,6 @@ FALCON = frozenset({"falcon", "RefinedWeb", "RefinedWebModel"})  # llama.cpp's L
 # A tensor these checkpoints never quantize: llama.cpp's roles for the embeddings, the
 # unembedding, 1-D tensors (norms, biases) and routers, and position tables.
 UNQUANTIZED_ROLES = ("token_embd", "output", "f32")
-# Weights that are parameters of their own, not linear layers (RecurrentGemma's block-diagonal gates, Doge's
-# product-key tables and their router, "pk"): the formats that quantize linear layers (fp8-block, nvfp4,
-# GPTQ/AWQ: transformers' replace_with_fp8_linear and its kin swap nn.Linear modules) keep them at 16 bits;
-# llama-quantize goes by the tensor's shape instead.
-NOT_LINEAR = ("lru_gates", "pk")
 
 
 def bits_per_weight(ggml_type: str) -> float:
@@ -157,7 +152,7 @@ NAMES = {"layers.attn.q": ("attn_q", "attn_q"), "layers.attn.q_a": ("attn_q_a", 
          "layers.ffn.down": ("ffn_down", "ffn_down"), "layers.moe.experts.down": ("ffn_down_exps", "ffn_down"),
          "layers.moe.shared.down": ("ffn_down_shexp", "ffn_down"), "layers.moe.router": ("ffn_gate_inp", "f32"),
          "layers.moe.shared_gate": ("ffn_gate_inp_shexp", "f32"),
-         "layers.linear.lru_gates": ("lru_gates", "other"),  # RecurrentGemma's 3-D gate blocks (NOT_LINEAR)
+         "layers.linear.lru_gates": ("lru_gates", "other"),  # RecurrentGemma's 3-D gate blocks (not quantizable)
          # outside the blocks: the final norm and BLOOM's norm after the embedding
          "final_norm": ("output_norm", "f32"), "embedding.norm": ("token_embd_norm", "f32")}
 UP_SUFFIX = {"layers.ffn.up": "", "layers.moe.experts.up": "_exps", "layers.moe.shared.up": "_shexp"}
@@ -302,7 +297,11 @@ def checkpoint_types(spec: ModelSpec, ops: list[Op], fmt: str) -> list[tuple[Ten
     if fmt in GROUPED or fmt in ("fp8-block", "nvfp4"):
         quantized, kept = (f"int4_g{GROUPED[fmt][1]}", "f16") if fmt in GROUPED else \
             ({"fp8-block": "fp8_b128", "nvfp4": "nvfp4_g16"}[fmt], "bf16")
-        out = [(t, kept if t.role in UNQUANTIZED_ROLES or any(f".{n}." in t.name for n in NOT_LINEAR) else quantized)
+        # The formats that quantize linear layers (fp8-block, nvfp4, GPTQ/AWQ: transformers' replace_with_fp8_linear
+        # and its kin swap nn.Linear modules) keep what the op list marks not quantizable at 16 bits: routers,
+        # parameters of their own (RecurrentGemma's block-diagonal gates, Doge's product-key tables), fp32 mixers;
+        # llama-quantize goes by the tensor's shape instead.
+        out = [(t, kept if t.role in UNQUANTIZED_ROLES or not ops[t.op].quantizable else quantized)
                for t in tensors(spec, ops)]
         # vLLM's ModelOptNvFp4LinearMethod.create_weights: "Unsupported model when in features size is
         # not multiple of 16"

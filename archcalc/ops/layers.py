@@ -496,8 +496,9 @@ def _rglru_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     m, D, n = spec.linear, spec.d_model, spec.linear_mixer_layers
     W, H, K = m.width, m.n_heads, m.conv_kernel
     block = W // H
-    # Block-diagonal 3-D tensors, not linear layers: fp8 and GPTQ/AWQ checkpoints keep them (checkpoints.NOT_LINEAR)
-    gates = ops.matmul("layers.linear.lru_gates", "linear", wl, block, 2 * W, bias_width=2 * W, count=n)
+    # Block-diagonal 3-D tensors, not linear layers: fp8 and GPTQ/AWQ checkpoints keep them (not quantizable)
+    gates = ops.matmul("layers.linear.lru_gates", "linear", wl, block, 2 * W, bias_width=2 * W, count=n,
+                       quantizable=False)
     return [
         ops.matmul("layers.linear.in_proj", "linear", wl, D, 2 * W, bias_width=2 * W, count=n, parts=(W, W)),  # x, y
         ops.contraction("layers.linear.conv", "linear", wl, W * K, 2 * W, count=n, tp="split", params=W * K + W,

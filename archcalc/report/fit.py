@@ -32,7 +32,8 @@ def assumptions(plan: FitPlan) -> list[str]:
         f"({a.largest_op}) on one GPU + fp32 logits; flash attention (no S×S scores); an estimate.",
         (f"weights as a {dep.weights} checkpoint stores them: each tensor at its own type (ops/checkpoints.py)."
          if dep.weights else
-         f"weights at {dep.weight_dtype}; below 16 bits, embeddings, lm_head, norms, routers and biases stay bf16."),
+         f"weights at {dep.weight_dtype}; below 16 bits, embeddings, lm_head, norms, routers, biases and weights "
+         "that are not linear layers stay bf16."),
         f"capacity = the driver's total memory of {plan.hardware.name} where known, else the datasheet size.",
     ]
     if plan.deployment.replicas > 1:

@@ -111,7 +111,8 @@ def size_tables(r: SizeResult) -> Group:
     for d, b in r.weight_bytes.items():
         weights.add_row(d + (" ◂" if d == wl.weight_dtype else ""), f"{BITS[d]:g}", nbytes(b))
     weights_note = (f"int4: 4 bits + one fp16 scale per {INT4_GROUP} weights. fp8/int8/int4 quantize layer "
-                       "weights only; embeddings, lm_head, norms, routers and biases stay bf16.")
+                       "weights only; embeddings, lm_head, norms, routers, biases and weights that are not linear "
+                       "layers stay bf16.")
 
     flops = Table(title=f"FLOPs (convention {r.convention.name}: {r.convention.description})",
                   title_justify="left", show_edge=False)
