@@ -59,7 +59,8 @@ FAMILY_DEFAULTS = {
     # Cohere2MoeConfig's head_dim is 128 whatever the width
     "cohere2_moe": {"head_dim": 128},
     "doge": {"vocab_size": 32768, "hidden_size": 1024, "intermediate_size": 2048, "num_hidden_layers": 32,
-             "max_position_embeddings": 2048, "num_attention_heads": 8},  # DogeConfig's
+             "max_position_embeddings": 2048, "num_attention_heads": 8, "keep_window_size": 2048,
+             "num_experts": 16384, "num_experts_per_tok": 64},  # DogeConfig's
     # JetMoeConfig's defaults (jetmoe/jetmoe-8b's file names most of these keys as its remote code did)
     "jetmoe": {"vocab_size": 32000, "hidden_size": 2048, "num_hidden_layers": 12, "num_key_value_heads": 16,
                "kv_channels": 128, "intermediate_size": 5632, "max_position_embeddings": 4096,

@@ -198,6 +198,12 @@ def _with_layers(moe: dict, layers: list[int], n_layers: int) -> dict:
     return {**moe, "first_dense_layers": first} if first else moe
 
 
+def _check_mlp_types(r: ConfigReader, types: list, n_layers: int) -> None:
+    """mlp_layer_types (given or a config class's rule): n_layers entries of "dense" or "sparse"."""
+    if len(types) != n_layers or set(types) - {"dense", "sparse"}:
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+
+
 def _mlp_layer_types(r: ConfigReader, n_layers: int, first_dense: int) -> list[str]:
     """mlp_layer_types ("dense" or "sparse" a layer) as the config lists them, else the config class's rule:
     the first first_k_dense_replace layers dense (default `first_dense`), the rest sparse."""
@@ -207,8 +213,7 @@ def _mlp_layer_types(r: ConfigReader, n_layers: int, first_dense: int) -> list[s
         types = ["dense" if i < first else "sparse" for i in range(n_layers)]
     else:
         r.ignore("first_k_dense_replace", "mlp_layer_types lists the layers")
-    if len(types) != n_layers or set(types) - {"dense", "sparse"}:
-        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+    _check_mlp_types(r, types, n_layers)
     return types
 
 

@@ -395,18 +395,18 @@ def _doge(r: ConfigReader) -> dict:
         raise InputError(r.path, "sliding_window", "must be null: a window over Doge's dynamic mask is not modelled")
     pk = None
     if r.get("is_moe", default=False):  # the cross-domain MoE: product-key experts beside the MLP
-        pk = {"n_experts": r.get("num_experts", default=16384), "top_k": r.get("num_experts_per_tok", default=64)}
+        pk = {"n_experts": r.get("num_experts"), "top_k": r.get("num_experts_per_tok")}
         r.ignore("norm_topk_prob", NO_COST_REASON)
     else:
         for key in ("num_experts", "num_experts_per_tok", "norm_topk_prob"):
             r.ignore(key, "is_moe is false: the MLP is dense")
     spec = _core(r, tie_default=False)
     att = {**_heads(r), "qk_norm": "head",
-           "dynamic_mask": {"keep": r.get("keep_window_size", default=2048)}}
+           "dynamic_mask": {"keep": r.get("keep_window_size")}}
     if r.get("attention_bias", default=False):
         att |= {"bias": ["q", "k", "v", "o"], "dynamic_mask": {**att["dynamic_mask"], "bias": True}}
     pos, limit = _position(r)
     return {**spec, "max_context": limit, "attention": att, "position": pos,
-            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size", default=2048),
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
                     "bias": bool(r.get("mlp_bias", default=False)), "product_key": pk},
             "residual": {"scales": True}}

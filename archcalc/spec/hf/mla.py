@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from archcalc.errors import InputError
-from archcalc.spec.hf.common import _activation, _built_so, _core, _position, _rotary_fraction
+from archcalc.spec.hf.common import _activation, _built_so, _check_mlp_types, _core, _position, _rotary_fraction
 from archcalc.spec.hf.moe import _deepseek_moe, _mtp
 from archcalc.spec.hf.reader import ConfigReader
+
+
+# Families whose attention always has a query latent: a null (or absent, where the class's default is null)
+# q_lora_rank is not the model transformers builds
+QUERY_LATENT_REQUIRED = {"axk1": "A.X-K1's attention always has a query latent (AXK1Attention)",
+                         "axk2": "A.X-K2's query and output gate come from its query latent (AXK2Attention's "
+                                 "q_gate_proj)"}
 
 
 def _deepseek(r: ConfigReader) -> dict:
@@ -39,11 +46,10 @@ def _deepseek(r: ConfigReader) -> dict:
     layers = {"glm4_moe_lite": _glm4_moe_lite, "axk2": _axk2_moe_layers, "hy_v4": _hy_v4_moe_layers}.get(
         family, lambda *_: None)(r, n_layers)
     moe = _deepseek_moe(r, n_layers, layers)
-    if r.cfg.get("model_type") == "axk1":  # A.X-K1: DeepSeek-V3 with a norm on the MoE block's output
+    if family in QUERY_LATENT_REQUIRED and (att["q_lora_rank"] is None or r.cfg.get("q_lora_rank", 0) is None):
+        raise InputError(r.path, r.prefix + "q_lora_rank", f"required: {QUERY_LATENT_REQUIRED[family]}")
+    if family == "axk1":  # A.X-K1: DeepSeek-V3 with a norm on the MoE block's output
         moe["post_norm"] = True
-        if att["q_lora_rank"] is None or ("q_lora_rank" in r.cfg and r.cfg["q_lora_rank"] is None):
-            raise InputError(r.path, r.prefix + "q_lora_rank", "required: A.X-K1's attention always has a query "
-                             "latent (AXK1Attention)")
     norm, residual = {}, {}
     if family == "hy_v4":  # HY-V4: V3.2 with sinks, a gate of its own, and hyper-connections without the mix
         att |= {"sinks": True, "output_gate": True, "separate_gate": True}
@@ -52,9 +58,6 @@ def _deepseek(r: ConfigReader) -> dict:
             r.ignore(key, "a value of the hyper-connections or sinks, not a size: no parameter, FLOP or byte changes")
         r.ignore("swiglu_limit", "a clamp on the SwiGLU's inputs: no parameter, FLOP or byte changes")
     if family == "axk2":  # A.X-K2: V3.2 with a gated query and gated norms
-        if att["q_lora_rank"] is None or ("q_lora_rank" in r.cfg and r.cfg["q_lora_rank"] is None):
-            raise InputError(r.path, r.prefix + "q_lora_rank", "required: A.X-K2's query and output gate come from "
-                             "its query latent (AXK2Attention's q_gate_proj)")
         att |= {"output_gate": True, "q_lora_concat": True}
         norm["gate_rank"] = r.get("gated_norm_rank", default=16)
     return {**spec, "max_context": limit, "attention": att, "position": pos, "mtp": _mtp(r), "norm": norm,
@@ -112,8 +115,7 @@ def _glm4_moe_lite(r: ConfigReader, n_layers: int) -> list[int]:
     types = r.get("mlp_layer_types", default=None)
     if types is None:
         types = ["dense"] + ["sparse"] * (n_layers - 1)
-    if len(types) != n_layers or set(types) - {"dense", "sparse"}:
-        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+    _check_mlp_types(r, types, n_layers)
     layers = [i for i, t in enumerate(types) if t == "sparse"]
     first, freq = r.cfg.get("first_k_dense_replace"), r.cfg.get("moe_layer_freq")
     if first is not None or freq is not None:
@@ -137,8 +139,7 @@ def _axk2_moe_layers(r: ConfigReader, n_layers: int) -> list[int]:
     types = r.get("mlp_layer_types", default=None)
     if types is None:
         return rule
-    if len(types) != n_layers or set(types) - {"dense", "sparse"}:
-        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+    _check_mlp_types(r, types, n_layers)
     layers = [i for i, t in enumerate(types) if t == "sparse"]
     if layers != rule and ("first_k_dense_replace" in r.cfg or "moe_layer_freq" in r.cfg):
         raise InputError(r.path, r.prefix + "mlp_layer_types", "disagrees with first_k_dense_replace and "
@@ -150,8 +151,7 @@ def _hy_v4_moe_layers(r: ConfigReader, n_layers: int) -> list[int]:
     """HY-V4's MoE layers: mlp_layer_types as listed, else HYV4Config's rule, layer 0 dense and the rest sparse
     (it reads no first_k_dense_replace)."""
     types = r.get("mlp_layer_types", default=None) or ["dense"] + ["sparse"] * (n_layers - 1)
-    if len(types) != n_layers or set(types) - {"dense", "sparse"}:
-        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+    _check_mlp_types(r, types, n_layers)
     return [i for i, t in enumerate(types) if t == "sparse"]
 
 

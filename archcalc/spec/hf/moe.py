@@ -7,8 +7,8 @@ from typing import Any
 
 from archcalc.errors import InputError
 from archcalc.spec.hf.common import (
-    _activation, _built_so, _core, _every_nth_global, _full_or_sliding, _heads, _mlp_layer_types, _position,
-    _rope_by_kind, _window, _with_layers,
+    _activation, _built_so, _check_mlp_types, _core, _every_nth_global, _full_or_sliding, _heads, _mlp_layer_types,
+    _position, _rope_by_kind, _window, _with_layers,
 )
 from archcalc.spec.hf.keys import checked
 from archcalc.spec.hf.reader import ConfigReader, NO_COST_REASON, _MISSING
@@ -37,8 +37,7 @@ def _cohere2_moe(r: ConfigReader) -> dict:
     mlp_types = r.get("mlp_layer_types", default=None) or ["dense" if i < first_dense else "sparse" for i in range(L)]
     if len(types) != L or set(types) - {"sliding_attention", "full_attention"}:
         raise InputError(r.path, r.prefix + "layer_types", f"{L} entries of sliding_attention or full_attention expected")
-    if len(mlp_types) != L or set(mlp_types) - {"dense", "sparse"}:
-        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{L} entries of dense or sparse expected")
+    _check_mlp_types(r, mlp_types, L)
     window = r.get("sliding_window", default=4096)
     if window is not None and "sliding_attention" in types:
         att |= {"sliding_window": window, "layer_types": ["local" if t == "sliding_attention" else "global" for t in types]}
@@ -135,8 +134,7 @@ def _moe(r: ConfigReader, family: str, n_layers: int) -> dict | None:
                 "d_shared": r.get("moe_num_shared_experts", default=2) * d_expert}
     if family == "mellum":  # Qwen3-MoE's experts on mlp_layer_types' sparse layers (MellumConfig: all, absent)
         types = r.get("mlp_layer_types", default=["sparse"] * n_layers)
-        if len(types) != n_layers or set(types) - {"dense", "sparse"}:
-            raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n_layers} entries of dense or sparse expected")
+        _check_mlp_types(r, types, n_layers)
         moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
                "d_expert": r.get("moe_intermediate_size")}
         return _with_layers(moe, [i for i, t in enumerate(types) if t == "sparse"], n_layers)
@@ -421,8 +419,7 @@ def _laguna(r: ConfigReader) -> dict:
     for key in ("moe_routed_scaling_factor", "moe_router_logit_softcapping"):
         r.ignore(key, "scales or caps the router's output: no parameter, FLOP or cache byte")
     mlp = r.get("mlp_layer_types", default=["dense"] + ["sparse"] * (n - 1))
-    if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
-        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n} entries of dense or sparse expected")
+    _check_mlp_types(r, mlp, n)
     moe = {"n_experts": r.get("num_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
            "d_expert": r.get("moe_intermediate_size"), "d_shared": r.get("shared_expert_intermediate_size"),
            "router_bias": True}  # LagunaTopKRouter.e_score_correction_bias: an nn.Parameter
@@ -472,8 +469,7 @@ def _minimax_m3(r: ConfigReader) -> dict:
         r.report.used[r.prefix + "moe_layer_freq"] = "which layers are MoE"
         mlp = ["sparse" if f else "dense" for f in freq]
     mlp = mlp or ["sparse"] * n
-    if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
-        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n} entries of dense or sparse expected")
+    _check_mlp_types(r, mlp, n)
     for key, why in (("swiglu_alpha", "the clamped SwiGLU's gain: elementwise"), ("swiglu_limit", "its clamp"),
                      ("routed_scaling_factor", "scales the routed output"),
                      ("hidden_act", "MiniMaxM3VLTextConfig sets silu: its MLPs' clamped SwiGLU")):
@@ -504,8 +500,7 @@ def _beam(r: ConfigReader) -> dict:
     kinds = _full_or_sliding(r, att, n, _every_nth_global(n, 6, last=True), 512)
     pos = _rope_by_kind(r, att, kinds, {"sliding_attention": {"rope_theta": 10000.0}, "full_attention": None}, "Beam")
     mlp = r.get("mlp_layer_types", default=["dense" if i < 3 else "sparse" for i in range(n)])
-    if len(mlp) != n or set(mlp) - {"dense", "sparse"}:
-        raise InputError(r.path, r.prefix + "mlp_layer_types", f"{n} entries of dense or sparse expected")
+    _check_mlp_types(r, mlp, n)
     spec["final_softcap"] = r.get("final_logit_softcapping", default=30.0)
     moe = {"n_experts": r.get("num_experts", default=256), "top_k": r.get("num_experts_per_tok", default=8),
            "d_expert": r.get("moe_intermediate_size", default=2560)}
