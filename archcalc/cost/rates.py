@@ -37,7 +37,7 @@ from archcalc.hardware.calibration import Calibration
 from archcalc.hardware.profile import HardwareProfile, TypicalRates
 from archcalc.ops import op as ops
 from archcalc.ops.dtypes import nbytes
-from archcalc.ops.op import AttentionDims, MatmulDims, Op, RowDims
+from archcalc.ops.op import AttentionDims, GatherDims, MatmulDims, Op, RowDims
 from archcalc.ops.workload import Workload
 
 W8A8_DTYPES = ("fp8", "int8")  # weight formats whose matmuls run on 8-bit units (activations quantized too)
@@ -189,8 +189,10 @@ class Rates:
     def kernels(self, op: Op) -> int:
         """Kernels one execution of the op launches: one when fused; else one per fused
         part and touched expert (each over its share of the routed rows), n − 1 for a
-        sum of n tensors."""
+        sum of n tensors; none for a table no token looks up (a drafter's embedding, DrafterSpec)."""
         d = op.dims
+        if isinstance(d, GatherDims) and d.m == 0:
+            return 0
         if self.fused:
             return 1
         if isinstance(d, MatmulDims):

@@ -819,6 +819,8 @@ class ReferenceModel(nn.Module):
             raise ValueError("the reference model has no attention experts (JetMoE)")
         if spec.attention.indexer is not None:  # DeepSeek-V3.2: pinned by transformers' own modules instead
             raise ValueError("the reference model has no DeepSeek Sparse Attention indexer")
+        if spec.drafter is not None:  # Gemma 4's assistant: pinned by transformers' own modules (test_hf_oracle.py)
+            raise ValueError("the reference model has no drafter (a model that reads its target's cache)")
         if spec.attention.grouped or spec.attention.v_norm or spec.per_layer_input is not None:
             # Gemma 4: pinned by transformers' own modules (tests/spec/test_gemma4.py)
             raise ValueError("the reference model has no per-kind attention geometry, K/V sharing, v_norm or "

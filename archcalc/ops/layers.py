@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from archcalc.ops import op as ops
-from archcalc.ops.dtypes import nbytes
-from archcalc.ops.arrays import floor_int, nonzero
+from archcalc.ops.dtypes import kept_dtype, nbytes
+from archcalc.ops.arrays import floor_int, lesser, nonzero
 from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION, FlopsConvention
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
@@ -136,6 +136,11 @@ def _norm_gate(spec: ModelSpec, wl: Workload, norm: str, count: int) -> list[Op]
 def _embedding_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     D, E = spec.d_model, spec.embedding_width
     out = [ops.gather("embedding", "embedding", wl, spec.vocab_size, E)]
+    if spec.drafter is not None:  # the table is never looked up (tied, it is the head); the target's embedding of
+        # the token and its last hidden state come in, 2·D_target -> D
+        return [replace(out[0], dims=ops.GatherDims(0, spec.vocab_size, E), weight_bytes=0, act_bytes=0),
+                ops.matmul("drafter.pre_projection", "projection", wl, 2 * spec.drafter.backbone_d_model, D,
+                           tp="replicated")]
     if spec.embedding_dim is not None:  # OPT-350m's project_in: E -> D, no bias
         out.append(ops.matmul("embedding.project_in", "projection", wl, E, D, tp="replicated"))
     if spec.position.kind == "learned":
@@ -338,7 +343,7 @@ def _cores(spec: ModelSpec, wl: Workload, conv: FlopsConvention, kinds: dict[str
         softcap=a.softcap is not None, count=kinds[kind],
         params=H if a.sinks and (kind != "global" or a.global_sinks) else 0,
         eager=a.softcap is not None,  # transformers runs soft-capped attention eagerly (no SDPA option)
-        shared=shared)
+        shared=shared, drafted=spec.drafter is not None)
         for kind in windows if nonzero(kinds.get(kind, 0))]
 
 
@@ -972,6 +977,8 @@ def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
                 ops.elementwise("lm_head.transform.act", "lm_head", wl, D, ops.ACTIVATION_FLOPS[t.activation], tokens=m,
                                 fn=t.activation),
                 *_norm(spec, wl, "lm_head.transform.norm", D, tokens=m)]
+    if spec.drafter is not None:
+        return out + _drafter_head_ops(spec, wl)
     head = ops.matmul("lm_head", "lm_head", wl, E, V, bias_width=V if spec.lm_head_bias else 0,
                       tokens=wl.logit_tokens, quantizable=False)
     if spec.tie_embeddings:  # the embedding's weight, counted there; still read here (a bias is the head's own)
@@ -983,3 +990,23 @@ def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         out.append(ops.elementwise("lm_head.softcap", "lm_head", wl, V, ops.SOFTCAP_FLOPS,
                                    tokens=wl.logit_tokens, fn="softcap"))
     return out
+
+
+def _drafter_head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+    """A drafter's outputs (DrafterSpec), at every position transformers' Gemma4AssistantForCausalLM computes them
+    (it keeps no logits_to_keep): the hidden state projected back to the target's width (D -> D_target), and the
+    logits, all V, or with centroids the C cluster scores (D -> C) and the logits of the top_k clusters' V / C
+    tokens, whose rows of the table (tied: the embedding's) are all the head reads."""
+    dr, D, V, m = spec.drafter, spec.d_model, spec.vocab_size, wl.tokens
+    out = [ops.matmul("drafter.post_projection", "projection", wl, D, dr.backbone_d_model, tp="replicated")]
+    if dr.centroids is None:
+        head = ops.matmul("lm_head", "lm_head", wl, D, V, quantizable=False)
+    else:
+        rows = dr.top_k * (V // dr.centroids)
+        out.append(ops.matmul("lm_head.centroids", "lm_head", wl, D, dr.centroids, tp="replicated"))
+        head = ops.matmul("lm_head", "lm_head", wl, D, rows, quantizable=False, tp="replicated")
+        head = replace(head, params=V * D, active_params=V * D, shapes=((V, D),),
+                       weight_bytes=nbytes(lesser(m * rows, V) * D, kept_dtype(wl.weight_dtype)))
+    if spec.tie_embeddings:  # the embedding's weight, counted there
+        head = replace(head, params=0, active_params=0, shapes=())
+    return out + [head]

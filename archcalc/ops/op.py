@@ -339,7 +339,7 @@ def score_pairs(new_tokens: int, context: int, window: int | None, convention: F
 def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, kv_heads: int,
               qk_dim: int, v_dim: int, kv_width: int, window: int | None, layer_kind: str,
               softcap: bool = False, count: int = 1, params: int = 0, topk: int | None = None,
-              eager: bool = False, shared: bool = False) -> Op:
+              eager: bool = False, shared: bool = False, drafted: bool = False) -> Op:
     """softmax(Q Kᵀ) V for one layer: H heads of qk_dim, values of v_dim.
 
     kv_width is the cache's values per token (K·(d_k + d_v), or MLA's
@@ -352,13 +352,21 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     eager_attention_forward (SDPA has no soft-cap option): under a convention
     with eager_fallback it is counted so (_eager_attention).
     shared: the layer reads an earlier layer's cache and appends nothing (Gemma 4's KV sharing).
+    drafted: a drafter's layer (DrafterSpec): each of the T queries reads all the keys the target holds in
+    the layer it shares, S (a window's: min(S, window)), unmasked among them: T × that many pairs.
     """
     b, t, s = wl.batch, wl.new_tokens, wl.context
     chunked = layer_kind == "chunked"
-    pairs = b * score_pairs(t, s, window if topk is None else topk, convention, chunked)
+    if drafted:
+        held = lesser(s, window) if window is not None else s
+        pairs = b * t * held
+    else:
+        pairs = b * score_pairs(t, s, window if topk is None else topk, convention, chunked)
     masked = convention.masked_windows and t > 1  # a masked kernel reads every key
     # Keys any query of the step needs: the window before the first query, or its chunk so far.
-    if topk is not None:
+    if drafted:
+        keys_read = held
+    elif topk is not None:
         keys_read = lesser(s, topk) if t == 1 else s  # a prefill's queries select among all keys
     elif window is None or masked:
         keys_read = s
@@ -368,7 +376,7 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
         keys_read = lesser(s, window + t - 1)
     dims = AttentionDims(b, t, s, n_heads, kv_heads, qk_dim, v_dim, window, kv_width, layer_kind, topk,
                          shared=shared)
-    if eager and convention.eager_fallback and topk is None:
+    if eager and convention.eager_fallback and topk is None and not drafted:
         return _eager_attention(name, wl, dims, softcap, count, params)
     vector = pairs * n_heads * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0))
     return Op(

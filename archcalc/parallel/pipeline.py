@@ -35,8 +35,9 @@ from archcalc.ops.workload import Workload
 from archcalc.spec.model import ModelSpec
 
 # Ops outside the layers, by name: the input layer (before layer 0) and the output layer (after the last).
-INPUT_OPS = ("embedding", "position.", "hc.expand", "per_layer.")  # per_layer: Gemma 4's table, for every layer
-OUTPUT_OPS = ("final_norm", "lm_head", "hc.merge", "hc.head")  # hc.head: HY-V4's learned merge
+# per_layer: Gemma 4's table, for every layer; drafter.pre/post_projection: a drafter's way in from its target and out
+INPUT_OPS = ("embedding", "position.", "hc.expand", "per_layer.", "drafter.pre_projection")
+OUTPUT_OPS = ("final_norm", "lm_head", "hc.merge", "hc.head", "drafter.post_projection")  # hc.head: HY-V4's learned merge
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,9 @@ def size_tables(r: SizeResult) -> Group:
     flops.add_row("6N rule (N = active non-embedding params)", si(r.six_n_per_token, "FLOP"), "")
     flops_note = ("FLOPs = 2 × multiply-accumulates. Per token = whole forward / (context × batch); "
                      "logits at every position, as a training forward computes them.")
+    if spec.drafter is not None:
+        flops_note += (" A drafter: each of its queries reads every key its target holds (no causal mask among them), "
+                       "so per token is one drafted token's cost at this context.")
 
     cache = Table(title=f"KV cache ({kv.dtype})", title_justify="left", show_edge=False)
     for col in ("layers", "kind", "window / chunk", "per token", f"at {wl.context:,} × {wl.batch:,}"):
@@ -139,8 +142,8 @@ def size_tables(r: SizeResult) -> Group:
         cache.add_row(str(k.layers), k.kind, f"{k.window:,}" if k.window else "—", nbytes(k.bytes_per_token),
                       nbytes(k.bytes))
     shared = spec.attention.kv_shared_layers
-    if shared:  # they read the K/V of the last earlier layer of their kind and keep none
-        cache.add_row(str(shared), "shared", "", nbytes(0), nbytes(0))
+    if shared:  # they read the K/V of the last earlier layer of their kind (a drafter: its target's) and keep none
+        cache.add_row(str(shared), "target's" if spec.drafter else "shared", "", nbytes(0), nbytes(0))
     if len(kv.by_kind) > 1 or shared:
         cache.add_row(str(spec.n_layers), "all", "", nbytes(kv.bytes_per_token), nbytes(kv.bytes), style="bold")
     cache_note = ("Per token: every layer stores the token (no window cap). GiB = 2^30 bytes, GB = 10^9 bytes."
@@ -149,7 +152,9 @@ def size_tables(r: SizeResult) -> Group:
                   + (f" linear: no per-token cache, a fixed state of {nbytes(_state(kv))} per sequence (the fp32 "
                      f"recurrent state and the conv's last inputs, all linear layers)." if _state(kv) else "")
                   + (f" shared: the last {shared} layers reuse the K and V of the last earlier layer of their kind "
-                     "and cache none." if shared else ""))
+                     "and cache none." if shared and not spec.drafter else "")
+                  + (f" target's: a drafter's {shared} layers read the K and V of its target model's last layer of "
+                     "their kind and cache none; the target's cache is the target's to size." if spec.drafter else ""))
     return Group(title, params, Text(""), weights, _note(weights_note), flops, _note(flops_note), cache,
                  _note(cache_note))
 

@@ -192,6 +192,10 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
         valid = ", ".join(str(t) for t in range(1, heads + 1) if tp_shards_heads(spec, t))
         raise InputError(None, "--tp", f"{tp} does not split {spec.name}'s {heads} attention heads and "
                                        f"{spec.n_kv_heads} KV heads evenly; valid: {valid}")
+    if spec.drafter is not None:
+        raise InputError(None, "MODEL", f"{spec.name} is a drafter for speculative decoding: engines run it inside its "
+                         "target's deployment (vLLM's speculative_config) on the target's cache, which a plan of the "
+                         "drafter alone would leave out; fit the target (size and roofline describe the drafter)")
     engine.check(spec, dep)
     if dep.gpus % (tp * dep.pp):
         group = f"TP {tp} × PP {dep.pp}" if dep.pp > 1 else f"TP groups of {tp}"

@@ -860,6 +860,21 @@ class MTPSpec(_Frozen):
     copies: bool = False  # each module stores its own embedding and head (DeepSeek-V3, GLM-4.5)
 
 
+class DrafterSpec(_Frozen):
+    """A drafter for speculative decoding (Gemma 4's assistant: Gemma4AssistantForCausalLM).  It keeps no cache:
+    every layer reads the target model's K/V, those of the target's last layer of its kind (attention.kv_shared_layers
+    = n_layers), and each of its queries sees all the keys the target holds there (no causal mask among them: the
+    drafted tokens are not in the target's cache).  Its input is the target's embedding of the token beside the
+    target's last hidden state, 2·backbone_d_model values projected to d_model (pre_projection); its output the
+    logits and a projection back to backbone_d_model (post_projection).  Its own embedding table is never looked
+    up: tied, it is the head's weight.  With `centroids`, the head scores that many clusters of the vocabulary
+    (D -> C) and computes the logits of the top_k clusters' vocab_size / C tokens only (use_ordered_embeddings)."""
+
+    backbone_d_model: Width
+    centroids: Annotated[int, Field(ge=1, le=MAX_VOCAB)] | None = None
+    top_k: Annotated[int, Field(ge=1, le=MAX_VOCAB)] = 32  # centroid_intermediate_top_k
+
+
 class ModelSpec(_Frozen):
     name: str = "model"
     source: str | None = None  # where the numbers come from (a config.json URL)
@@ -896,6 +911,7 @@ class ModelSpec(_Frozen):
     loop: LoopSpec | None = None  # layers run more than once with shared weights (HRM-Text)
     shared_block: SharedBlockSpec | None = None  # a transformer block some layers share (Zamba2)
     head_transform: HeadTransformSpec | None = None  # dense, activation, norm before the unembedding (ModernBERT)
+    drafter: DrafterSpec | None = None  # a speculative-decoding drafter that reads its target's cache (Gemma 4)
 
     @model_validator(mode="before")
     @classmethod
@@ -988,6 +1004,19 @@ class ModelSpec(_Frozen):
             raise ValueError("residual kind parallel needs norm.placement pre")
         if a.kv_shared_layers:
             self._check_kv_sharing()
+        elif self.drafter is not None:
+            raise ValueError("a drafter's layers all read the target's cache: attention.kv_shared_layers must be "
+                             f"n_layers ({self.n_layers})")
+        if self.drafter is not None and self.drafter.centroids is not None and (
+                self.vocab_size % self.drafter.centroids or self.drafter.top_k > self.drafter.centroids):
+            raise ValueError(f"drafter.centroids ({self.drafter.centroids}) must divide vocab_size ({self.vocab_size}) "
+                             f"and be at least drafter.top_k ({self.drafter.top_k})")
+        if self.drafter is not None and (self.ffn.moe is not None or self.per_layer_input is not None or self.mtp
+                                         or self.loop or self.vision or self.embedding_dim or self.head_vocab_size
+                                         or self.head_transform or self.linear is not None
+                                         or self.residual.kind != "standard"):
+            raise ValueError("a drafter (Gemma 4's assistant) has dense FFNs, the standard residual and no MoE, "
+                             "per-layer inputs, MTP, loop, vision tower, linear mixer or head of another width")
         elif self.ffn.kv_shared_d_ff is not None:
             raise ValueError("ffn.kv_shared_d_ff needs attention.kv_shared_layers")
         if self.position.local_rotary_fraction is not None and not (
@@ -1036,6 +1065,11 @@ class ModelSpec(_Frozen):
         """Each shared layer needs an earlier layer of its kind to read (transformers raises otherwise)."""
         a, first = self.attention, self.n_layers - self.attention.kv_shared_layers
         kinds = self.layer_attention
+        if self.drafter is not None:  # every layer reads the target's cache
+            if first != 0 or not {"global", "local"}.issuperset(kinds):
+                raise ValueError("a drafter's layers all read the target's cache: attention.kv_shared_layers must be "
+                                 f"n_layers ({self.n_layers}), each layer global or local")
+            return
         if first < 1:
             raise ValueError(f"attention.kv_shared_layers ({a.kv_shared_layers}) leaves no layer of the "
                              f"{self.n_layers} to compute K and V")

@@ -151,6 +151,9 @@ def plan(spec: ModelSpec, hw: HardwareProfile, o: TrainOptions) -> TrainPlan:
         raise InputError(None, "--solve", f"{o.solve!r}; valid: {', '.join(SOLVE_GOALS)}")
     if o.seq is not None and not 1 <= o.seq <= MAX_CONTEXT:
         raise InputError(None, "--seq", f"{o.seq}; give 1 to {MAX_CONTEXT:,}")
+    if spec.drafter is not None:
+        raise InputError(None, "MODEL", f"{spec.name} is a drafter: it trains on its target model's hidden states and "
+                         "cache, which train does not hold (size and roofline describe it)")
     what = unplanned(spec)
     if what is not None:
         raise InputError(None, "MODEL", f"{spec.name}'s {what}: what it keeps for backward is not modelled yet, so "

@@ -39,6 +39,8 @@ BY_PREFIX = {
     "vision": "vision", "projector": "vision",
     # multi-token prediction (ops/mtp.py): its own embedding copy, head and 2D -> D projection
     "mtp.embedding": "embedding", "mtp.head": "lm_head", "mtp.eh_proj": "projection",
+    # a drafter's way in from its target and back (lm_head.centroids: its head's cluster scores)
+    "drafter": "projection",
 }
 # a linear mixer's gated norm, a hyper-connection's norm and Gemma 4's weightless norm on the router's input are theirs
 OWN_NORMS = ("linear", "residual", "vision", "router")

@@ -68,9 +68,10 @@ def test_each_refused_model_type_is_one_transformers_builds_as_a_causal_lm():
     from transformers import CONFIG_MAPPING
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    from archcalc.spec.hf import FAMILIES, REFUSED
+    from archcalc.spec.hf import DRAFTERS, FAMILIES, REFUSED
 
-    assert not set(REFUSED) & set(FAMILIES)
+    assert not set(REFUSED) & set(FAMILIES) and not set(DRAFTERS) & (set(REFUSED) | set(FAMILIES))
+    assert all(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[t].endswith("AssistantForCausalLM") for t in DRAFTERS)
     assert all(t in CONFIG_MAPPING and (t in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or t.endswith("_text"))
                for t in REFUSED), [t for t in REFUSED if t not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES]
 

@@ -179,7 +179,9 @@ def hf_model(name: str) -> torch.nn.Module:
     # The default "grouped_mm" goes through torch._grouped_mm, which FlopCounterMode does not count
     # (Mixtral's forward would lose its experts), and "eager" loops over the experts hit, which
     # needs torch.nonzero on data: impossible on meta.
-    with torch.device("meta"):
+    # A drafter's centroid head calls .item() (Gemma4AssistantMaskedEmbedder: its mask value), which meta cannot
+    # answer: it is built on the CPU (Gemma 4 E2B's is 78M parameters)
+    with torch.device("cpu" if name in DRAFTER_CONFIGS else "meta"):
         model = AutoModelForCausalLM.from_config(hf_config(name), attn_implementation="eager",
                                                  experts_implementation="batched_mm", dtype=DTYPE)
     return model.eval()
@@ -194,6 +196,31 @@ def ours(name: str, tokens: int) -> SizeResult:
     return size(spec_of(name), Workload.forward(tokens), CONVENTIONS["torch"])
 
 
+# Speculative-decoding drafters (Gemma4AssistantForCausalLM): no input ids, no cache of their own.  Their forward
+# takes the target's embedding of the token beside its last hidden state (inputs_embeds, 2·backbone_hidden_size)
+# and the K/V of the target's last layer of each kind (shared_kv_states), shaped here by the drafter's own
+# attention modules (a kind's head_dim and KV heads): a full layer's over all `tokens`, a sliding layer's over
+# min(tokens, sliding_window), the slots a target's StaticCache holds there (test_kv_window_cap_equals_hf_static_cache)
+DRAFTERS = ("gemma4_assistant", "gemma4_unified_assistant")
+DRAFTER_CONFIGS = {n for n in CONFIGS if _raw(n)["model_type"] in DRAFTERS}
+
+
+def _drafter_forward(model: torch.nn.Module, tokens: int, context: int | None = None):
+    """`tokens` drafted at once over a target that holds `context` tokens (default as many)."""
+    text, context = model.config.get_text_config(), context or tokens
+    shared = {}
+    for layer in model.model.layers:  # the last layer of each kind sets its shapes (they are all alike)
+        attn = layer.self_attn
+        held = min(context, attn.sliding_window) if attn.sliding_window else context
+        kv = torch.zeros(1, text.num_attention_heads // attn.num_key_value_groups, held, attn.head_dim, dtype=DTYPE)
+        shared[attn.layer_type] = (kv, kv)
+    embeds = torch.zeros(1, tokens, 2 * model.config.backbone_hidden_size, dtype=DTYPE)
+    # output_hidden_states: transformers 5.24's Gemma4TextModel slices a multi-token input before its KV-shared layers
+    # and fails where there are no per-layer inputs (a drafter has none); asking for every hidden state turns that
+    # off, and changes no FLOP (generate drafts one token at a time, where nothing is sliced)
+    return model(inputs_embeds=embeds, shared_kv_states=shared, output_hidden_states=True)
+
+
 @functools.cache
 def hf_forward(name: str, tokens: int, static: bool = False):
     """One forward of `tokens` tokens with use_cache=True: the FLOPs FlopCounterMode saw (None
@@ -204,6 +231,11 @@ def hf_forward(name: str, tokens: int, static: bool = False):
     ids = torch.zeros(1, tokens, dtype=torch.long, device="meta")
     # RecurrentGemma returns no cache: it is handed one (and its recurrent blocks keep their state in attributes)
     given = DynamicCache(config=model.config) if model.config.model_type == "recurrent_gemma" else None
+    if name in DRAFTER_CONFIGS:  # no cache: what it reads is the target's (test_a_drafter_keeps_no_cache)
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            out = _drafter_forward(model, tokens)
+        assert getattr(out, "cache", None) is None
+        return counter.get_total_flops(), []
     with torch.no_grad():
         if static:
             given = StaticCache(config=model.config, max_cache_len=tokens)
@@ -502,7 +534,8 @@ def _kv_factor(name: str) -> int:
     return spec.attention.n_heads // spec.n_kv_heads
 
 
-@pytest.mark.parametrize("name", [n for n in CONFIGS if n not in MASK_ONLY_WINDOWS | NO_META_FORWARD | NO_HF_CACHE])
+@pytest.mark.parametrize("name", [n for n in CONFIGS if n not in MASK_ONLY_WINDOWS | NO_META_FORWARD | NO_HF_CACHE
+                                  | DRAFTER_CONFIGS])
 def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
     """HF's default DynamicCache after a prefill of `tokens` tokens, layer by layer.
 
@@ -559,7 +592,7 @@ def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
     assert sum(seq_bytes for *_, seq_bytes, _ in layers) == factor * (result.kv.bytes - dropped)
 
 
-@pytest.mark.parametrize("name", [n for n in SLIDING if n not in MASK_ONLY_WINDOWS])
+@pytest.mark.parametrize("name", [n for n in SLIDING if n not in MASK_ONLY_WINDOWS | DRAFTER_CONFIGS])
 def test_kv_window_cap_equals_hf_static_cache(name):
     """HF's StaticCache over a prefill past the window allocates min(context, window) slots per
     sliding layer and the whole context per full layer: exactly archcalc's capped bytes."""
@@ -579,6 +612,49 @@ def test_kv_window_cap_equals_hf_static_cache(name):
     for kind, k in by_kind.items():
         assert sum(b for kd, _, b, _ in layers if kd == kind) == k.bytes
     assert sum(b for _, _, b, _ in layers) == result.kv.bytes
+
+
+@pytest.mark.parametrize("name", sorted(DRAFTER_CONFIGS))
+def test_a_drafter_keeps_no_cache(name):
+    """A drafter's forward returns no cache (hf_forward asserts it) and its layers hold no K or V projection: it reads
+    the target's.  archcalc's KV cache for it is zero bytes, per token and at any context, and a decode step reads
+    the target's cache: each layer's keys held there (a sliding layer's window), K·(d_k + d_v) values each."""
+    from archcalc.ops.layers import model_ops
+
+    model = hf_model(name)
+    assert not any(n.endswith(("k_proj", "v_proj")) for n, _ in model.named_modules())
+    assert hf_forward(name, tokens_of(name))[1] == []
+    kv = size(spec_of(name), Workload.decode(4096), CONVENTIONS["torch"]).kv
+    assert (kv.bytes_per_token, kv.bytes) == (0, 0)
+    read = sum(op.kv_bytes * op.count for op in model_ops(spec_of(name), Workload.decode(4096)) if op.kind == "attention")
+    held = {"sliding_attention": min(4096, model.config.text_config.sliding_window), "full_attention": 4096}
+    text = model.config.text_config
+    assert read == sum(2 * held[layer.self_attn.layer_type] * DTYPE.itemsize * layer.self_attn.head_dim
+                       * text.num_attention_heads // layer.self_attn.num_key_value_groups for layer in model.model.layers)
+
+
+@pytest.mark.parametrize("name", sorted(DRAFTER_CONFIGS))
+def test_a_drafter_looks_up_no_token_and_reads_its_top_clusters_rows(name):
+    """A drafting step never calls the drafter's embedding (its input is the target's): the table costs no bytes or
+    kernel.  Its centroid head gathers top_k clusters of V / C rows of the head's weight for each token: the rows
+    Gemma4AssistantMaskedEmbedder's own attributes say, at the weights' 16 bits, are the bytes our lm_head reads."""
+    from archcalc.api import load_gpu
+    from archcalc.cost.rates import peak_rates
+    from archcalc.ops.layers import model_ops
+
+    model, calls = hf_model(name), []
+    hook = model.model.embed_tokens.register_forward_hook(lambda *_: calls.append(1))
+    try:
+        with torch.no_grad():
+            _drafter_forward(model, 1, 64)
+    finally:
+        hook.remove()
+    ops_ = {op.name: op for op in model_ops(spec_of(name), Workload.decode(64))}
+    table, head, masked = ops_["embedding"], ops_["lm_head"], model.masked_embedding
+    assert calls == [] and table.weight_bytes + table.act_bytes == 0 and table.params == model.model.embed_tokens.weight.numel()
+    assert peak_rates(load_gpu("h100"), "bf16").kernels(table) == 0
+    assert head.weight_bytes == (masked.centroid_intermediate_top_k * masked.vocab_size_per_centroid
+                                 * masked.hidden_size * DTYPE.itemsize)
 
 
 @pytest.mark.parametrize("static", [False, True])
@@ -1657,7 +1733,7 @@ def test_lightning_activation_covers_the_whole_qkv_projection():
 # (Falcon-40B), GPT-J's one-tensor signature (the tensor and its sin table).
 ROPE_CALL_DIFFERS = {n for n in CONFIGS if spec_of(n).position.rotary_fraction != 1.0} | \
     KV_STORES_QUERY_HEADS | {"gpt-j-6b", "codegen-350m-mono"} | \
-    {n for n in CONFIGS if _raw(n)["model_type"] == "gemma4"}  # one tensor a call: tests/spec/test_gemma4.py
+    {n for n in CONFIGS if _raw(n)["model_type"] in ("gemma4", *DRAFTERS)}  # one tensor a call: tests/spec/test_gemma4.py
 ROPE_CHECKED = [n for n in CONFIGS if n not in ROPE_CALL_DIFFERS | NO_META_FORWARD and spec_of(n).position.kind == "rope"]
 
 
@@ -1881,3 +1957,48 @@ def test_modernbert_decoder_defaults_at_full_size():
     raw, spec, total = _at_full_size("modernbert-decoder", ("layer_types", "rope_parameters", "sliding_window"))
     assert total == 149_655_232
     assert spec.layer_attention.count("global") == 8 and (spec.position.theta, spec.position.local_theta) == (16e4, 1e4)
+
+
+def test_the_unified_drafter_at_its_config_class_s_full_size():
+    """Gemma4UnifiedAssistantConfig's defaults (a 30-layer, 2,304-wide drafter for a 3,840-wide target; no released
+    file found whole): transformers' numel on meta is our total."""
+    config = AutoConfig.for_model("gemma4_unified_assistant")
+    data, _ = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
+    spec = ModelSpec.model_validate({"name": "drafter", **data})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE)
+    assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == sum(
+        p.numel() for p in model.parameters()) == 2_872_140_800
+
+
+@pytest.mark.parametrize("model_type", DRAFTERS)
+@pytest.mark.parametrize("ordered", [False, True])
+@pytest.mark.parametrize("tokens, context", [(1, 40), (1, 7), (5, 40)])
+def test_drafters_on_their_config_class_flops(model_type, ordered, tokens, context):
+    """Each assistant shrunk (a 2-layer text_config: a sliding layer of window 16 and a global one; with and
+    without the centroid head) and run on the CPU, drafting `tokens` over a target holding `context`: FlopCounterMode
+    counts our forward under the torch convention (every query over every key the target holds in the layer, a
+    sliding one's window), and transformers' numel is our total."""
+    text = {"model_type": DRAFTERS_TEXT[model_type], "hidden_size": 64, "intermediate_size": 128,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+            "global_head_dim": 32, "vocab_size": 256, "sliding_window": 16,
+            "layer_types": ["sliding_attention", "full_attention"], "hidden_size_per_layer_input": 0,
+            "vocab_size_per_layer_input": 0, "enable_moe_block": False}
+    if model_type == "gemma4_unified_assistant":
+        text = {k: v for k, v in text.items() if k not in ("hidden_size_per_layer_input", "vocab_size_per_layer_input",
+                                                              "enable_moe_block")}
+    config = AutoConfig.for_model(model_type, text_config=text, backbone_hidden_size=48,
+                                  use_ordered_embeddings=ordered, num_centroids=16, centroid_intermediate_top_k=4)
+    data, _ = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
+    spec = ModelSpec.model_validate({"name": "drafter", **data})
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=DTYPE).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        _drafter_forward(model, tokens, context)
+    wl = Workload(new_tokens=tokens, context=context)
+    ours_ = size(spec, wl, CONVENTIONS["torch"])
+    assert ours_.flops.forward == counter.get_total_flops()
+    assert ours_.params.total == sum(p.numel() for p in model.parameters())
+
+
+DRAFTERS_TEXT = {"gemma4_assistant": "gemma4_text", "gemma4_unified_assistant": "gemma4_unified_text"}

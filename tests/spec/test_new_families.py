@@ -602,3 +602,67 @@ def test_doge_decode_time_in_closed_form_is_within_a_chord_of_the_steps(prompt, 
     for rates, tolerance in ((peak, 1e-9), (typical, 5e-3)):
         steps = sum(step(spec, Workload.decode(c, batch), rates).time for c in range(prompt + 1, prompt + gen + 1))
         assert decode_time(spec, prompt, gen, batch, rates) == pytest.approx(steps, rel=tolerance)
+
+
+DRAFTER = "gemma-4-e2b-it-assistant"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"text_config": None}, "text_config: a gemma4_assistant config describes its layers in text_config"),
+    ({"text_config": {"model_type": "llama"}}, "text_config.model_type: a gemma4_assistant reads a gemma4_text"),
+    ({"backbone_hidden_size": "1536"}, "backbone_hidden_size: '1536' is not"),
+    ({"use_ordered_embeddings": "true"}, "use_ordered_embeddings: 'true' is not"),
+    ({"num_centroids": 0}, "num_centroids: 0 is not"),
+    ({"num_centroids": 3000}, "drafter.centroids (3000) must divide vocab_size (262144)"),
+    ({"centroid_intermediate_top_k": 4096}, "and be at least drafter.top_k (4096)"),
+    ({"text": {"num_kv_shared_layers": 2}}, "text_config.num_kv_shared_layers: must be num_hidden_layers (4) or 0"),
+    ({"text": {"hidden_size_per_layer_input": 256}}, "text_config.hidden_size_per_layer_input: must be 0"),
+    ({"text": {"use_double_wide_mlp": True}}, "text_config.use_double_wide_mlp: must be false"),
+    ({"text": {"enable_moe_block": True}}, "text_config.enable_moe_block: must be false"),
+])
+def test_bad_drafter_configs_are_one_line(tmp_path, change, message):
+    """Gemma 4's assistant (a drafter for speculative decoding, DrafterSpec): each bad file one line, exit status 2."""
+    raw = _raw(DRAFTER)
+    text = change.pop("text", None)
+    raw = {**raw, **change}
+    if text is not None:
+        raw["text_config"] = {**raw["text_config"], **text}
+    _refused_in_one_line(_write(raw, tmp_path), message)
+
+
+def test_a_drafter_is_sized_and_timed_but_not_planned():
+    """size and roofline describe the drafter alone (no cache of its own: it reads its target's); fit and train
+    refuse it in one line, since a plan of the drafter alone would leave out its target and the target's cache."""
+    path = str(DATA / f"{DRAFTER}.json")
+    r = CliRunner().invoke(cli, ["size", path])
+    assert r.exit_code == 0 and "target's: a drafter's 4 layers read the K and V" in r.output, r.output
+    r = CliRunner().invoke(cli, ["roofline", path, "--gpu", "h100"])
+    assert r.exit_code == 0 and "is a drafter for speculative decoding" in r.output, r.output
+    for command in (["fit", path, "--gpu", "h100"], ["train", path, "--gpu", "h100", "--gpus", "8"]):
+        r = CliRunner().invoke(cli, command)
+        assert r.exit_code == 2 and "is a drafter" in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+def test_a_drafter_reads_no_lm_head_of_its_own_when_tied():
+    """The released file ties lm_head to the embedding by the outer tie_word_embeddings (Gemma4AssistantConfig's;
+    text_config's says nothing then): untied, the head is a V × D weight of its own, whose rows only the top_k
+    clusters' tokens are read."""
+    from archcalc.api import size
+
+    tied = size(str(DATA / f"{DRAFTER}.json")).params
+    raw = {**_raw(DRAFTER), "tie_word_embeddings": False}
+    raw["text_config"] = {**raw["text_config"], "tie_word_embeddings": True}
+    spec = load_model_from(raw)
+    from archcalc.cost.totals import size as size_of
+    from archcalc.ops.conventions import CONVENTIONS
+    from archcalc.ops.workload import Workload
+
+    untied = size_of(spec, Workload.forward(8), CONVENTIONS["causal"]).params
+    assert untied.total - tied.total == 262144 * 256 == untied.by_component["lm_head"] - tied.by_component["lm_head"]
+
+
+def load_model_from(raw: dict):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        return load_model(str(_write(raw, Path(folder))))[0]

@@ -31,7 +31,7 @@ from archcalc.spec.hf.hybrid import (
 from archcalc.spec.hf.llama import _doge, _hrm_text, _llama_like
 from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
 from archcalc.spec.hf.gemma import (
-    GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _gemma3n, _gemma4, _gemma4_unified,
+    GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _drafter_text, _gemma3n, _gemma4, _gemma4_drafter, _gemma4_unified,
 )
 from archcalc.spec.hf.moe import _beam, _cohere2_moe, _gpt_oss, _jetmoe, _laguna, _llama4, _mimo_v2_flash, _minimax_m3
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
@@ -118,12 +118,13 @@ REFUSED = {
     "dory": "Dory's normalised (nGPT-style) looped layers are not modelled yet",
     "zaya": "ZAYA1's compressed convolutional attention and router MLPs are not modelled yet",
     "blt": "the Byte Latent Transformer's patcher, local encoder and decoder are not modelled yet",
-    **dict.fromkeys(("gemma4_assistant", "gemma4_unified_assistant"),
-                    "a drafter for speculative decoding that reads its target model's hidden states, not a model of its "
-                    "own: size the target model"),
     **dict.fromkeys(("inkling_text", "inkling2_text", "inkling2_loop_text"),
                     "Inkling's relative logits, short convolutions and normed embeddings are not modelled yet"),
 }
+
+
+# Speculative-decoding drafters (DrafterSpec) by their outer model_type, and the text_config family each reads
+DRAFTERS = {"gemma4_assistant": "gemma4_text", "gemma4_unified_assistant": "gemma4_unified_text"}
 
 
 FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
@@ -181,11 +182,16 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
     if cfg.get("model_type") is not None:
         model_type = checked(path, "model_type", "model_type", cfg["model_type"])
     r = outer
+    drafter = model_type if model_type in DRAFTERS else None
+    if drafter and not isinstance(cfg.get("text_config"), dict):
+        raise InputError(path, "text_config", f"a {drafter} config describes its layers in text_config; none is given")
     if cfg.get("text_config"):
         text = checked(path, "text_config", "text_config", cfg["text_config"])
         report.used["text_config"] = "language-model fields read from here"
         if text.get("model_type") is not None:
             model_type = checked(path, "text_config.model_type", "model_type", text["model_type"])
+        elif drafter:  # the assistants' config classes default text_config to their family's
+            model_type = DRAFTERS[drafter]
         r = ConfigReader(text, path, report, prefix="text_config.", family_defaults=FAMILY_DEFAULTS.get(model_type))
         for key in cfg:
             if key not in ("text_config", "model_type", "vision_config", "audio_config"):
@@ -199,7 +205,11 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
     if model_type not in FAMILIES:
         raise InputError(path, "model_type", f"{model_type!r} is not supported; supported: {', '.join(sorted(FAMILIES))}")
     report.used[r.prefix + "model_type" if "model_type" in r.cfg else "model_type"] = model_type
+    if drafter:
+        _drafter_text(r, drafter, model_type, DRAFTERS[drafter])
     spec = {**FAMILIES[model_type](r), "architecture": model_type}
+    if drafter:
+        spec = {**_gemma4_drafter(outer, r, spec, drafter), "architecture": drafter}
     if cfg.get("vision_config") is not None and cfg.get("model_type") not in VISION_PROJECTORS:
         outer.ignore("vision_config", "a vision tower archcalc does not model: not in any total, nor in fit's weights")
         report.warnings.append(f"{path}: the {cfg.get('model_type')} vision tower (vision_config) is not modelled; "

@@ -35,6 +35,51 @@ def _gemma4_unified(r: ConfigReader) -> dict:
     return _gemma4(r)
 
 
+# Gemma4AssistantConfig's and Gemma4UnifiedAssistantConfig's defaults for the keys outside text_config
+DRAFTER_DEFAULTS = {"gemma4_assistant": {"backbone_hidden_size": 1536},
+                    "gemma4_unified_assistant": {"backbone_hidden_size": 3840}}
+# text_config values the assistants' validate_architecture requires (what they leave out of Gemma 4)
+DRAFTER_TEXT_REQUIRES = {"hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0,
+                         "enable_moe_block": False, "use_double_wide_mlp": False}
+
+
+def _drafter_text(r: ConfigReader, drafter: str, text_type: str, family: str) -> None:
+    """A drafter's text_config, before it is read as its family: that family, and none of what the assistants'
+    validate_architecture refuses."""
+    if text_type != family:
+        raise InputError(r.path, r.prefix + "model_type", f"a {drafter} reads a {family} text_config, not {text_type}")
+    for key, value in DRAFTER_TEXT_REQUIRES.items():
+        if r.cfg.get(key) not in (None, value):
+            raise InputError(r.path, r.prefix + key, f"must be {str(value).lower()} in a Gemma 4 assistant (its config "
+                             "class refuses anything else)")
+
+
+def _gemma4_drafter(outer: ConfigReader, r: ConfigReader, spec: dict, model_type: str) -> dict:
+    """Gemma 4's assistant (gemma4_assistant, gemma4_unified_assistant: Gemma4AssistantForCausalLM), a drafter for
+    speculative decoding (DrafterSpec): a Gemma 4 text model (text_config, read as such) every layer of which reads
+    the target's K/V (the config class sets num_kv_shared_layers to num_hidden_layers where it is 0 or absent), fed
+    the target's embedding and hidden state through pre_projection, with post_projection back and, with
+    use_ordered_embeddings, a centroid head.  The outer tie_word_embeddings ties lm_head to the embedding."""
+    n, att = spec["n_layers"], spec["attention"]
+    if att.get("kv_shared_layers", n) != n:
+        raise InputError(r.path, r.prefix + "num_kv_shared_layers", f"must be num_hidden_layers ({n}) or 0 in a Gemma 4 "
+                         "assistant: every layer reads the target's K/V")
+    att["kv_shared_layers"] = n
+    att.pop("v_norm")  # no layer computes V (nor K): no value norm either
+    spec.pop("final_softcap", None)
+    r.overrule("final_logit_softcapping", "the assistant's forward applies no soft-cap to its logits")
+    defaults = DRAFTER_DEFAULTS[model_type]
+    drafter = {"backbone_d_model": outer.get("backbone_hidden_size", default=defaults["backbone_hidden_size"])}
+    if outer.get("use_ordered_embeddings", default=False):
+        drafter["centroids"] = outer.get("num_centroids", default=2048)
+        drafter["top_k"] = outer.get("centroid_intermediate_top_k", default=32)
+    else:
+        for key in ("num_centroids", "centroid_intermediate_top_k"):
+            outer.ignore(key, "use_ordered_embeddings is false: no centroid head")
+    r.overrule("tie_word_embeddings", "the assistant ties lm_head by the outer tie_word_embeddings")
+    return {**spec, "drafter": drafter, "tie_embeddings": bool(outer.get("tie_word_embeddings", default=True))}
+
+
 def _gemma4(r: ConfigReader) -> dict:
     spec = _llama_like(r, family="gemma4")
     att, ffn, n = spec["attention"], spec["ffn"], spec["n_layers"]

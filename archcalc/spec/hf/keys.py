@@ -192,6 +192,9 @@ KEYS: dict[str, Kind] = {
     "index_topk_freq": STEP,
     "index_skip_topk_offset": LAYER_COUNT,
     "per_layer_config": DICT,
+    # Gemma 4's assistant (a drafter): the target's width, and the centroid head of its ordered embeddings
+    "backbone_hidden_size": WIDTH, "use_ordered_embeddings": BOOL,
+    **dict.fromkeys(("num_centroids", "centroid_intermediate_top_k"), Kind((int,), 1, MAX_VOCAB, "an integer")),
     "image_size": Kind((int,), 1, 2**16, "an integer"),
     "patch_size": Kind((int,), 1, 1024, "an integer"),
     "num_channels": Kind((int,), 1, 64, "an integer"),

@@ -101,6 +101,13 @@ class ConfigReader:
         if key in self.cfg and self.prefix + key not in self.report.used:
             self.report.ignored[self.prefix + key] = reason
 
+    def overrule(self, key: str, reason: str) -> None:
+        """`key`, read by the family's reader, is not what this variant uses (a drafter's text_config
+        tie_word_embeddings): ignored for `reason` where the config has it, and no longer reported used or defaulted."""
+        self.report.used.pop(self.prefix + key, None)
+        self.report.defaulted.pop(self.prefix + key, None)
+        self.ignore(key, reason)
+
     def finish(self) -> None:
         """Sort every key not yet seen into ignored (known) or a warning."""
         seen = {k.removeprefix(self.prefix) for k in (*self.report.used, *self.report.defaulted, *self.report.ignored)}
