@@ -205,8 +205,9 @@ DRAFTERS = ("gemma4_assistant", "gemma4_unified_assistant")
 DRAFTER_CONFIGS = {n for n in CONFIGS if _raw(n)["model_type"] in DRAFTERS}
 
 
-def _drafter_forward(model: torch.nn.Module, tokens: int, context: int | None = None):
-    """`tokens` drafted at once over a target that holds `context` tokens (default as many)."""
+def _drafter_inputs(model: torch.nn.Module, tokens: int, context: int | None = None):
+    """(inputs_embeds, shared_kv_states) for `tokens` drafted at once over a target that holds `context` tokens
+    (default as many)."""
     text, context = model.config.get_text_config(), context or tokens
     shared = {}
     for layer in model.model.layers:  # the last layer of each kind sets its shapes (they are all alike)
@@ -214,7 +215,11 @@ def _drafter_forward(model: torch.nn.Module, tokens: int, context: int | None = 
         held = min(context, attn.sliding_window) if attn.sliding_window else context
         kv = torch.zeros(1, text.num_attention_heads // attn.num_key_value_groups, held, attn.head_dim, dtype=DTYPE)
         shared[attn.layer_type] = (kv, kv)
-    embeds = torch.zeros(1, tokens, 2 * model.config.backbone_hidden_size, dtype=DTYPE)
+    return torch.zeros(1, tokens, 2 * model.config.backbone_hidden_size, dtype=DTYPE), shared
+
+
+def _drafter_forward(model: torch.nn.Module, tokens: int, context: int | None = None):
+    embeds, shared = _drafter_inputs(model, tokens, context)
     # output_hidden_states: transformers 5.24's Gemma4TextModel slices a multi-token input before its KV-shared layers
     # and fails where there are no per-layer inputs (a drafter has none); asking for every hidden state turns that
     # off, and changes no FLOP (generate drafts one token at a time, where nothing is sliced)
@@ -653,8 +658,10 @@ def test_a_drafter_looks_up_no_token_and_reads_its_top_clusters_rows(name):
     table, head, masked = ops_["embedding"], ops_["lm_head"], model.masked_embedding
     assert calls == [] and table.weight_bytes + table.act_bytes == 0 and table.params == model.model.embed_tokens.weight.numel()
     assert peak_rates(load_gpu("h100"), "bf16").kernels(table) == 0
-    assert head.weight_bytes == (masked.centroid_intermediate_top_k * masked.vocab_size_per_centroid
-                                 * masked.hidden_size * DTYPE.itemsize)
+    rows = masked.centroid_intermediate_top_k * masked.vocab_size_per_centroid  # a token's gathered rows
+    assert head.weight_bytes == rows * masked.hidden_size * DTYPE.itemsize
+    five = {op.name: op for op in model_ops(spec_of(name), Workload(new_tokens=5, context=64))}["lm_head"]
+    assert five.weight_bytes == 5 * rows * masked.hidden_size * DTYPE.itemsize  # (5 · 4,096 rows: fewer than V)
 
 
 @pytest.mark.parametrize("static", [False, True])
@@ -1999,6 +2006,15 @@ def test_drafters_on_their_config_class_flops(model_type, ordered, tokens, conte
     ours_ = size(spec, wl, CONVENTIONS["torch"])
     assert ours_.flops.forward == counter.get_total_flops()
     assert ours_.params.total == sum(p.numel() for p in model.parameters())
+    # the pairs the drafter's own masks let through (none: every pair), 2·H·(d_k + d_v) FLOPs each, are our attention
+    # FLOPs under the causal convention: no causal mask among a drafter's queries and the target's keys
+    embeds, shared = _drafter_inputs(model, tokens, context)
+    masks = model.create_attention_masks(embeds, None, shared)
+    pairs = {kind: tokens * kv.shape[2] if masks[kind] is None else int((masks[kind] == 0).sum())
+             for kind, (kv, _) in shared.items()}
+    expected = sum(pairs[layer.self_attn.layer_type] * 4 * text["num_attention_heads"] * layer.self_attn.head_dim
+                   for layer in model.model.layers)
+    assert size(spec, wl, CONVENTIONS["causal"]).flops.attention == expected
 
 
 DRAFTERS_TEXT = {"gemma4_assistant": "gemma4_text", "gemma4_unified_assistant": "gemma4_unified_text"}
