@@ -978,9 +978,11 @@ def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
                                 fn=t.activation),
                 *_norm(spec, wl, "lm_head.transform.norm", D, tokens=m)]
     if spec.drafter is not None:
-        return out + _drafter_head_ops(spec, wl)
-    head = ops.matmul("lm_head", "lm_head", wl, E, V, bias_width=V if spec.lm_head_bias else 0,
-                      tokens=wl.logit_tokens, quantizable=False)
+        drafted, head = _drafter_head_ops(spec, wl)
+        out += drafted
+    else:
+        head = ops.matmul("lm_head", "lm_head", wl, E, V, bias_width=V if spec.lm_head_bias else 0,
+                          tokens=wl.logit_tokens, quantizable=False)
     if spec.tie_embeddings:  # the embedding's weight, counted there; still read here (a bias is the head's own)
         head = replace(head, params=head.bias_params, active_params=head.bias_params,
                        shapes=((V,),) if spec.lm_head_bias else ())
@@ -992,11 +994,11 @@ def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     return out
 
 
-def _drafter_head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
+def _drafter_head_ops(spec: ModelSpec, wl: Workload) -> tuple[list[Op], Op]:
     """A drafter's outputs (DrafterSpec), at every position transformers' Gemma4AssistantForCausalLM computes them
     (it keeps no logits_to_keep): the hidden state projected back to the target's width (D -> D_target), and the
     logits, all V, or with centroids the C cluster scores (D -> C) and the logits of the top_k clusters' V / C
-    tokens, whose rows of the table (tied: the embedding's) are all the head reads."""
+    tokens, whose rows of the table are all the head reads.  (The ops before the head, the head untied.)"""
     dr, D, V, m = spec.drafter, spec.d_model, spec.vocab_size, wl.tokens
     out = [ops.matmul("drafter.post_projection", "projection", wl, D, dr.backbone_d_model, tp="replicated")]
     if dr.centroids is None:
@@ -1007,6 +1009,4 @@ def _drafter_head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         head = ops.matmul("lm_head", "lm_head", wl, D, rows, quantizable=False, tp="replicated")
         head = replace(head, params=V * D, active_params=V * D, shapes=((V, D),),
                        weight_bytes=nbytes(lesser(m * rows, V) * D, kept_dtype(wl.weight_dtype)))
-    if spec.tie_embeddings:  # the embedding's weight, counted there
-        head = replace(head, params=0, active_params=0, shapes=())
-    return out + [head]
+    return out, head

@@ -1004,21 +1004,10 @@ class ModelSpec(_Frozen):
             raise ValueError("residual kind parallel needs norm.placement pre")
         if a.kv_shared_layers:
             self._check_kv_sharing()
-        elif self.drafter is not None:
-            raise ValueError("a drafter's layers all read the target's cache: attention.kv_shared_layers must be "
-                             f"n_layers ({self.n_layers})")
-        if self.drafter is not None and self.drafter.centroids is not None and (
-                self.vocab_size % self.drafter.centroids or self.drafter.top_k > self.drafter.centroids):
-            raise ValueError(f"drafter.centroids ({self.drafter.centroids}) must divide vocab_size ({self.vocab_size}) "
-                             f"and be at least drafter.top_k ({self.drafter.top_k})")
-        if self.drafter is not None and (self.ffn.moe is not None or self.per_layer_input is not None or self.mtp
-                                         or self.loop or self.vision or self.embedding_dim or self.head_vocab_size
-                                         or self.head_transform or self.linear is not None
-                                         or self.residual.kind != "standard"):
-            raise ValueError("a drafter (Gemma 4's assistant) has dense FFNs, the standard residual and no MoE, "
-                             "per-layer inputs, MTP, loop, vision tower, linear mixer or head of another width")
         elif self.ffn.kv_shared_d_ff is not None:
             raise ValueError("ffn.kv_shared_d_ff needs attention.kv_shared_layers")
+        if self.drafter is not None:
+            self._check_drafter()
         if self.position.local_rotary_fraction is not None and not (
                 a.grouped and all(set(g.kinds) <= {"local"} or "local" not in g.kinds for g in self.attention_groups)):
             raise ValueError("position.local_rotary_fraction needs the local layers in groups of their own: attention "
@@ -1061,14 +1050,28 @@ class ModelSpec(_Frozen):
             raise ValueError("loop needs every layer alike (one attention kind, RoPE on all or none, a dense FFN, "
                              "the standard residual) and no MTP, vision tower or per-layer inputs")
 
+    def _check_drafter(self) -> None:
+        """A drafter (Gemma 4's assistant): every layer on the target's K/V, a centroid head that splits the
+        vocabulary evenly, and none of what Gemma4AssistantConfig refuses or its forward does not run."""
+        dr = self.drafter
+        if self.attention.kv_shared_layers != self.n_layers or not {"global", "local"}.issuperset(self.layer_attention):
+            raise ValueError("a drafter's layers all read the target's cache: attention.kv_shared_layers must be "
+                             f"n_layers ({self.n_layers}), each layer global or local")
+        if dr.centroids is not None and (self.vocab_size % dr.centroids or dr.top_k > dr.centroids):
+            raise ValueError(f"drafter.centroids ({dr.centroids}) must divide vocab_size ({self.vocab_size}) "
+                             f"and be at least drafter.top_k ({dr.top_k})")
+        if (self.ffn.moe is not None or self.per_layer_input is not None or self.mtp or self.loop or self.vision
+                or self.embedding_dim or self.head_vocab_size or self.head_transform or self.linear is not None
+                or self.lm_head_bias or self.final_softcap is not None or self.residual.kind != "standard"):
+            raise ValueError("a drafter (Gemma 4's assistant) has dense FFNs, the standard residual and no MoE, "
+                             "per-layer inputs, MTP, loop, vision tower, linear mixer, head bias, logit soft-cap or "
+                             "head of another width")
+
     def _check_kv_sharing(self) -> None:
         """Each shared layer needs an earlier layer of its kind to read (transformers raises otherwise)."""
         a, first = self.attention, self.n_layers - self.attention.kv_shared_layers
         kinds = self.layer_attention
-        if self.drafter is not None:  # every layer reads the target's cache
-            if first != 0 or not {"global", "local"}.issuperset(kinds):
-                raise ValueError("a drafter's layers all read the target's cache: attention.kv_shared_layers must be "
-                                 f"n_layers ({self.n_layers}), each layer global or local")
+        if self.drafter is not None:  # its layers read the target's cache (_check_drafter)
             return
         if first < 1:
             raise ValueError(f"attention.kv_shared_layers ({a.kv_shared_layers}) leaves no layer of the "
