@@ -819,6 +819,11 @@ class ReferenceModel(nn.Module):
             raise ValueError("the reference model has no attention experts (JetMoE)")
         if spec.attention.indexer is not None:  # DeepSeek-V3.2: pinned by transformers' own modules instead
             raise ValueError("the reference model has no DeepSeek Sparse Attention indexer")
+        if (a.relative is not None or a.kv_conv is not None or spec.residual.output_conv is not None
+                or spec.ffn.global_scale or (spec.ffn.moe is not None and spec.ffn.moe.router_shared)):
+            # Inkling: pinned by transformers' own modules (tests/spec/test_hf_oracle.py)
+            raise ValueError("the reference model has no relative logits, short convs, global scales or router-scored "
+                             "shared experts (Inkling)")
         if spec.drafter is not None:  # Gemma 4's assistant: pinned by transformers' own modules (test_hf_oracle.py)
             raise ValueError("the reference model has no drafter (a model that reads its target's cache)")
         if spec.attention.grouped or spec.attention.v_norm or spec.per_layer_input is not None:

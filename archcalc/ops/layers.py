@@ -224,6 +224,8 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
                                     count=spec.rope_layers, tokens=wl.tokens * heads))
         kv_width = K * (dk + dv)
         rotated = (H + K) * spec.rope_dim
+        attending = {k: n for k, n in spec.attention_layers.items() if k in ("global", "local", "chunked")}
+        out += _conv_and_relative_ops(spec, wl, "", attending, H, K, dk, dv)
 
     if spec.position.kind == "rope":
         rope_layers = spec.rope_layers
@@ -347,6 +349,50 @@ def _cores(spec: ModelSpec, wl: Workload, conv: FlopsConvention, kinds: dict[str
         for kind in windows if nonzero(kinds.get(kind, 0))]
 
 
+def _fp32(op: Op) -> Op:
+    """The op's weights kept in fp32 whatever the model's dtype (Inkling's short convs and router scale: transformers'
+    _keep_in_fp32_modules_strict): no checkpoint format quantizes them."""
+    return replace(op, stored_dtype="fp32", quantizable=False, weight_bytes=nbytes(op.params, "fp32"))
+
+
+def _short_conv(name: str, component: ops.Component, wl: Workload, channels: int, kernel: int, count: int,
+                tp: ops.Sharding) -> list[Op]:
+    """A depthwise causal conv of `kernel` taps over `channels` with its own skip, y = x + conv(x) (Inkling's
+    InklingShortConvolution): its fp32 taps, 2·kernel FLOPs a value, then the add."""
+    conv = ops.contraction(name, component, wl, channels * kernel, 2 * channels, count=count, tp=tp,
+                           params=channels * kernel, shapes=((channels, 1, kernel),))
+    return [_fp32(conv), ops.elementwise(name + "_add", component, wl, channels, 1, inputs=2, count=count, tp=tp)]
+
+
+def _conv_and_relative_ops(spec: ModelSpec, wl: Workload, suffix: str, kinds: dict[str, int], H: int, K: int,
+                           dk: int, dv: int) -> list[Op]:
+    """Inkling's parts of the attention of the layers in `kinds` (H query heads, K KV heads): the short convs on K
+    and V (attention.kv_conv); the relative logits (attention.relative): r_proj D -> H·rank, and each query head's
+    rank values times its layer's rank × extent profiles (a sliding layer's extent its window: 2·rank·extent
+    FLOPs a head and token, split with the heads under TP; the gathered bias added to the scores is elementwise,
+    not counted); and the per-sequence state of every short conv in those layers, kv_conv's and
+    residual.output_conv's (their last kernel − 1 inputs: a fixed state beside the KV cache, one layer each)."""
+    a, D, L = spec.attention, spec.d_model, sum(kinds.values())
+    out = []
+    if a.kv_conv is not None:
+        out += _short_conv(f"layers.attn.kv_conv{suffix}", "attention", wl, K * (dk + dv), a.kv_conv, L, "split")
+    if a.relative is not None:
+        rank = a.relative.rank
+        out.append(ops.matmul(f"layers.attn.rel_proj{suffix}", "attention", wl, D, H * rank, count=L))
+        for kind, n in kinds.items():
+            if not nonzero(n):
+                continue
+            extent = a.sliding_window if kind == "local" else a.relative.extent
+            rel = ops.matmul(f"layers.attn.rel.{kind}", "attention", wl, rank, extent, count=n, tokens=wl.tokens * H,
+                             quantizable=False)  # a table (an nn.Parameter), not a linear layer: kept at 16 bits
+            out.append(replace(rel, shapes=((rank, extent),)))
+    state = (K * (dk + dv) * (a.kv_conv - 1) if a.kv_conv is not None else 0) + (
+        2 * D * (spec.residual.output_conv - 1) if spec.residual.output_conv is not None else 0)
+    if state:
+        out.append(ops.conv_inputs(f"layers.attn.conv_state{suffix}", wl, K * (dk + dv), conv_values=state, count=L))
+    return out
+
+
 # the gate's activation, once a head: softplus log(1 + exp(g)) (exp, add, log); sigmoid (neg, exp, add, divide)
 HEAD_GATE_FLOPS = {"softplus": 3, "sigmoid": 4}
 
@@ -398,6 +444,7 @@ def _grouped_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
                     kv=kv, v=not g.k_eq_v)
         if a.qk_norm == "head":
             out += _head_norms(spec, wl, g.suffix, L, H, g.kv_heads, d, dv, kv=kv)
+        out += _conv_and_relative_ops(spec, wl, g.suffix, g.kinds, H, g.kv_heads, d, dv)
         if spec.position.kind == "rope":
             p = spec.position
             local = "local" in g.kinds and p.local_rotary_fraction is not None  # (a group of local layers alone)
@@ -734,6 +781,10 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     n_wide = spec.attention.kv_shared_layers if wide is not None else 0
     if nonzero(kinds["dense"] - n_wide):
         out += _mlp(spec, wl, "layers.ffn", spec.d_ff, kinds["dense"] - n_wide)
+        if spec.ffn.global_scale:  # Inkling: one learned scalar times the MLP's output
+            scale = ops.elementwise("layers.ffn.global_scale", "ffn", wl, spec.d_model, 1, count=kinds["dense"],
+                                    params=1)
+            out.append(replace(scale, shapes=((1,),)))
     if spec.ffn.receptance:  # RWKV-4's channel mix: its token shift, sigmoid(x W_r) ⊙ the MLP's output
         D, n = spec.d_model, kinds["dense"]
         out += [_token_shift("layers.ffn.shift", "ffn", wl, D, 2, n),
@@ -747,7 +798,7 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     if nonzero(n_moe):
         out += [
             # (zero-computation experts are scored too: LongCat-Flash)
-            ops.matmul("layers.moe.router", "router", wl, D, moe.n_experts + moe.zero_experts,
+            ops.matmul("layers.moe.router", "router", wl, D, moe.n_experts + moe.zero_experts + moe.router_shared,
                        bias_width=moe.n_experts + moe.zero_experts if moe.router_bias else 0, count=n_moe,
                        quantizable=False, tp="replicated"),
             *_mlp(spec, wl, "layers.moe.experts", moe.d_expert, n_moe, experts=(moe.n_experts, moe.top_k)),
@@ -756,6 +807,10 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         ]
         if moe.output_bias:  # JetMoE: one D-vector on the combined output
             out.append(_added_bias("layers.moe.bias", "ffn", wl, D, n_moe))
+        if spec.ffn.global_scale:  # Inkling: one fp32 scalar times the routing weights (top_k and the shared experts')
+            scale = ops.elementwise("layers.moe.global_scale", "router", wl, moe.top_k + moe.router_shared, 1,
+                                    count=n_moe, params=1)
+            out.append(_fp32(replace(scale, shapes=((1,),))))
         if moe.router_scales:  # Gemma 4: rms(x) · scale · D^-1/2 into the router; per-expert scales on its weights
             E = moe.n_experts
             out += [ops.norm("layers.moe.router_norm", wl, D, "rmsnorm", False, weight=False, count=n_moe,
@@ -830,6 +885,8 @@ def _residual_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     laurel = _laurel_ops(spec, wl) if r.laurel_rank is not None else []
     if r.kind == "altup":
         return laurel + _altup_ops(spec, wl)
+    if r.output_conv is not None:  # Inkling: each sublayer's output through its short conv (its state: the attention's)
+        laurel += _short_conv("layers.residual.conv", "residual", wl, D, r.output_conv, U, "replicated")
     if r.kind == "standard":  # x + F(x) after each sublayer that is there; w ⊙ x + F(x) with scales (Doge)
         units = U - spec.attention_layers["none"] - spec.ffn_layers["none"] + L * (spec.per_layer_input is not None)
         add = ops.elementwise("layers.residual.add", "residual", wl, D, 1 + r.scales, inputs=2, count=units,

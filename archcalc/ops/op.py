@@ -675,6 +675,14 @@ def conv_state(name: str, wl: Workload, width: int, flops_per_element: int, *, c
                       act_values=6 * wl.tokens * width)  # B ⊙ x: B, x in, Bx out; C ⊙ conv: C, conv in, y out
 
 
+def conv_inputs(name: str, wl: Workload, channels: int, *, conv_values: int, count: int = 1) -> Op:
+    """The state of short convs inside attention layers (Inkling's): each layer's last conv inputs for every
+    sequence, a fixed state beside its KV cache that each step reads and writes; the convs' work is their own
+    ops.  Split under TP like `channels` (the layer's K·(d_k + d_v))."""
+    return _linear_op(name, wl, count, heads=channels, kv_heads=channels, qk_dim=1, v_dim=1, state_values=0,
+                      conv_values=conv_values, vector_flops=0, act_values=0)
+
+
 def state_bytes(op: Op, batch: int, kv_dtype: str) -> float:
     """The fixed state a linear layer keeps for `batch` sequences (0 for attention layers)."""
     return batch * _sequence_state_bytes(op.dims.state_values, op.dims.conv_values, kv_dtype)

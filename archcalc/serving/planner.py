@@ -207,7 +207,10 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
 def warnings(spec: ModelSpec, dep: Deployment, context: int) -> list[str]:
     engine = engine_named(dep.engine)
     window = engine.window_disabled(spec)
-    return context_warnings(spec, context) + engine.warnings(dep) + ([window] if window else [])
+    convs = ([f"{spec.name}'s short convs keep a state per sequence in each attention layer (Inkling's): planned as "
+              f"{dep.engine} plans a hybrid layer's state beside its cache (no engine rule for this model was read)"]
+             if spec.attention.kv_conv is not None or spec.residual.output_conv is not None else [])
+    return context_warnings(spec, context) + engine.warnings(dep) + ([window] if window else []) + convs
 
 
 @dataclass(frozen=True)

@@ -171,6 +171,16 @@ class DynamicMaskSpec(_Frozen):
     bias: bool = False  # W_dt's bias (Doge's attention_bias)
 
 
+class RelativeBiasSpec(_Frozen):
+    """Inkling's relative logits: a bias on each score from the query's own hidden state.  Each layer projects the
+    token to `rank` values a query head (r_proj, D -> H·rank) and mixes them through a learned bank of
+    bias-vs-distance profiles (rank × extent, its own in every layer) into one bias for each backward distance
+    below `extent`, zero beyond it; a sliding layer's extent is its window."""
+
+    rank: Width  # d_rel
+    extent: Tokens  # rel_extent, the global layers' (a sliding layer's is its window)
+
+
 class AttentionSpec(_Frozen):
     """Self-attention.  kind "mha" covers MHA, GQA and MQA through n_kv_heads."""
 
@@ -236,6 +246,11 @@ class AttentionSpec(_Frozen):
     q_lora_concat: bool = False
     experts: AttentionExpertsSpec | None = None  # query and output projections as routed experts (JetMoE)
     dynamic_mask: DynamicMaskSpec | None = None  # Doge's keys kept by a learned score of their values
+    relative: RelativeBiasSpec | None = None  # Inkling's relative logits from each query's hidden state
+    # a depthwise causal conv of this kernel on the projected K and on V, each with its own skip, y = x + conv(x),
+    # weights kept in fp32 (Inkling's k_sconv, v_sconv): K·(d_k + d_v)·kernel parameters a layer, and a state per
+    # sequence of its last kernel − 1 inputs (the KV cache keeps the convolved K and V)
+    kv_conv: Annotated[int, Field(ge=2, le=64)] | None = None
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda a: a.n_kv_heads is None or a.n_heads % a.n_kv_heads == 0,
@@ -325,6 +340,11 @@ class AttentionSpec(_Frozen):
                                               or self.sliding_window is not None or self.chunk_size is not None):
             raise ValueError("attention.dynamic_mask (Doge) goes with kind mha, layers of one shape, no experts and "
                              "no sliding window or chunks")
+        if (self.relative is not None or self.kv_conv is not None) and (
+                self.kind != "mha" or self.kv_shared_layers or self.global_k_eq_v or self.experts is not None
+                or self.differential or self.dynamic_mask is not None or self.chunk_size is not None):
+            raise ValueError("attention.relative and kv_conv (Inkling) go with kind mha, layers computing their own "
+                             "K and V, no experts, differential attention, dynamic mask or chunks")
         if self.kv_shared_layers and not isinstance(self.layer_types, list):
             raise ValueError("kv_shared_layers needs layer_types as a list: which earlier layer each shared "
                              "layer reads depends on its kind")
@@ -583,6 +603,9 @@ class MoESpec(_Ruled):
     zero_experts: int = Field(default=0, ge=0, le=MAX_EXPERTS)
     # one D-vector added to the combined experts' output (JetMoE's JetMoeMoE.bias; its experts have none)
     output_bias: bool = False
+    # shared experts the router scores beside the routed ones (Inkling's shared_expert_sink): its weight is
+    # D -> n_experts + router_shared, and their weights are those scores (the shared experts: d_shared in all)
+    router_shared: int = Field(default=0, ge=0, le=MAX_EXPERTS)
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda m: m.top_k <= m.n_experts, lambda m: f"top_k ({m.top_k}) exceeds n_experts ({m.n_experts})",
@@ -591,6 +614,8 @@ class MoESpec(_Ruled):
                     lambda m: "shared_gate needs a shared expert (d_shared > 0)", "a shared expert for shared_gate"),
         NumericRule(lambda m: not m.branch_norms or m.d_shared > 0,
                     lambda m: "branch_norms needs a shared expert (d_shared > 0)", "a shared expert for branch_norms"),
+        NumericRule(lambda m: (m.router_shared == 0) | (m.d_shared > 0),
+                    lambda m: "router_shared needs shared experts (d_shared > 0)", "shared experts for router_shared"),
     )
 
 
@@ -629,6 +654,9 @@ class FFNSpec(_Frozen):
     # sigmoid(x W_r) with W_r D -> D (its previous-token state is the rwkv4 mixer's)
     receptance: bool = False
     product_key: ProductKeySpec | None = None  # Doge's product-key experts beside the dense MLP (its is_moe)
+    # a learned scalar on each dense MLP's output and on each MoE router's weights (Inkling's global_scale): one
+    # parameter a layer (the router's in fp32)
+    global_scale: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> FFNSpec:
@@ -738,6 +766,10 @@ class ResidualSpec(_Frozen):
     # standard: a learned D-vector scaling the skip path of each sublayer, x <- w ⊙ x + F(x) (Doge's
     # input_residual and post_attention_residual): D parameters a sublayer and one more FLOP a value
     scales: bool = False
+    # standard: a depthwise causal conv of this kernel on each sublayer's output, with its own skip, before the
+    # residual add, x <- x + (y + conv(y)), weights in fp32 (Inkling's attn_sconv, mlp_sconv): 2·D·kernel
+    # parameters a layer and a state per sequence of the last kernel − 1 outputs of each sublayer
+    output_conv: Annotated[int, Field(ge=2, le=64)] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> ResidualSpec:
@@ -747,6 +779,8 @@ class ResidualSpec(_Frozen):
             raise ValueError("mix false goes with residual kind mhc; head with hyper or mhc")
         if self.scales and (self.kind != "standard" or self.laurel_rank is not None):
             raise ValueError("scales goes with residual kind standard and no laurel_rank")
+        if self.output_conv is not None and (self.kind != "standard" or self.laurel_rank is not None or self.scales):
+            raise ValueError("output_conv goes with residual kind standard, no laurel_rank or scales")
         return self
 
 
@@ -1008,6 +1042,9 @@ class ModelSpec(_Frozen):
             raise ValueError("ffn.kv_shared_d_ff needs attention.kv_shared_layers")
         if self.drafter is not None:
             self._check_drafter()
+        if r.output_conv is not None and not {"global", "local"}.issuperset(self.layer_attention):
+            raise ValueError("residual.output_conv (Inkling) needs every layer an attention layer, global or local: "
+                             "its state is kept beside each layer's cache")
         if self.position.local_rotary_fraction is not None and not (
                 a.grouped and all(set(g.kinds) <= {"local"} or "local" not in g.kinds for g in self.attention_groups)):
             raise ValueError("position.local_rotary_fraction needs the local layers in groups of their own: attention "

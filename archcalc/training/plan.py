@@ -141,6 +141,8 @@ def unplanned(spec: ModelSpec) -> str | None:
         (a.dynamic_mask is not None, "dynamic mask attention (Doge)"),
         (spec.ffn.product_key is not None, "product-key experts (Doge's cross-domain MoE)"),
         (a.experts is not None, "attention experts (JetMoE)"),
+        (a.relative is not None or a.kv_conv is not None or r.output_conv is not None,
+         "relative logits and short convolutions (Inkling)"),
         (a.indexer is not None, "sparse-attention indexer (trained on its own detached loss)"),
     )
     return next((what for hit, what in parts if hit), None)

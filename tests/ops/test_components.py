@@ -41,6 +41,7 @@ BY_PREFIX = {
     "mtp.embedding": "embedding", "mtp.head": "lm_head", "mtp.eh_proj": "projection",
     # a drafter's way in from its target and back (lm_head.centroids: its head's cluster scores)
     "drafter": "projection",
+    "layers.moe.global_scale": "router",  # Inkling's scalar on the routing weights
 }
 # a linear mixer's gated norm, a hyper-connection's norm and Gemma 4's weightless norm on the router's input are theirs
 OWN_NORMS = ("linear", "residual", "vision", "router")

@@ -144,7 +144,9 @@ def _convert_minimax_remote(cfg: dict) -> dict:
 # calls .item()), and archcalc does not model its vision tower (a warning says so); Apertus 1.5's wraps its
 # language model with VQ image and audio tokenizers archcalc does not model either: their files are built
 # as what archcalc counts, the causal LM of their text_config.
-TEXT_CONFIG_ONLY = ("gemma4", "apertus1p5")
+TEXT_CONFIG_ONLY = ("gemma4", "apertus1p5", "inkling_mm_model")
+# Inkling's multimodal file gives its text_config no model_type: InklingConfig's sub-config is inkling_text
+TEXT_MODEL_TYPES = {"inkling_mm_model": "inkling_text"}
 
 
 def _raw(name: str) -> dict:
@@ -160,7 +162,7 @@ def hf_config(name: str):
     if name in ROPE_NEEDS_DATA:
         cfg["rope_scaling"] = None
     if cfg["model_type"] in TEXT_CONFIG_ONLY:
-        cfg = cfg["text_config"]
+        cfg = {"model_type": TEXT_MODEL_TYPES.get(cfg["model_type"]), **cfg["text_config"]}
     if cfg["model_type"] == "dbrx":  # DBRX's released files write 1; transformers 5's strict DbrxFFNConfig wants 1.0
         cfg["ffn_config"] = {**cfg["ffn_config"], "moe_normalize_expert_weights": 1.0}
     model_type = cfg.pop("model_type")
@@ -539,6 +541,27 @@ def _kv_factor(name: str) -> int:
     return spec.attention.n_heads // spec.n_kv_heads
 
 
+def _attention_conv_states(name: str, layers: list, result: SizeResult) -> tuple[list, SizeResult]:
+    """Inkling's short convs keep a state per sequence in each attention layer (HF: the layer's conv_states beside
+    its K/V).  HF keeps each conv's last K inputs in fp32, as its module computes (InklingShortConvolution: x.float());
+    archcalc counts the K − 1 a step needs at the cache's dtype, as an engine keeps a conv state (vLLM's
+    mamba_cache_dtype "auto": the model's).  Both from HF's own conv modules, layer by layer; then the states are
+    set apart, and the K/V are compared as any attention layer's."""
+    model = hf_model(name)
+    convs = [[m.conv1d.weight.shape for m in layer.modules() if type(m).__name__ == "InklingShortConvolution"]
+             for layer in model.model.layers]
+    if not any(convs):
+        return layers, result
+    held = [seq for kind, _, seq, _ in layers if kind == "linear"]
+    assert held == [sum(c * k * 4 for c, _, k in layer) for layer in convs]
+    ours_ = [k for k in result.kv.by_kind if k.kind == "linear"]
+    assert sum(k.state_bytes for k in ours_) == sum(c * (k - 1) * DTYPE.itemsize for layer in convs for c, _, k in layer)
+    assert sum(k.layers for k in ours_) == len(convs)
+    kv = result.kv
+    return [layer for layer in layers if layer[0] != "linear"], replace(result, kv=replace(
+        kv, bytes=kv.bytes - sum(k.bytes for k in ours_), by_kind=[k for k in kv.by_kind if k.kind != "linear"]))
+
+
 @pytest.mark.parametrize("name", [n for n in CONFIGS if n not in MASK_ONLY_WINDOWS | NO_META_FORWARD | NO_HF_CACHE
                                   | DRAFTER_CONFIGS])
 def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
@@ -550,8 +573,8 @@ def test_kv_cache_per_layer_equals_hf_dynamic_cache(name):
     tokens").  archcalc allocates min(tokens, window), as HF's StaticCache does (next test),
     so past the window HF's dynamic cache is exactly one token per sliding layer smaller."""
     spec, tokens = spec_of(name), tokens_of(name)
-    result = ours(name, tokens)
     _, layers = hf_forward(name, tokens)
+    layers, result = _attention_conv_states(name, layers, ours(name, tokens))
     factor = _kv_factor(name)
     spec = _mixer_layers(spec)
     state = {k.kind: k for k in result.kv.by_kind}.get("linear")
@@ -602,9 +625,9 @@ def test_kv_window_cap_equals_hf_static_cache(name):
     """HF's StaticCache over a prefill past the window allocates min(context, window) slots per
     sliding layer and the whole context per full layer: exactly archcalc's capped bytes."""
     tokens = tokens_of(name)
-    result = ours(name, tokens)
-    by_kind = {k.kind: k for k in result.kv.by_kind}
     _, layers = hf_forward(name, tokens, static=True)
+    layers, result = _attention_conv_states(name, layers, ours(name, tokens))
+    by_kind = {k.kind: k for k in result.kv.by_kind}
     assert [kind for kind, *_ in layers] == list(spec_of(name).layer_attention)
     state = {k.kind: k for k in result.kv.by_kind}.get("linear")
     for kind, layer_window, seq_bytes, per_token in layers:
@@ -718,7 +741,8 @@ def _linear_convs(name: str) -> list[torch.nn.Conv1d]:
              "BambaMixer": "conv1d", "GraniteMoeHybridMambaLayer": "conv1d",
              "FalconMambaMixer": "conv1d", "FalconH1Mixer": "conv1d",
              "KimiLinearDeltaAttention": "conv1d", "RecurrentGemmaRecurrentBlock": "conv_1d",
-             "ZambaMambaMixer": "conv1d", "Zamba2MambaMixer": "conv1d"}  # each mixer's causal conv
+             "ZambaMambaMixer": "conv1d", "Zamba2MambaMixer": "conv1d",  # each mixer's causal conv
+             "InklingShortConvolution": "conv1d"}  # (Inkling's, in its attention layers: _attention_conv_states)
     return [getattr(m, convs[type(m).__name__]) for m in hf_model(name).modules() if type(m).__name__ in convs]
 
 
@@ -920,11 +944,13 @@ def _hf_decode_flops(name: str) -> int:
     return _prefill_then_step(hf_model(name), DECODE_CONTEXT)[1]
 
 
-@pytest.mark.parametrize("name", [*LINEAR, "llama-3.2-1b", "gemma-3-1b", "hrm-text-1b", "doge-40m"])
+@pytest.mark.parametrize("name", [*LINEAR, "llama-3.2-1b", "gemma-3-1b", "hrm-text-1b", "doge-40m", "inkling",
+                                  "inkling-small"])
 def test_decode_step_flops_equal_flop_counter(name):
     """One decode step: the recurrent update (Mamba's selective scan, Mamba-2's SSD, Gated DeltaNet,
     LFM2's conv) reads the state, not a cache; attention models read the cache (Doge's dt_proj runs over
-    every cached key's values again).  HF's conv keeps K
+    every cached key's values again; Inkling's short convs run on their states, its relative logits over the
+    extent).  HF's conv keeps K
     inputs where K − 1 suffice (_conv_state_extra), so its decode conv runs over K + 1 inputs and
     computes one output more than the step needs, 2 · channels · K FLOPs per linear layer.  RecurrentGemma's
     decode conv is elementwise (torch.sum of its K inputs times the taps), which FlopCounterMode does not
@@ -1674,7 +1700,21 @@ def test_fp8_block_checkpoint_bytes_equal_hf_fp8_modules(name):
     spec = spec_of(name)
     if spec.ffn.moe and spec.ffn.gated:  # FP8Experts fuses gate and up: its scales are the files' when F fills blocks
         assert spec.ffn.moe.d_expert % 128 == 0
-    assert checkpoint_size(spec, model_ops(spec, Workload()), "fp8-block").bytes == _fp8_checkpoint_bytes(name)
+    assert checkpoint_size(spec, model_ops(spec, Workload()), "fp8-block").bytes + _unswapped_shared_experts(name) \
+        == _fp8_checkpoint_bytes(name)
+
+
+def _unswapped_shared_experts(name: str) -> int:
+    """Inkling's shared experts are stacked nn.Parameters [S, out, in] (InklingSharedExperts: not nn.Linear, not
+    named experts), which transformers' FP8 swap leaves bf16; archcalc stores them as an FP8 checkpoint stores its
+    linear layers, a byte a weight and 4 a 128 × 128 block's scale.  The bytes HF keeps more, from its modules."""
+    more = 0
+    for module in hf_model(name).modules():
+        if type(module).__name__ == "InklingSharedExperts":
+            for p in module.parameters():
+                copies, rows, cols = p.shape
+                more += p.numel() - copies * -(-rows // 128) * -(-cols // 128) * 4
+    return more
 
 
 def _out_features(module: torch.nn.Module) -> int | None:
@@ -2018,3 +2058,40 @@ def test_drafters_on_their_config_class_flops(model_type, ordered, tokens, conte
 
 
 DRAFTERS_TEXT = {"gemma4_assistant": "gemma4_text", "gemma4_unified_assistant": "gemma4_unified_text"}
+
+
+INKLING_SMALL = {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "head_dim": 16, "swa_num_attention_heads": 8, "swa_num_key_value_heads": 4,
+                 "swa_head_dim": 8, "sliding_window_size": 8, "d_rel": 4, "rel_extent": 12, "intermediate_size": 96,
+                 "moe_intermediate_size": 32, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1}
+
+
+@pytest.mark.parametrize("variant", [
+    {"layer_types": ["hybrid"] * 4},  # every layer global: the swa_* keys unused; every MLP sparse (the class default)
+    {"layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"], "mlp_layer_types": ["dense", "sparse"] * 2},
+    {"local_layer_ids": [1, 2], "dense_intermediate_size": 80, "dense_mlp_idx": 2},  # the released files' spelling
+])
+def test_inkling_on_its_config_class(variant):
+    """InklingTextConfig shrunk, sliding layers of their own heads and head_dim (8 heads of 8 beside the global
+    layers' 4 of 16), as transformers writes it: numel, FlopCounterMode's forward (less the padded convs' extra
+    outputs) and the K/V per token of the cache its forward returns; its conv states as _attention_conv_states pins
+    them."""
+    config = AutoConfig.for_model("inkling_text", **{**INKLING_SMALL, **variant})
+    raw = json.loads(config.to_json_string())
+    data, report = spec_dict_from_config(raw, "config.json")
+    assert not report.warnings, report.warnings
+    spec = ModelSpec.model_validate({"name": "inkling", **data})
+    assert spec_dict_from_config({**config.to_diff_dict(), "model_type": "inkling_text"}, "config.json")[0] == data
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                 experts_implementation="batched_mm", dtype=DTYPE).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        out = model(input_ids=torch.zeros(1, 12, dtype=torch.long, device="meta"), use_cache=True)
+    ours_ = size(spec, Workload.forward(12), CONVENTIONS["torch"])
+    convs = [m.conv1d.weight.shape for m in model.modules() if type(m).__name__ == "InklingShortConvolution"]
+    assert ours_.params.total == sum(p.numel() for p in model.parameters())
+    assert ours_.flops.forward + sum(2 * c * k * (k - 1) for c, _, k in convs) == counter.get_total_flops()
+    per_token = sum((layer.keys.shape[1] * layer.keys.shape[3] + layer.values.shape[1] * layer.values.shape[3])
+                    * layer.keys.element_size() for layer in out.cache.layers)
+    assert per_token == ours_.kv.bytes_per_token
+    assert sum(k.state_bytes for k in ours_.kv.by_kind) == sum(c * (k - 1) * DTYPE.itemsize for c, _, k in convs)

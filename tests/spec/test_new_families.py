@@ -666,3 +666,55 @@ def load_model_from(raw: dict):
 
     with tempfile.TemporaryDirectory() as folder:
         return load_model(str(_write(raw, Path(folder))))[0]
+
+
+def test_inkling_is_its_published_41b_active():
+    """transformers' Inkling docs (model_doc/inkling.md): 41B active of 975B (the total with its vision and audio
+    towers and MTP layers, which the released text_config does not describe; the language model transformers builds
+    is 947,025,547,842 = numel, tests/spec/test_hf_oracle.py); 6 of 256 routed experts and 2 shared a token, 66 layers."""
+    from archcalc.api import size
+
+    result = size(str(DATA / "inkling.json"))
+    spec, params = result.spec, result.params
+    assert round(params.active / 1e9) == 41 and params.total == 947_025_547_842
+    assert (spec.n_layers, spec.ffn.moe.n_experts, spec.ffn.moe.top_k, spec.ffn.moe.router_shared) == (66, 256, 6, 2)
+
+
+INKLING = {"model_type": "inkling_text", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 6,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "swa_num_attention_heads": 4,
+           "swa_num_key_value_heads": 4, "swa_head_dim": 16, "sliding_window_size": 8, "d_rel": 4, "rel_extent": 12,
+           "intermediate_size": 96, "moe_intermediate_size": 32, "n_routed_experts": 4, "num_experts_per_tok": 2,
+           "n_shared_experts": 2, "dense_mlp_idx": 1}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"use_sconv": False}, "use_sconv: must be true: transformers' Inkling is built so"),
+    ({"q_bias": True}, "q_bias: must be false"),
+    ({"shared_expert_sink": False}, "shared_expert_sink: must be true"),
+    ({"gate_activation": "softmax"}, "gate_activation: must be sigmoid"),
+    ({"final_logit_softcapping": 30.0}, "final_logit_softcapping: must be null"),
+    ({"d_rel": "4"}, "d_rel: '4' is not"),
+    ({"rel_extent": 0}, "rel_extent: 0 is not"),
+    ({"sconv_kernel_size": 1}, "sconv_kernel_size: 1 is not"),
+    ({"local_layer_ids": [0, "1"]}, "local_layer_ids[1]: '1' is not"),
+    ({"layer_types": ["hybrid"] * 5}, "layer_types: 6 entries of hybrid or hybrid_sliding expected"),
+    ({"layer_types": ["full_attention"] * 6}, "layer_types: 6 entries of hybrid or hybrid_sliding expected"),
+    ({"mlp_layer_types": ["dense"] * 3}, "mlp_layer_types: 6 entries of dense or sparse expected"),
+    ({"swa_num_key_value_heads": 3}, "n_heads (4) must be divisible by n_kv_heads (3)"),
+])
+def test_bad_inkling_configs_are_one_line(tmp_path, change, message):
+    """Inkling (InklingTextConfig's keys; the released files' own switches checked against what transformers
+    builds): each bad file one line, exit status 2."""
+    _refused_in_one_line(_write({**INKLING, **change}, tmp_path), message)
+
+
+def test_inkling_roofline_and_refusals(tmp_path):
+    """Inkling's short-conv states sit beside each attention layer's cache: fit plans them as the engine plans a
+    hybrid layer's state and says so; roofline times it; train refuses it in one line (what the convs and relative
+    logits keep for backward is not pinned)."""
+    path = str(_write(INKLING, tmp_path))
+    r = CliRunner().invoke(cli, ["fit", path, "--gpu", "h100"])
+    assert r.exit_code == 0 and "short convs keep a state per sequence in each attention layer" in r.output, r.output
+    assert CliRunner().invoke(cli, ["roofline", path, "--gpu", "h100"]).exit_code == 0
+    r = CliRunner().invoke(cli, ["train", path, "--gpu", "h100", "--gpus", "8"])
+    assert r.exit_code == 2 and "(Inkling)" in r.output and len(r.output.strip().splitlines()) == 1, r.output

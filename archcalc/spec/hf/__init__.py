@@ -33,7 +33,9 @@ from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
 from archcalc.spec.hf.gemma import (
     GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _drafter_text, _gemma3n, _gemma4, _gemma4_drafter, _gemma4_unified,
 )
-from archcalc.spec.hf.moe import _beam, _cohere2_moe, _gpt_oss, _jetmoe, _laguna, _llama4, _mimo_v2_flash, _minimax_m3
+from archcalc.spec.hf.moe import (
+    INKLING_DEFAULTS, _beam, _cohere2_moe, _gpt_oss, _inkling, _jetmoe, _laguna, _llama4, _mimo_v2_flash, _minimax_m3,
+)
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
 from archcalc.spec.hf.vision import VISION_PROJECTORS, VISION_WITHOUT_CONFIG, _vision
 from archcalc.spec.hf.keys import checked
@@ -48,6 +50,8 @@ FAMILY_DEFAULTS = {
     "gemma4_text": GEMMA4_DEFAULTS, "lara_mini": LARA_MINI_DEFAULTS, "gemma3n_text": GEMMA3N_DEFAULTS, "gemma4_unified_text": GEMMA4_UNIFIED_DEFAULTS,
     # BambaConfig's context default; Bamba-9B's config.json has no max_position_embeddings.
     "bamba": {"max_position_embeddings": 262144},
+    # InklingTextConfig's (also inkling_mm_model's text_config, which has no model_type of its own)
+    "inkling_text": INKLING_DEFAULTS,
     # GraniteSWAConfig / GraniteMoeSWAConfig: a 128-token window (their layer_types default is _granite_swa's).
     "granite_swa": {"sliding_window": 128}, "granitemoe_swa": {"sliding_window": 128},
     # ExaoneMoeConfig: a 4096-token window on 3 layers of 4 (its layer_types rule from the int pattern 4)
@@ -118,13 +122,16 @@ REFUSED = {
     "dory": "Dory's normalised (nGPT-style) looped layers are not modelled yet",
     "zaya": "ZAYA1's compressed convolutional attention and router MLPs are not modelled yet",
     "blt": "the Byte Latent Transformer's patcher, local encoder and decoder are not modelled yet",
-    **dict.fromkeys(("inkling_text", "inkling2_text", "inkling2_loop_text"),
-                    "Inkling's relative logits, short convolutions and normed embeddings are not modelled yet"),
+    **dict.fromkeys(("inkling2_text", "inkling2_loop_text"),
+                    "Inkling 2's dynamic short convolutions, input-dependent sinks, gated output projection and block "
+                    "attention residuals are not modelled yet"),
 }
 
 
 # Speculative-decoding drafters (DrafterSpec) by their outer model_type, and the text_config family each reads
 DRAFTERS = {"gemma4_assistant": "gemma4_text", "gemma4_unified_assistant": "gemma4_unified_text"}
+# The model_type of a text_config that has none, by the outer model_type (its config class's sub-config)
+TEXT_CONFIG_TYPES = {**DRAFTERS, "inkling_mm_model": "inkling_text"}
 
 
 FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
@@ -158,6 +165,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "cohere_compass_text": _cohere_compass, "hrm_text": _hrm_text, "zamba2": _zamba2, "zamba": _zamba, "rwkv": _rwkv,
     "modernbert-decoder": _modernbert_decoder,
     "beam": _beam, "xlstm": _xlstm, "jetmoe": _jetmoe, "doge": _doge, "recurrent_gemma": _recurrent_gemma,
+    "inkling_text": _inkling,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,
@@ -183,15 +191,15 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
         model_type = checked(path, "model_type", "model_type", cfg["model_type"])
     r = outer
     drafter = model_type if model_type in DRAFTERS else None
-    if drafter and not isinstance(cfg.get("text_config"), dict):
-        raise InputError(path, "text_config", f"a {drafter} config describes its layers in text_config; none is given")
+    if model_type in TEXT_CONFIG_TYPES and not isinstance(cfg.get("text_config"), dict):
+        raise InputError(path, "text_config", f"a {model_type} config describes its layers in text_config; none is given")
     if cfg.get("text_config"):
         text = checked(path, "text_config", "text_config", cfg["text_config"])
         report.used["text_config"] = "language-model fields read from here"
         if text.get("model_type") is not None:
             model_type = checked(path, "text_config.model_type", "model_type", text["model_type"])
-        elif drafter:  # the assistants' config classes default text_config to their family's
-            model_type = DRAFTERS[drafter]
+        elif model_type in TEXT_CONFIG_TYPES:  # the config class's sub-config
+            model_type = TEXT_CONFIG_TYPES[model_type]
         r = ConfigReader(text, path, report, prefix="text_config.", family_defaults=FAMILY_DEFAULTS.get(model_type))
         for key in cfg:
             if key not in ("text_config", "model_type", "vision_config", "audio_config"):

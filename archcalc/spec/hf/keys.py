@@ -193,6 +193,11 @@ KEYS: dict[str, Kind] = {
     "index_skip_topk_offset": LAYER_COUNT,
     "per_layer_config": DICT,
     # Gemma 4's assistant (a drafter): the target's width, and the centroid head of its ordered embeddings
+    # Inkling: relative logits, short convs, the released file's switches (checked against what transformers builds)
+    "d_rel": WIDTH, "rel_extent": TOKENS, "dense_mlp_idx": LAYER_COUNT, "gate_activation": STR, "local_layer_ids": LIST,
+    **dict.fromkeys(("conv_kernel_size", "sconv_kernel_size"), Kind((int,), 2, 64, "an integer")),
+    **dict.fromkeys(("use_embed_norm", "use_sconv", "use_global_scale", "use_gate_bias", "norm_after_topk",
+                     "shared_expert_sink", "q_bias", "o_bias"), BOOL),
     "backbone_hidden_size": WIDTH, "use_ordered_embeddings": BOOL,
     **dict.fromkeys(("num_centroids", "centroid_intermediate_top_k"), Kind((int,), 1, MAX_VOCAB, "an integer")),
     "image_size": Kind((int,), 1, 2**16, "an integer"),
@@ -205,6 +210,7 @@ KEYS: dict[str, Kind] = {
 # Items of list-valued keys.
 ITEMS = {"layer_types": Kind((str,), what="strings"),
          "mlp_only_layers": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
+         "local_layer_ids": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
          "no_rope_layers": Kind((int,), 0, 1, "0 or 1"),
          "moe_layers": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
          "full_attn_idxs": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),

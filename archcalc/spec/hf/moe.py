@@ -546,3 +546,98 @@ def _jetmoe(r: ConfigReader) -> dict:
                           "experts": {"n_experts": E, "top_k": k}},
             "ffn": {"activation": _activation(r, True, "silu"),
                     "moe": {"n_experts": E, "top_k": k, "d_expert": r.get("intermediate_size"), "output_bias": True}}}
+
+
+# InklingTextConfig's defaults (Inkling's released shapes), for the keys a file leaves out
+INKLING_DEFAULTS = {"vocab_size": 201024, "hidden_size": 6144, "num_hidden_layers": 66, "num_attention_heads": 64,
+                    "num_key_value_heads": 8, "head_dim": 128, "swa_num_attention_heads": 64,
+                    "swa_num_key_value_heads": 16, "swa_head_dim": 128, "sliding_window_size": 512, "d_rel": 16,
+                    "rel_extent": 1024, "max_position_embeddings": 131072, "conv_kernel_size": 4,
+                    "intermediate_size": 24576, "moe_intermediate_size": 3072, "n_routed_experts": 256,
+                    "num_experts_per_tok": 6, "n_shared_experts": 2}
+# The released file's switches (its original code's), which transformers' Inkling does not read: it builds each
+# as the value here, so a file that says otherwise is another model
+INKLING_BUILT = {"use_embed_norm": True, "use_sconv": True, "use_global_scale": True, "use_gate_bias": True,
+                 "norm_after_topk": True, "shared_expert_sink": True, "q_bias": False, "o_bias": False}
+
+
+def _inkling(r: ConfigReader) -> dict:
+    """Inkling (Thinking Machines; inkling_text, and the text_config of inkling_mm_model): attention with no
+    position encoding but relative logits (attention.relative: r_proj and a rank × extent profile bank a layer, a
+    sliding layer's extent its window), short convs on K and V and on each sublayer's output (attention.kv_conv,
+    residual.output_conv: fp32 taps, a state per sequence beside the cache), per-head q/k RMSNorms, sliding layers
+    with heads of their own (swa_*), an RMSNorm after the embedding; dense SwiGLU MLPs (dense_mlp_idx first) then
+    sigmoid-routed experts beside shared experts the router also scores (moe.router_shared), a learned scalar on
+    each MLP and router (ffn.global_scale); untied head of vocab_size rows.  With dense_intermediate_size (the
+    released files), intermediate_size is the experts' width, as InklingTextConfig reads it."""
+    for key, value in INKLING_BUILT.items():
+        if r.get(key, default=value) is not value:
+            raise InputError(r.path, r.prefix + key, f"must be {str(value).lower()}: transformers' Inkling is built so")
+    if r.get("gate_activation", default="sigmoid") != "sigmoid":
+        raise InputError(r.path, r.prefix + "gate_activation", "must be sigmoid: transformers' Inkling routes so")
+    n = r.get("num_hidden_layers")
+    spec = {"d_model": r.get("hidden_size"), "n_layers": n, "vocab_size": r.get("vocab_size"), "tie_embeddings": False}
+    r.ignore("tie_word_embeddings", "InklingForCausalLM ties nothing (no _tied_weights_keys)")
+    if r.has("layer_types"):
+        types = r.get("layer_types")
+        r.ignore("local_layer_ids", "layer_types lists the layers")
+    else:
+        local = set(r.get("local_layer_ids", default=[i for i in range(n) if (i + 1) % 6]))
+        types = ["hybrid_sliding" if i in local else "hybrid" for i in range(n)]
+    if len(types) != n or set(types) - {"hybrid", "hybrid_sliding"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of hybrid or hybrid_sliding expected")
+    kinds = ["local" if t == "hybrid_sliding" else "global" for t in types]
+    H, K, d = r.get("num_attention_heads"), r.get("num_key_value_heads"), r.get("head_dim")
+    sH, sK, sd = r.get("swa_num_attention_heads"), r.get("swa_num_key_value_heads"), r.get("swa_head_dim")
+    kernel = r.get("conv_kernel_size", "sconv_kernel_size")
+    att = {"n_heads": H, "qk_norm": "head", "kv_conv": kernel,
+           "relative": {"rank": r.get("d_rel"), "extent": r.get("rel_extent")}}
+    if "local" in kinds:  # the sliding layers' geometry is the base; the global layers' where it differs
+        att.update(n_kv_heads=sK, head_dim=sd, layer_types=kinds,
+                   sliding_window=r.get("sliding_window_size", "sliding_window"))
+        if sH != H:
+            att["local_heads"] = sH
+        if d != sd:
+            att["global_head_dim"] = d
+        if K != sK:
+            att["global_kv_heads"] = K
+    else:
+        att.update(n_kv_heads=K, head_dim=d)
+        for key in ("swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim", "sliding_window_size"):
+            r.ignore(key, "no layer is hybrid_sliding")
+    if r.get("final_logit_softcapping", default=None) is not None:
+        raise InputError(r.path, r.prefix + "final_logit_softcapping", "must be null: transformers' Inkling soft-caps "
+                         "no logits")
+    for key in ("log_scaling_n_floor", "log_scaling_alpha"):
+        r.ignore(key, "scales the full layers' queries and bias elementwise: no parameter, no matmul FLOP")
+    for key in ("logits_mup_width_multiplier", "route_scale", "rms_norm_eps_moe_gate", "unpadded_vocab_size"):
+        r.ignore(key, "no count changes (unpadded_vocab_size drops logits after the head of vocab_size rows)")
+    r.ignore("number_of_conv_states", "4, the convs a layer keeps a state for (k, v, attention and MLP outputs): "
+                                      "what InklingTextConfig writes, counted from the spec")
+    for key in ("num_mtp_layers", "chain_hidden_post_norm", "mtp_hidden_states_first", "mtp_local_layer_ids"):
+        r.ignore(key, "multi-token-prediction layers: not built by transformers' Inkling (its checkpoint's model.mtp.* "
+                      "is not loaded), not counted")
+    types = r.get("mlp_layer_types", default=None)
+    if types is None:
+        first = r.get("dense_mlp_idx", default=0)
+        types = ["dense" if i < first else "sparse" for i in range(n)]
+    else:
+        r.ignore("dense_mlp_idx", "mlp_layer_types lists the layers")
+    _check_mlp_types(r, types, n)
+    if r.has("dense_intermediate_size"):  # the released files: intermediate_size is the experts' (InklingTextConfig)
+        expert, dense_key = r.get("intermediate_size"), "dense_intermediate_size"
+        r.ignore("moe_intermediate_size", "dense_intermediate_size given: intermediate_size is the experts' width")
+    else:
+        expert, dense_key = r.get("moe_intermediate_size"), "intermediate_size"
+    dense = r.get(dense_key) if "dense" in types else None
+    if dense is None:
+        r.ignore(dense_key, "no layer is dense")
+    shared = r.get("n_shared_experts")
+    moe = _with_layers({"n_experts": r.get("n_routed_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+                        "d_expert": expert, "d_shared": shared * expert, "router_shared": shared},
+                       [i for i, t in enumerate(types) if t == "sparse"], n)
+    return {**spec, "max_context": r.get("max_position_embeddings", "model_max_length"), "attention": att,
+            "position": {"kind": "none"}, "norm": {"embedding": True},
+            "ffn": {"activation": _activation(r, True, "silu"), **({"d_ff": dense} if dense else {}),
+                    "moe": moe, "global_scale": True},
+            "residual": {"output_conv": kernel}}
