@@ -2070,6 +2070,7 @@ INKLING_SMALL = {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 4, "
     {"layer_types": ["hybrid"] * 4},  # every layer global: the swa_* keys unused; every MLP sparse (the class default)
     {"layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"], "mlp_layer_types": ["dense", "sparse"] * 2},
     {"local_layer_ids": [1, 2], "dense_intermediate_size": 80, "dense_mlp_idx": 2},  # the released files' spelling
+    {"num_hidden_layers": 7},  # the class's rule: every layer sliding but each sixth
 ])
 def test_inkling_on_its_config_class(variant):
     """InklingTextConfig shrunk, sliding layers of their own heads and head_dim (8 heads of 8 beside the global
