@@ -2070,7 +2070,6 @@ INKLING_SMALL = {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 4, "
     {"layer_types": ["hybrid"] * 4},  # every layer global: the swa_* keys unused; every MLP sparse (the class default)
     {"layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"], "mlp_layer_types": ["dense", "sparse"] * 2},
     {"local_layer_ids": [1, 2], "dense_intermediate_size": 80, "dense_mlp_idx": 2},  # the released files' spelling
-    {"num_hidden_layers": 7},  # the class's rule: every layer sliding but each sixth
 ])
 def test_inkling_on_its_config_class(variant):
     """InklingTextConfig shrunk, sliding layers of their own heads and head_dim (8 heads of 8 beside the global
@@ -2096,3 +2095,13 @@ def test_inkling_on_its_config_class(variant):
                     * layer.keys.element_size() for layer in out.cache.layers)
     assert per_token == ours_.kv.bytes_per_token
     assert sum(k.state_bytes for k in ours_.kv.by_kind) == sum(c * (k - 1) * DTYPE.itemsize for c, _, k in convs)
+
+
+@pytest.mark.parametrize("layers", [4, 7, 13])
+def test_inkling_s_default_layers_are_its_config_class_s(layers):
+    """A file without layer_types or local_layer_ids (transformers always writes layer_types): the sliding and full
+    layers InklingTextConfig derives, every layer sliding but each sixth."""
+    raw = {**INKLING_SMALL, "model_type": "inkling_text", "num_hidden_layers": layers}
+    spec = ModelSpec.model_validate({"name": "inkling", **spec_dict_from_config(raw, "config.json")[0]})
+    hf = AutoConfig.for_model("inkling_text", **{k: v for k, v in raw.items() if k != "model_type"})
+    assert list(spec.layer_attention) == ["local" if t == "hybrid_sliding" else "global" for t in hf.layer_types]
