@@ -386,9 +386,9 @@ def _conv_and_relative_ops(spec: ModelSpec, wl: Workload, suffix: str, kinds: di
             rel = ops.matmul(f"layers.attn.rel.{kind}", "attention", wl, rank, extent, count=n, tokens=wl.tokens * H,
                              quantizable=False)  # a table (an nn.Parameter), not a linear layer: kept at 16 bits
             out.append(replace(rel, shapes=((rank, extent),)))
-    state = (K * (dk + dv) * (a.kv_conv - 1) if a.kv_conv is not None else 0) + (
-        2 * D * (spec.residual.output_conv - 1) if spec.residual.output_conv is not None else 0)
-    if state:
+    if a.kv_conv is not None or spec.residual.output_conv is not None:
+        state = (K * (dk + dv) * (a.kv_conv - 1) if a.kv_conv is not None else 0) + (
+            2 * D * (spec.residual.output_conv - 1) if spec.residual.output_conv is not None else 0)
         out.append(ops.conv_inputs(f"layers.attn.conv_state{suffix}", wl, K * (dk + dv), conv_values=state, count=L))
     return out
 

@@ -79,9 +79,9 @@ def candidate(name: str, fields: dict) -> ModelSpec:
 # Bundled specs whose attention differs in shape by layer (Gemma 4, MiMo-V2-Flash): refused by the sweep
 GROUPED = [n for n in BUNDLED if spec_of(n).attention.grouped]
 # and real configs with parts no bundled spec has: JetMoE's attention experts and MoE output bias, Doge's dynamic
-# mask and skip scales
+# mask and skip scales, Inkling-Small's relative logits, short convs and router-scored shared experts
 FIXTURES = [str(Path(__file__).parents[1] / "data" / "hf" / f"{n}.json")
-            for n in ("jetmoe-8b-ultrainteract-sft-v4", "doge-40m")]
+            for n in ("jetmoe-8b-ultrainteract-sft-v4", "doge-40m", "inkling-small")]
 SWEPT = [n for n in BUNDLED if n not in GROUPED] + FIXTURES
 
 
