@@ -34,6 +34,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -725,8 +726,61 @@ def test_sparse_decode_time_closed_form_equals_the_step_by_step_sum(spec, prompt
     assert decode_time(spec, prompt, gen, batch, rates) == pytest.approx(sum(steps), rel=1e-9)
 
 
+INKLING_PARTS = ("relative", "kv_conv", "output_conv", "global_scale", "router_shared")
+
+
+@st.composite
+def conv_specs(draw) -> ModelSpec:
+    """A drawn MHA spec (no chunks, the standard residual) given some of Inkling's parts: relative logits, short
+    convs on K/V and on each sublayer's output, the global scales, router-scored shared experts."""
+    spec = draw(model_specs(attention=draw(st.sampled_from(["mha", "gqa", "mqa"])), residual="standard",
+                            window=draw(st.sampled_from(["none", "all", "ratio", "list"]))))
+    data = spec.model_dump(exclude_defaults=True)
+    att, moe = data["attention"], data.setdefault("ffn", {}).get("moe")
+    parts = draw(st.sets(st.sampled_from(INKLING_PARTS), min_size=1))
+    if "relative" in parts:
+        att["relative"] = {"rank": draw(st.integers(1, 6)), "extent": draw(st.integers(1, 40))}
+    if "kv_conv" in parts:
+        att["kv_conv"] = draw(st.integers(2, 5))
+    if "output_conv" in parts:
+        data["residual"] = {"kind": "standard", "output_conv": draw(st.integers(2, 5))}
+    if "global_scale" in parts:
+        data["ffn"]["global_scale"] = True
+    if "router_shared" in parts and moe and moe.get("d_shared"):
+        moe["router_shared"] = draw(st.integers(1, 3))
+    elif parts == {"router_shared"}:  # no shared experts to score: a part that applies
+        data["ffn"]["global_scale"] = True
+    return ModelSpec.model_validate(data)
+
+
+def _without_inkling(spec: ModelSpec) -> ModelSpec:
+    data = spec.model_dump(exclude_defaults=True)
+    data["attention"].pop("relative", None), data["attention"].pop("kv_conv", None)
+    data.get("residual", {}).pop("output_conv", None), data.get("ffn", {}).pop("global_scale", None)
+    if data.get("ffn", {}).get("moe"):
+        data["ffn"]["moe"].pop("router_shared", None)
+    return ModelSpec.model_validate(data)
+
+
+@given(spec=conv_specs(), wl=workloads(), convention=conventions, more=st.integers(1, 50))
+def test_inkling_s_parts_add_weights_and_work_and_a_state_fixed_in_context(spec, wl, convention, more):
+    """Inkling's parts only add: parameters (each part holds some), FLOPs never fewer; the KV per token is the
+    model's without them (the convs change what is cached, not its size); their conv state is one per attention
+    layer and sequence, the same at any context, and grows with the batch alone."""
+    r, base = sized(spec, wl, convention), sized(_without_inkling(spec), wl, convention)
+    assert r.params.total > base.params.total and r.flops.forward >= base.flops.forward
+    assert r.kv.bytes_per_token == base.kv.bytes_per_token
+    states = [k for k in r.kv.by_kind if k.kind == "linear"]
+    convs = spec.attention.kv_conv is not None or spec.residual.output_conv is not None
+    assert (sum(k.layers for k in states) == spec.n_layers) if convs else not states
+    longer = sized(spec, replace(wl, context=wl.context + more), convention)
+    assert [k.state_bytes for k in longer.kv.by_kind if k.kind == "linear"] == [k.state_bytes for k in states]
+    assert r.kv.bytes == base.kv.bytes + wl.batch * sum(k.state_bytes for k in states)
+    json.dumps(r.to_dict(ops=True), allow_nan=False)
+
+
 @settings(max_examples=60)
-@given(spec=st.one_of(model_specs(max_layers=6), linear_specs(), sparse_specs()), data=st.data())
+@given(spec=st.one_of(model_specs(max_layers=6), linear_specs(), sparse_specs(), conv_specs()), data=st.data())
 def test_cutting_the_layers_keeps_every_layer(spec, data):
     """ModelSpec.cut (pipeline stages, an MTP module's layer): cut at any point, the two halves hold
     exactly the model's layer ops (parameters, FLOPs, cache bytes per token), each layer keeping its
