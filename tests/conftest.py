@@ -17,13 +17,13 @@ from archcalc.spec.model import ModelSpec
 
 BUNDLED = bundled_names("specs")
 # The bundled specs the torch reference model can build: all but those with linear-attention
-# layers (Qwen3-Next, Kimi Linear), DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5) or
-# attention whose layers differ in shape (Gemma 4, MiMo-V2-Flash), which transformers' own modules pin
+# layers (Qwen3-Next, Kimi Linear), DeepSeek Sparse Attention's indexer (DeepSeek-V3.2, GLM-5),
+# attention whose layers differ in shape (Gemma 4, MiMo-V2-Flash) or Inkling's parts, which transformers' own modules pin
 # instead (tests/spec/test_hf_oracle.py, tests/spec/test_gemma4.py).  Read from the YAML, not the
 # validated spec: mutmut imports this file with every mutated function set to fail, so nothing here may
 # call archcalc's formulas at import time.
 PER_KIND_GEOMETRY = ("indexer", "global_head_dim", "global_kv_heads", "global_k_eq_v", "kv_shared_layers",
-                     "local_heads", "v_norm")
+                     "local_heads", "v_norm", "relative", "kv_conv")  # (Inkling's relative logits and convs too)
 REFERENCE_BUNDLED = [n for n in BUNDLED if "linear" not in (y := read_yaml(resolve_name(n, "specs")))
                      and not set(PER_KIND_GEOMETRY) & set(y["attention"])]
 

@@ -20,14 +20,16 @@ CONFIGS = sorted(p.stem for p in DATA.glob("*.json"))
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_real_config_converts_without_warnings(name):
-    """Every key understood; the one expected warning is a vision tower archcalc does not model."""
+    """Every key understood; the expected warnings are the vision and audio towers archcalc does not model."""
     spec, report = load_model(str(DATA / f"{name}.json"))
     assert not set(report.used) & set(report.ignored)  # a key read is not also said to be ignored
     unmodelled_vision = [w for w in report.warnings if "vision tower (vision_config) is not modelled" in w
                          or "tokenizers (vision_tokenizer_config" in w]
-    assert report.warnings == unmodelled_vision
+    unmodelled_audio = [w for w in report.warnings if "audio tower (audio_config) is not modelled" in w]
+    assert report.warnings == unmodelled_vision + unmodelled_audio
     assert bool(unmodelled_vision) == (name in ("qwen3.5-27b", "qwen3.5-35b-a3b", "gemma-4-26b-a4b", "gemma-4-31b-it",
-                                                "apertus-v1.5-8b"))
+                                                "apertus-v1.5-8b", "inkling-small"))
+    assert bool(unmodelled_audio) == (name in ("inkling", "inkling-small"))
     assert set(report.used) & {"model_type", "text_config.model_type"}
 
 
