@@ -679,8 +679,9 @@ def conv_inputs(name: str, wl: Workload, channels: int, *, conv_values: int, cou
     """The state of short convs inside attention layers (Inkling's): each layer's last conv inputs for every
     sequence, a fixed state beside its KV cache that each step reads and writes; the convs' work is their own
     ops.  Split under TP like `channels` (the layer's K·(d_k + d_v))."""
-    return _linear_op(name, wl, count, heads=channels, kv_heads=channels, qk_dim=1, v_dim=1, state_values=0,
-                      conv_values=conv_values, vector_flops=0, act_values=0)
+    op = _linear_op(name, wl, count, heads=channels, kv_heads=channels, qk_dim=1, v_dim=1, state_values=0,
+                    conv_values=conv_values, vector_flops=0, act_values=0)
+    return replace(op, component="attention")  # the attention layer's own state (no parameters)
 
 
 def state_bytes(op: Op, batch: int, kv_dtype: str) -> float:

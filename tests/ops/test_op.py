@@ -216,7 +216,7 @@ def test_a_linear_layer_s_state_is_one_matrix_per_head():
     lightning [B, H, d, d]; xLSTM's mLSTM [B, H, d_k, d_v] beside its normaliser [B, H, d_k] and max [B, H, 1];
     RWKV-4's numerator, denominator and max a channel, a 1 × 3 "matrix" of each of D heads;
     its size is pinned to those caches in tests/spec/test_hf_oracle.py); a layer whose only state is its conv's
-    inputs (LFM2) keeps none, its channels as heads of 1 × 1."""
+    inputs (LFM2, and Inkling's short convs beside its attention) keeps none, its channels as heads of 1 × 1."""
     from archcalc.ops.layers import model_ops
     from archcalc.spec.catalog import load_model
 
@@ -227,7 +227,7 @@ def test_a_linear_layer_s_state_is_one_matrix_per_head():
             d = op.dims
             if op.kind == "attention" and d.layer_kind == "linear":
                 assert all(type(x) is int and x >= 1 for x in (d.n_heads, d.n_kv_heads, d.qk_dim, d.v_dim)), name
-                vectors = d.qk_dim + 1 if spec.linear.kind == "mlstm" else 0  # mLSTM's n and m
+                vectors = d.qk_dim + 1 if spec.linear and spec.linear.kind == "mlstm" else 0  # mLSTM's n and m
                 if d.state_values:
                     assert d.state_values == d.n_heads * (d.qk_dim * d.v_dim + vectors), name
                 else:

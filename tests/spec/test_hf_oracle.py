@@ -547,11 +547,13 @@ def _attention_conv_states(name: str, layers: list, result: SizeResult) -> tuple
     archcalc counts the K − 1 a step needs at the cache's dtype, as an engine keeps a conv state (vLLM's
     mamba_cache_dtype "auto": the model's).  Both from HF's own conv modules, layer by layer; then the states are
     set apart, and the K/V are compared as any attention layer's."""
-    model = hf_model(name)
-    convs = [[m.conv1d.weight.shape for m in layer.modules() if type(m).__name__ == "InklingShortConvolution"]
-             for layer in model.model.layers]
-    if not any(convs):
+    by_layer: dict[int, list] = {}  # each conv module knows its layer (layer_idx: its cache slot)
+    for m in hf_model(name).modules():
+        if type(m).__name__ == "InklingShortConvolution":
+            by_layer.setdefault(m.layer_idx, []).append(m.conv1d.weight.shape)
+    if not by_layer:
         return layers, result
+    convs = [by_layer[i] for i in sorted(by_layer)]
     held = [seq for kind, _, seq, _ in layers if kind == "linear"]
     assert held == [sum(c * k * 4 for c, _, k in layer) for layer in convs]
     ours_ = [k for k in result.kv.by_kind if k.kind == "linear"]
