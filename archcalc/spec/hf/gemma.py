@@ -35,9 +35,8 @@ def _gemma4_unified(r: ConfigReader) -> dict:
     return _gemma4(r)
 
 
-# Gemma4AssistantConfig's and Gemma4UnifiedAssistantConfig's defaults for the keys outside text_config
-DRAFTER_DEFAULTS = {"gemma4_assistant": {"backbone_hidden_size": 1536},
-                    "gemma4_unified_assistant": {"backbone_hidden_size": 3840}}
+# Gemma4AssistantConfig's and Gemma4UnifiedAssistantConfig's backbone_hidden_size default: their targets' widths
+BACKBONE_DEFAULTS = {"gemma4_assistant": 1536, "gemma4_unified_assistant": 3840}
 # text_config values the assistants' validate_architecture requires (what they leave out of Gemma 4)
 DRAFTER_TEXT_REQUIRES = {"hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0,
                          "enable_moe_block": False, "use_double_wide_mlp": False}
@@ -68,8 +67,7 @@ def _gemma4_drafter(outer: ConfigReader, r: ConfigReader, spec: dict, model_type
     att.pop("v_norm")  # no layer computes V (nor K): no value norm either
     spec.pop("final_softcap", None)
     r.overrule("final_logit_softcapping", "the assistant's forward applies no soft-cap to its logits")
-    defaults = DRAFTER_DEFAULTS[model_type]
-    drafter = {"backbone_d_model": outer.get("backbone_hidden_size", default=defaults["backbone_hidden_size"])}
+    drafter = {"backbone_d_model": outer.get("backbone_hidden_size", default=BACKBONE_DEFAULTS[model_type])}
     if outer.get("use_ordered_embeddings", default=False):
         drafter["centroids"] = outer.get("num_centroids", default=2048)
         drafter["top_k"] = outer.get("centroid_intermediate_top_k", default=32)
