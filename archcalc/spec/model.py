@@ -253,7 +253,10 @@ class AttentionSpec(_Frozen):
     kv_conv: Annotated[int, Field(ge=2, le=64)] | None = None
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
-        NumericRule(lambda a: a.n_kv_heads is None or a.n_heads % a.n_kv_heads == 0,
+        # (no layer pairs n_heads with n_kv_heads where the sliding layers have heads of their own and the global
+        # layers KV heads of theirs: Inkling's; the two rules below check each kind)
+        NumericRule(lambda a: a.n_kv_heads is None or (a.local_heads is not None and a.global_kv_heads is not None)
+                    or a.n_heads % a.n_kv_heads == 0,
                     lambda a: f"n_heads ({a.n_heads}) must be divisible by n_kv_heads ({a.n_kv_heads})",
                     "n_heads divisible by n_kv_heads"),
         NumericRule(lambda a: a.local_heads is None or a.n_kv_heads is None or a.local_heads % a.n_kv_heads == 0,

@@ -2072,6 +2072,8 @@ INKLING_SMALL = {"vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 4, "
     {"layer_types": ["hybrid"] * 4},  # every layer global: the swa_* keys unused; every MLP sparse (the class default)
     {"layer_types": ["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"], "mlp_layer_types": ["dense", "sparse"] * 2},
     {"local_layer_ids": [1, 2], "dense_intermediate_size": 80, "dense_mlp_idx": 2},  # the released files' spelling
+    # 6 sliding heads over 3 KV heads beside the global layers' 4 over 2: no layer pairs 4 heads with 3 KV heads
+    {"swa_num_attention_heads": 6, "swa_num_key_value_heads": 3, "layer_types": ["hybrid_sliding", "hybrid"] * 2},
 ])
 def test_inkling_on_its_config_class(variant):
     """InklingTextConfig shrunk, sliding layers of their own heads and head_dim (8 heads of 8 beside the global
