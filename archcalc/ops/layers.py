@@ -274,6 +274,11 @@ def _added_bias(name: str, component: ops.Component, wl: Workload, width: int, c
     return replace(ops.elementwise(name, component, wl, width, 1, count=count, params=width), shapes=((width,),))
 
 
+def _learned_scalar(name: str, component: ops.Component, wl: Workload, width: int, count: int) -> Op:
+    """One learned scalar times `width` values (Inkling's global_scale): one parameter, one FLOP a value."""
+    return replace(ops.elementwise(name, component, wl, width, 1, count=count, params=1), shapes=((1,),))
+
+
 def _attention_experts_in(spec: ModelSpec, wl: Workload, L: int, q_width: int, kv_width: int) -> list[Op]:
     """JetMoE's mixture of attention heads, before the core: a router D -> E (scored in full, top_k kept), each
     token's query from its top_k experts' q projections (D -> q_width / top_k each: all its heads together),
@@ -782,9 +787,7 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     if nonzero(kinds["dense"] - n_wide):
         out += _mlp(spec, wl, "layers.ffn", spec.d_ff, kinds["dense"] - n_wide)
         if spec.ffn.global_scale:  # Inkling: one learned scalar times the MLP's output
-            scale = ops.elementwise("layers.ffn.global_scale", "ffn", wl, spec.d_model, 1, count=kinds["dense"],
-                                    params=1)
-            out.append(replace(scale, shapes=((1,),)))
+            out.append(_learned_scalar("layers.ffn.global_scale", "ffn", wl, spec.d_model, kinds["dense"]))
     if spec.ffn.receptance:  # RWKV-4's channel mix: its token shift, sigmoid(x W_r) ⊙ the MLP's output
         D, n = spec.d_model, kinds["dense"]
         out += [_token_shift("layers.ffn.shift", "ffn", wl, D, 2, n),
@@ -808,9 +811,8 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         if moe.output_bias:  # JetMoE: one D-vector on the combined output
             out.append(_added_bias("layers.moe.bias", "ffn", wl, D, n_moe))
         if spec.ffn.global_scale:  # Inkling: one fp32 scalar times the routing weights (top_k and the shared experts')
-            scale = ops.elementwise("layers.moe.global_scale", "router", wl, moe.top_k + moe.router_shared, 1,
-                                    count=n_moe, params=1)
-            out.append(_fp32(replace(scale, shapes=((1,),))))
+            out.append(_fp32(_learned_scalar("layers.moe.global_scale", "router", wl, moe.top_k + moe.router_shared,
+                                             n_moe)))
         if moe.router_scales:  # Gemma 4: rms(x) · scale · D^-1/2 into the router; per-expert scales on its weights
             E = moe.n_experts
             out += [ops.norm("layers.moe.router_norm", wl, D, "rmsnorm", False, weight=False, count=n_moe,
@@ -882,16 +884,18 @@ def _per_layer_input_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
 def _residual_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     r, D, L = spec.residual, spec.d_model, spec.n_layers
     U = 2 * L
-    laurel = _laurel_ops(spec, wl) if r.laurel_rank is not None else []
+    # branches beside the skip: LAuReL's, or each sublayer's output through its short conv (Inkling: its state is
+    # kept with the attention's)
+    branches = _laurel_ops(spec, wl) if r.laurel_rank is not None else []
     if r.kind == "altup":
-        return laurel + _altup_ops(spec, wl)
-    if r.output_conv is not None:  # Inkling: each sublayer's output through its short conv (its state: the attention's)
-        laurel += _short_conv("layers.residual.conv", "residual", wl, D, r.output_conv, U, "replicated")
+        return branches + _altup_ops(spec, wl)
+    if r.output_conv is not None:
+        branches += _short_conv("layers.residual.conv", "residual", wl, D, r.output_conv, U, "replicated")
     if r.kind == "standard":  # x + F(x) after each sublayer that is there; w ⊙ x + F(x) with scales (Doge)
         units = U - spec.attention_layers["none"] - spec.ffn_layers["none"] + L * (spec.per_layer_input is not None)
         add = ops.elementwise("layers.residual.add", "residual", wl, D, 1 + r.scales, inputs=2, count=units,
                               params=D if r.scales else 0)
-        return laurel + [replace(add, shapes=((D,),)) if r.scales else add]
+        return branches + [replace(add, shapes=((D,),)) if r.scales else add]
     if r.kind == "parallel":  # x + attn + ffn: two adds, once per layer
         return [ops.elementwise("layers.residual.add", "residual", wl, D, 2, inputs=3, count=L)]
     if r.kind in ("hyper", "mhc"):
