@@ -824,6 +824,9 @@ class ReferenceModel(nn.Module):
             # Inkling: pinned by transformers' own modules (tests/spec/test_hf_oracle.py)
             raise ValueError("the reference model has no relative logits, short convs, global scales or router-scored "
                              "shared experts (Inkling)")
+        if (spec.norm.kind == "l2" or spec.residual.kind == "interpolate" or a.query_scale or a.gate_scale
+                or spec.ffn.scales or spec.logit_scale):  # Dory's nGPT parts: pinned by transformers' own modules
+            raise ValueError("the reference model has no L2 norms, interpolating residual or nGPT scales (Dory)")
         if spec.drafter is not None:  # Gemma 4's assistant: pinned by transformers' own modules (test_hf_oracle.py)
             raise ValueError("the reference model has no drafter (a model that reads its target's cache)")
         if spec.attention.grouped or spec.attention.v_norm or spec.per_layer_input is not None:

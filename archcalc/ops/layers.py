@@ -76,12 +76,17 @@ def _shared_block_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> l
 
 def _looped(spec: ModelSpec, wl: Workload, ops_: list[Op]) -> list[Op]:
     """A LoopSpec's layers: every layer op runs count times and stores its weights count × stored_layers /
-    n_layers times (the layers are alike: ModelSpec._check_loop); then each pass's input sum, the weightless
-    norm ending every pass but the last (whose norm is the final one) and the learned initial state."""
+    n_layers times (the layers' weights are alike: ModelSpec._check_loop; the cores, split by kind, have none).
+    A recurrent loop: x₀, the prelude's output normed, and each pass's start, the state normed plus x₀.  A
+    hierarchical one: each pass's input sum, the weightless norm ending every pass but the last (whose norm is
+    the final one) and the learned initial state."""
     lp, D = spec.loop, spec.d_model
     out = [replace(op, stored=op.count * lp.stored_layers // spec.n_layers) if op.name.startswith("layers.") else op
            for op in ops_]
     out.append(ops.elementwise("loop.add", "residual", wl, D, 1, inputs=2, count=lp.passes))
+    if lp.kind == "recurrent":
+        return out + [ops.norm("loop.norm", wl, D, spec.norm.kind, False, weight=False, count=lp.passes + 1,
+                               component="residual")]
     if lp.passes > 1:
         out.append(ops.norm("loop.norm", wl, D, "rmsnorm", False, weight=False, count=lp.passes - 1,
                             component="residual"))
@@ -231,9 +236,13 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         rope_layers = spec.rope_layers
         if nonzero(rope_layers):
             out.append(_rope(wl, "layers.attn.rope", rotated, rope_layers))
+    if a.query_scale:  # nGPT's s_qk: the queries times a learned H·d_k vector squared, after RoPE
+        out.append(_learned_vector("layers.attn.q_scale", "attention", wl, H * dk, L, tp="split"))
     if a.dynamic_mask is not None:
         out += _dynamic_mask_ops(spec, wl, L, K, dv)
-    cores = _cores(spec, wl, conv, spec.attention_layers, K, dk, dv, kv_width)
+    unwritten = _unwritten_runs(spec)
+    cores = _cores(spec, wl, conv, {k: n - unwritten.get(k, 0) for k, n in spec.attention_layers.items()}, K, dk, dv,
+                   kv_width) + (_cores(spec, wl, conv, unwritten, K, dk, dv, kv_width, shared=True) if unwritten else [])
     out += cores if not a.differential else _differential(spec, wl, cores, L, H, dv)
     if a.separate_gate:  # HY-V4: the gate's own projection
         out.append(ops.matmul("layers.attn.gate_proj", "attention", wl, D, H * dv, count=L))
@@ -271,7 +280,27 @@ def _dynamic_mask_ops(spec: ModelSpec, wl: Workload, L: int, K: int, dv: int) ->
 def _added_bias(name: str, component: ops.Component, wl: Workload, width: int, count: int) -> Op:
     """A learned vector of `width` added to an output on its own (not a projection's bias): one FLOP a value,
     whole on every rank."""
-    return replace(ops.elementwise(name, component, wl, width, 1, count=count, params=width), shapes=((width,),))
+    return _learned_vector(name, component, wl, width, count)
+
+
+def _learned_vector(name: str, component: ops.Component, wl: Workload, width: int, count: int, *,
+                    tp: ops.Sharding = "replicated", tokens: int | None = None, parts: int = 1) -> Op:
+    """A learned vector of `width` (`parts` tensors of width / parts) applied to as many values a token, added or
+    multiplied (nGPT's scales: the vector's square or |·| is taken over the parameters, not the tokens): one FLOP
+    a value."""
+    op = ops.elementwise(name, component, wl, width, 1, count=count, params=width, tp=tp, tokens=tokens)
+    return replace(op, shapes=((width // parts,),) * parts)
+
+
+def _unwritten_runs(spec: ModelSpec) -> dict[str, int]:
+    """A recurrent loop with cache last_pass: the core layers' runs before the last pass, by kind.  Each reads
+    its layer's cache beside its own new keys and writes nothing (Dory's last_loop: DoryAttention's
+    shared_kv_states), so its core is counted as a shared layer's."""
+    lp = spec.loop
+    if lp is None or lp.cache != "last_pass":
+        return {}
+    runs = spec.layer_attention[lp.prelude:lp.prelude + (lp.passes - 1) * lp.core]
+    return {kind: runs.count(kind) for kind in set(runs)}
 
 
 def _learned_scalar(name: str, component: ops.Component, wl: Workload, width: int, count: int) -> Op:
@@ -413,8 +442,11 @@ def _head_gate(spec: ModelSpec, wl: Workload, suffix: str, H: int, d: int, L: in
 
 def _output_gate(spec: ModelSpec, wl: Workload, H: int, d: int, L: int) -> Op:
     """sigmoid(gate) ⊙ each head's d outputs (the gate's projection is in q_proj's, Qwen3-Next); with gate_bias,
-    one bias a head added first (Beam): H parameters and one more FLOP a value."""
-    return _sigmoid_gate("layers.attn.gate", "attention", wl, H * d, L, bias=H if spec.attention.gate_bias else 0)
+    one bias a head added first (Beam): H parameters and one more FLOP a value; with gate_scale, the gate times
+    a learned H·d vector squared first (Dory's s_gate): H·d parameters and one more FLOP a value."""
+    a = spec.attention
+    return _sigmoid_gate("layers.attn.gate", "attention", wl, H * d, L,
+                         bias=H if a.gate_bias else H * d if a.gate_scale else 0)
 
 
 def _differential(spec: ModelSpec, wl: Workload, cores: list[Op], L: int, H: int, d: int) -> list[Op]:
@@ -639,7 +671,7 @@ def _lightning_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list
 def _sigmoid_gate(name: str, component: ops.Component, wl: Workload, width: int, count: int, bias: int = 0) -> Op:
     """sigmoid(gate) ⊙ output over `width` values a token (Qwen3-Next's attention gate, MiniMax's
     lightning output gate): reads both, writes one; split with the heads under TP.  `bias`: a learned
-    vector of that many values added to the gate first (one more FLOP a value)."""
+    vector of that many values added to (or multiplying) the gate first (one more FLOP a value)."""
     gate = ops.elementwise(name, component, wl, width, ops.SIGMOID_GATE_FLOPS + (1 if bias else 0), inputs=2,
                            count=count, params=bias, tp="split", fn="sigmoid")
     return replace(gate, shapes=((bias,),)) if bias else gate
@@ -785,7 +817,11 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     wide = spec.ffn.kv_shared_d_ff  # the layers that reuse K/V have an FFN of their own width (Gemma 4)
     n_wide = spec.attention.kv_shared_layers if wide is not None else 0
     if nonzero(kinds["dense"] - n_wide):
-        out += _mlp(spec, wl, "layers.ffn", spec.d_ff, kinds["dense"] - n_wide)
+        mlp = _mlp(spec, wl, "layers.ffn", spec.d_ff, kinds["dense"] - n_wide)
+        if spec.ffn.scales:  # nGPT's s_u, s_v: the gate's and the up projection's outputs, each times a learned F-vector
+            mlp.insert(1, _learned_vector("layers.ffn.scales", "ffn", wl, 2 * spec.d_ff, kinds["dense"], tp="split",
+                                          parts=2))
+        out += mlp
         if spec.ffn.global_scale:  # Inkling: one learned scalar times the MLP's output
             out.append(_learned_scalar("layers.ffn.global_scale", "ffn", wl, spec.d_model, kinds["dense"]))
     if spec.ffn.receptance:  # RWKV-4's channel mix: its token shift, sigmoid(x W_r) ⊙ the MLP's output
@@ -896,6 +932,9 @@ def _residual_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         add = ops.elementwise("layers.residual.add", "residual", wl, D, 1 + r.scales, inputs=2, count=units,
                               params=D if r.scales else 0)
         return branches + [replace(add, shapes=((D,),)) if r.scales else add]
+    if r.kind == "interpolate":  # nGPT: x + |α| ⊙ (F − x), α a learned D-vector a sublayer
+        step = ops.elementwise("layers.residual.interpolate", "residual", wl, D, 3, inputs=2, count=U, params=D)
+        return branches + [replace(step, shapes=((D,),))]
     if r.kind == "parallel":  # x + attn + ffn: two adds, once per layer
         return [ops.elementwise("layers.residual.add", "residual", wl, D, 2, inputs=3, count=L)]
     if r.kind in ("hyper", "mhc"):
@@ -1048,6 +1087,8 @@ def _head_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         head = replace(head, params=head.bias_params, active_params=head.bias_params,
                        shapes=((V,),) if spec.lm_head_bias else ())
     out.append(head)
+    if spec.logit_scale:  # nGPT's s_z: the logits times a learned V-vector, in fp32 (whole on the sampling rank)
+        out.append(_learned_vector("lm_head.scale", "lm_head", wl, V, 1, tokens=wl.logit_tokens))
     if spec.final_softcap is not None:  # whole on the sampling rank: vLLM's LogitsProcessor soft-caps
         # after gathering the vocab-parallel logits
         out.append(ops.elementwise("lm_head.softcap", "lm_head", wl, V, ops.SOFTCAP_FLOPS,

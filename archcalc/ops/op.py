@@ -720,6 +720,8 @@ def norm(name: str, wl: Workload, width: int, kind: str, bias: bool, *, weight: 
     split with the channels it normalises (a linear mixer's norm over its sharded inner width)."""
     if kind is None:
         raise ValueError(f"op {name}: a norm needs its kind; valid: {NORM_KINDS[1:]}")
+    if kind == "l2":  # x·rsqrt(Σx² + ε), no scale (nGPT): a weightless RMSNorm's kernel and cost
+        kind, weight = "rmsnorm", False
     m = wl.tokens if tokens is None else tokens
     params = width * (int(weight) + int(bias))
     # Without a weight the final scale is not done: one FLOP less per element.

@@ -208,6 +208,10 @@ class AttentionSpec(_Frozen):
     gate_bias: bool = False
     # with output_gate: the gate from its own bias-free projection D -> H·d_v, not from q's (HY-V4's gate_proj)
     separate_gate: bool = False
+    # with output_gate: a learned H·d_v vector inside the gate, sigmoid(g ⊙ s²) (Dory's s_gate): H·d_v parameters
+    gate_scale: bool = False
+    # a learned H·d_k vector whose square scales the queries after RoPE (nGPT's s_qk, arXiv:2410.01131; Dory's sqk)
+    query_scale: bool = False
     global_rope: bool = True  # false: global layers use no position encoding (NoPE)
     # Layers that skip RoPE whatever their kind (SmolLM3 and Llama 4: every 4th layer), beside
     # global_rope; a NoPE layer has no rotation to compute and nothing else changes.
@@ -321,6 +325,10 @@ class AttentionSpec(_Frozen):
                              "and with layers of one shape")
         if self.separate_gate and not self.output_gate:
             raise ValueError("separate_gate says where the output gate comes from: it needs output_gate")
+        if self.gate_scale and (not self.output_gate or self.gate_bias):
+            raise ValueError("gate_scale is a scale inside the output gate: it needs output_gate, and no gate_bias")
+        if self.query_scale and (self.kind != "mha" or self.grouped or self.experts is not None):
+            raise ValueError("query_scale goes with kind mha, layers of one shape and no attention experts")
         if self.gate_bias and not self.output_gate:
             raise ValueError("gate_bias is a bias on the output gate: it needs output_gate")
         if self.head_gate is not None and self.output_gate:
@@ -660,9 +668,15 @@ class FFNSpec(_Frozen):
     # a learned scalar on each dense MLP's output and on each MoE router's weights (Inkling's global_scale): one
     # parameter a layer (the router's in fp32)
     global_scale: bool = False
+    # two learned F-vectors scaling the gate's and the up projection's outputs of each dense gated MLP (nGPT's s_u
+    # and s_v, arXiv:2410.01131; Dory's suv_gate, suv_up): 2·F parameters a layer, one FLOP a value each
+    scales: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> FFNSpec:
+        if self.scales and (self.moe is not None or not self.gated or self.product_key is not None
+                            or self.kv_shared_d_ff is not None):
+            raise ValueError("ffn.scales (nGPT's s_u, s_v) goes with a dense gated MLP of one width in every layer")
         if self.product_key is not None and (self.moe is not None or self.receptance or self.sub_norm
                                              or self.none_layers or self.kv_shared_d_ff is not None):
             raise ValueError("ffn.product_key goes beside a dense MLP in every layer: no moe, receptance, sub_norm, "
@@ -683,7 +697,9 @@ class FFNSpec(_Frozen):
 
 
 class NormSpec(_Frozen):
-    kind: Literal["rmsnorm", "layernorm", "none"] = "rmsnorm"
+    # l2: x / ‖x‖ with no learned scale (nGPT, arXiv:2410.01131: hidden states on the unit sphere); it costs what
+    # a weightless RMSNorm costs (Σx² where RMSNorm takes the mean) and asks for weight: false
+    kind: Literal["rmsnorm", "layernorm", "l2", "none"] = "rmsnorm"
     bias: bool = False  # LayerNorm only: a bias vector beside the weight
     # pre: x + F(N(x)); post: a norm on each sublayer output (OLMo 2's
     # x + N(F(x)), or the original Transformer's N(x + F(x)): same cost);
@@ -701,6 +717,9 @@ class NormSpec(_Frozen):
     def _check(self) -> NormSpec:
         if self.bias and self.kind != "layernorm":
             raise ValueError(f"bias only applies to layernorm, not {self.kind}")
+        if self.kind == "l2" and (self.weight or self.embedding or self.gate_rank is not None):
+            raise ValueError("kind l2 (x / ‖x‖) has no learned scale: it needs weight: false, and no embedding norm "
+                             "or gate_rank")
         if self.kind == "none" and (self.embedding or not self.weight):
             raise ValueError("embedding and weight describe a norm; kind none has none")
         if self.bias and not self.weight:
@@ -751,7 +770,9 @@ class ResidualSpec(_Frozen):
     # altup: alternating updates (Gemma 3n; NeurIPS 2023): n streams, each layer runs on one, a learned
     # prediction before it and correction after it; the streams made from the embedding by n − 1 D × D
     # projections and merged by n − 1 more before the final norm.
-    kind: Literal["standard", "parallel", "hyper", "mhc", "attnres", "altup"] = "standard"
+    # interpolate: nGPT's step towards each sublayer's output, x ← x + |α| ⊙ (F − x) (arXiv:2410.01131, eq. 10-11;
+    # Dory's lambda_1, lambda_2): a learned D-vector α a sublayer, a subtract, multiply and add a value
+    kind: Literal["standard", "parallel", "hyper", "mhc", "attnres", "altup", "interpolate"] = "standard"
     parallel_norms: int = Field(default=1, ge=1, le=2)  # strict int: a bool is not a count; parallel: one shared norm (GPT-J, Cohere) or two (NeoX, Falcon-40B)
     streams: int = Field(default=4, ge=1, le=64)  # hyper / mhc: n residual streams
     dynamic: bool = True  # hyper: input-dependent coefficients (DHC) or static ones (SHC)
@@ -852,17 +873,50 @@ class PerLayerInputSpec(_Frozen):
 
 
 class LoopSpec(_Frozen):
-    """Layers a token runs through more than once with the same weights: HRM-Text's hierarchical recurrence
-    (Wang et al. 2025, arXiv:2506.21734; sapientinc/HRM-Text-1B), two stacks of layers of which the low-level
-    one runs L_cycles times and the high-level one once, H_cycles times over.  n_layers counts the layers run
-    (transformers' cache slots: one a run); `stored_layers` the layers with weights of their own, each run
-    n_layers / stored_layers times.  Every layer alike (one attention kind, dense FFN).  Each of the `passes`
-    stack passes starts from a sum of the two states (an add) and ends in a weightless RMSNorm (the last
-    pass's is the final norm); `init_state`: a learned D-vector starts the low-level state (HRM's z_L_init)."""
+    """Layers a token runs through more than once with the same weights.  n_layers counts the layers run
+    (transformers' cache slots: one a run); `stored_layers` the layers with weights of their own.  Every
+    layer's weights alike (one shape; global and local layers differ only in their window).
 
+    kind hierarchical: HRM-Text's recurrence (Wang et al. 2025, arXiv:2506.21734; sapientinc/HRM-Text-1B), two
+    stacks of layers of which the low-level one runs L_cycles times and the high-level one once, H_cycles
+    times over: each layer run n_layers / stored_layers times.  Each of the `passes` stack passes starts from a
+    sum of the two states (an add) and ends in a weightless RMSNorm (the last pass's is the final norm);
+    `init_state`: a learned D-vector starts the low-level state (HRM's z_L_init).
+
+    kind recurrent: a prelude of `prelude` layers run once, a core of stored_layers − prelude − coda layers run
+    `passes` times, a coda of `coda` layers run once (Dory, nvidia/NVIDIA-Nemotron-Labs-Dory1.0-4B; Huginn's
+    prelude/core/coda, arXiv:2502.05171).  The prelude's output normed is x₀; each pass starts from the state
+    normed plus x₀ (a norm and an add; the norm.kind's, weightless).  `cache` per_pass: each run of a core layer
+    keeps a cache of its own; last_pass: one a core layer, written by the last pass, the earlier passes reading
+    it beside their own new keys (Dory's recurrent_kv_cache_mode last_loop)."""
+
+    kind: Literal["hierarchical", "recurrent"] = "hierarchical"
     stored_layers: Layers
     passes: int = Field(ge=1, le=MAX_LAYERS)
     init_state: bool = False
+    prelude: int = Field(default=0, ge=0, le=MAX_LAYERS)
+    coda: int = Field(default=0, ge=0, le=MAX_LAYERS)
+    cache: Literal["per_pass", "last_pass"] = "per_pass"
+
+    @model_validator(mode="after")
+    def _check(self) -> LoopSpec:
+        if self.kind == "hierarchical" and (self.prelude or self.coda or self.cache != "per_pass"):
+            raise ValueError("prelude, coda and cache last_pass go with loop kind recurrent")
+        if self.kind == "recurrent" and (self.init_state or self.prelude + self.coda >= self.stored_layers):
+            raise ValueError(f"loop kind recurrent: prelude ({self.prelude}) + coda ({self.coda}) must leave a core "
+                             f"of stored_layers ({self.stored_layers}), and no init_state")
+        return self
+
+    @property
+    def core(self) -> int:
+        """The layers a recurrent loop runs `passes` times."""
+        return self.stored_layers - self.prelude - self.coda
+
+    def runs_layers(self, n_layers: int) -> bool:
+        """n_layers (the layers run) is what the loop runs."""
+        if self.kind == "recurrent":
+            return n_layers == self.prelude + self.passes * self.core + self.coda
+        return not (n_layers % self.stored_layers or self.stored_layers > n_layers or n_layers % self.passes)
 
 
 class SharedBlockSpec(_Frozen):
@@ -935,6 +989,8 @@ class ModelSpec(_Frozen):
     # project_in (E -> D) and project_out (D -> E), bias-free, connect them.
     embedding_dim: Width | None = None
     final_softcap: Positive | None = None  # tanh soft-capping of the logits
+    # a learned V-vector scaling the logits, in fp32 (nGPT's s_z, arXiv:2410.01131; Dory's logit_scale)
+    logit_scale: bool = False
     attention: AttentionSpec
     linear: LinearMixer | None = None  # the mixer of layer_types' "linear" layers
     ffn: FFNSpec = Field(default_factory=FFNSpec)
@@ -1078,17 +1134,31 @@ class ModelSpec(_Frozen):
         return self
 
     def _check_loop(self) -> None:
-        """Layers that share weights are alike: their ops are one group whose weights are stored the fewer times."""
-        lp = self.loop
-        if self.n_layers % lp.stored_layers or lp.stored_layers > self.n_layers or self.n_layers % lp.passes:
-            raise ValueError(f"loop: n_layers ({self.n_layers}) must be a multiple of loop.stored_layers "
-                             f"({lp.stored_layers}) and of loop.passes ({lp.passes})")
-        if (len(set(self.layer_attention)) > 1 or set(self.layer_attention) & {"linear", "none"} or self.ffn.moe
-                or self.ffn.none_layers or len(set(self.layer_rope)) > 1 or self.attention.grouped
-                or self.attention.o_bias_layers or self.residual.kind != "standard" or self.mtp is not None
+        """Layers that share weights are alike: their ops are one group whose weights are stored the fewer times
+        (global and local layers of a recurrent loop too: a window has no weights; each pass's core layers of the
+        first pass's kinds)."""
+        lp, a, kinds = self.loop, self.attention, self.layer_attention
+        if not lp.runs_layers(self.n_layers):
+            need = ("loop.prelude + loop.passes × core + loop.coda" if lp.kind == "recurrent" else
+                    "a multiple of loop.stored_layers and of loop.passes")
+            raise ValueError(f"loop: n_layers ({self.n_layers}), the layers run, must be {need} "
+                             f"(stored_layers {lp.stored_layers}, passes {lp.passes})")
+        mixed = lp.kind == "recurrent" and set(kinds) <= {"global", "local"} and not (
+            a.sinks or a.local_heads is not None or a.relative is not None)
+        if ((len(set(kinds)) > 1 and not mixed) or set(kinds) & {"linear", "none", "chunked"} or self.ffn.moe
+                or self.ffn.none_layers or len(set(self.layer_rope)) > 1 or a.grouped
+                or a.o_bias_layers or self.residual.kind not in ("standard", "interpolate") or self.mtp is not None
                 or self.per_layer_input is not None or self.vision is not None):
-            raise ValueError("loop needs every layer alike (one attention kind, RoPE on all or none, a dense FFN, "
-                             "the standard residual) and no MTP, vision tower or per-layer inputs")
+            raise ValueError("loop needs every layer alike (one attention kind, or global and local layers of one "
+                             "shape in a recurrent loop; RoPE on all or none, a dense FFN, the standard or "
+                             "interpolate residual) and no MTP, vision tower or per-layer inputs")
+        if lp.kind == "recurrent" and self.norm.kind == "none":
+            raise ValueError("a recurrent loop norms each pass's start with norm.kind's norm: kind none has none")
+        if lp.kind == "recurrent":
+            core = kinds[lp.prelude:lp.prelude + lp.core]
+            if any(kinds[lp.prelude + p * lp.core:lp.prelude + (p + 1) * lp.core] != core for p in range(lp.passes)):
+                raise ValueError("loop: each pass runs the core's layers, of the first pass's kinds: "
+                                 "attention.layer_types must repeat them")
 
     def _check_drafter(self) -> None:
         """A drafter (Gemma 4's assistant): every layer on the target's K/V, a centroid head that splits the
@@ -1102,10 +1172,11 @@ class ModelSpec(_Frozen):
                              f"and be at least drafter.top_k ({dr.top_k})")
         if (self.ffn.moe is not None or self.per_layer_input is not None or self.mtp or self.loop or self.vision
                 or self.embedding_dim or self.head_vocab_size or self.head_transform or self.linear is not None
-                or self.lm_head_bias or self.final_softcap is not None or self.residual.kind != "standard"):
+                or self.lm_head_bias or self.final_softcap is not None or self.logit_scale
+                or self.residual.kind != "standard"):
             raise ValueError("a drafter (Gemma 4's assistant) has dense FFNs, the standard residual and no MoE, "
                              "per-layer inputs, MTP, loop, vision tower, linear mixer, head bias, logit soft-cap or "
-                             "head of another width")
+                             "scale, or head of another width")
 
     def _check_kv_sharing(self) -> None:
         """Each shared layer needs an earlier layer of its kind to read (transformers raises otherwise)."""

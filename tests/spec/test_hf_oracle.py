@@ -2111,6 +2111,77 @@ def test_inkling_s_default_layers_are_its_config_class_s(layers):
     assert list(spec.layer_attention) == ["local" if t == "hybrid_sliding" else "global" for t in hf.layer_types]
 
 
+def test_dory_at_its_config_class_s_full_size():
+    """DoryConfig's defaults (nvidia/NVIDIA-Nemotron-Labs-Dory1.0-4B's shapes; its config.json was not found):
+    transformers' numel at full size, 3,975,229,440 (the "4B"), is ours, read from the file the class writes (its
+    layers listed as attention and mlp blocks, every count doubled).  36 layers stored, 56 run: 8 in the prelude,
+    the 20 of the core twice, 8 in the coda; the nGPT vectors are 2 of D a layer (the interpolation rates), 2 of
+    H·d (sqk, s_gate), 2 of F (suv) and one of V on the logits; the norms have no weight."""
+    raw, spec, total = _at_full_size("dory")
+    result = size(spec, Workload.forward(1), CONVENTIONS["torch"])
+    assert result.params.total == total == 3_975_229_440 and round(total / 1e9) == 4
+    assert (spec.n_layers, spec.loop.stored_layers, spec.loop.core) == (56, 36, 20)
+    assert raw["num_hidden_layers"] == 72 and raw["layer_types"][1] == "mlp"
+    vectors = {op.name: op.params * (op.stored or op.count) for op in result.ops
+               if op.name in ("layers.residual.interpolate", "layers.attn.q_scale", "layers.attn.gate",
+                              "layers.ffn.scales", "lm_head.scale")}
+    assert vectors == {"layers.residual.interpolate": 36 * 2 * 2560, "layers.attn.q_scale": 36 * 16 * 256,
+                       "layers.attn.gate": 36 * 16 * 256, "layers.ffn.scales": 36 * 2 * 7168, "lm_head.scale": 131072}
+    assert not any(op.params for op in result.ops if op.kind == "norm")
+
+
+DORY_SMALL = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 7,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "sliding_window": 8,
+              "n_input_layers": 2, "n_output_layers": 2, "n_recurrent_loops": 3}
+
+
+@pytest.mark.parametrize("mode", ["per_loop", "last_loop"])
+@pytest.mark.parametrize("variant", [
+    {},  # DoryConfig's layer rule: layer 3, the core's second, full; the rest sliding in an 8-token window
+    {"layer_types": ["full_attention"] * 7},  # no sliding layer
+    {"n_recurrent_loops": 1, "n_input_layers": 0, "n_output_layers": 3},  # one pass, no prelude
+])
+def test_dory_on_its_config_class(mode, variant):
+    """DoryConfig shrunk, a core of 3 layers run 3 times between a prelude and a coda of 2: numel; FlopCounterMode's
+    prefill past the window and decode step; and the cache its forward returns: with per_loop a cache a layer run
+    (2 + 3·3 + 2 = 13), with last_loop one a layer (7), the earlier passes reading it and writing nothing.  The
+    file as the class writes it (attention and mlp blocks, counts doubled) and as its layers give it read alike."""
+    config = AutoConfig.for_model("dory", **{**DORY_SMALL, **variant, "recurrent_kv_cache_mode": mode})
+    raw = json.loads(config.to_json_string())
+    data, report = spec_dict_from_config(raw, "config.json")
+    assert not report.warnings, report.warnings
+    layers = {**DORY_SMALL, **variant, "layer_types": config.layer_types, "recurrent_kv_cache_mode": mode}
+    assert spec_dict_from_config({**layers, "model_type": "dory"}, "config.json")[0] == data
+    spec = ModelSpec.model_validate({"name": "dory", **data})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE).eval()
+    tokens = DORY_SMALL["sliding_window"] + PAST_WINDOW
+    hf_prefill, hf_step, cache = _prefill_then_step(model, tokens)
+    ours_ = size(spec, Workload.forward(tokens), CONVENTIONS["torch"])
+    assert ours_.params.total == sum(p.numel() for p in model.parameters())
+    assert ours_.flops.forward == hf_prefill
+    per_token = sum((layer.keys.shape[1] * layer.keys.shape[3] + layer.values.shape[1] * layer.values.shape[3])
+                    * layer.keys.element_size() for layer in cache.layers)
+    assert per_token == ours_.kv.bytes_per_token
+    held = sum(op.count for op in ours_.ops if op.kind == "attention" and not op.dims.shared)
+    assert held == len(cache.layers) == (spec.n_layers if mode == "per_loop" else config.num_hidden_layers)
+    # the step after a prefill of `tokens` within the window: _prefill_then_step's decode of one token
+    _, hf_step, _ = _prefill_then_step(model, DECODE_CONTEXT)
+    assert size(spec, Workload.decode(DECODE_CONTEXT + 1), CONVENTIONS["torch"]).flops.forward == hf_step
+
+
+@pytest.mark.parametrize("layers", [5, 8, 13])
+def test_dory_s_default_layers_are_its_config_class_s(layers):
+    """A file without layer_types (transformers always writes them): the kinds DoryConfig derives, every fourth
+    layer full, each run of a core layer of its layer's kind."""
+    raw = {**DORY_SMALL, "model_type": "dory", "num_hidden_layers": layers}
+    spec = ModelSpec.model_validate({"name": "dory", **spec_dict_from_config(raw, "config.json")[0]})
+    hf = AutoConfig.for_model("dory", **{k: v for k, v in raw.items() if k != "model_type"})
+    kinds = ["local" if t == "sliding_attention" else "global" for t in hf.layer_types]
+    start, end = hf.n_input_layers, hf.n_input_layers + hf.n_recurrent_layers
+    assert list(spec.layer_attention) == kinds[:start] + kinds[start:end] * hf.n_recurrent_loops + kinds[end:]
+
+
 # Fixtures whose transformers model holds more bytes at bf16 than archcalc's weights at --dtype bf16: their
 # routers (and LongCat-Flash's zero experts' rows, ZERO_EXPERT_ROWS; Zamba's shared block and Nemotron-H's and
 # Kimi Linear's gates likewise) are built in fp32 by transformers, where archcalc counts every weight but those

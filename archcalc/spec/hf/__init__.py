@@ -28,7 +28,7 @@ from archcalc.spec.hf.hybrid import (
     _lara_mini, _lfm2, _lfm2_moe, _lfm3, _mamba2_lm, _mamba_lm, _minimax, _nemotron_h, _olmo_hybrid,
     _recurrent_gemma, _rwkv, _xlstm, _zamba, _zamba2,
 )
-from archcalc.spec.hf.llama import _doge, _hrm_text, _llama_like
+from archcalc.spec.hf.llama import _doge, _dory, _hrm_text, _llama_like
 from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
 from archcalc.spec.hf.gemma import (
     GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _drafter_text, _gemma3n, _gemma4, _gemma4_drafter, _gemma4_unified,
@@ -48,6 +48,10 @@ FAMILY_DEFAULTS = {
                     "rope_local_base_freq": 10_000.0, "sliding_window_pattern": 6,
                     "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True},
     "gemma4_text": GEMMA4_DEFAULTS, "lara_mini": LARA_MINI_DEFAULTS, "gemma3n_text": GEMMA3N_DEFAULTS, "gemma4_unified_text": GEMMA4_UNIFIED_DEFAULTS,
+    # DoryConfig's (nvidia/NVIDIA-Nemotron-Labs-Dory1.0-4B's shapes, in its own layout: layers counted once)
+    "dory": {"vocab_size": 131072, "hidden_size": 2560, "intermediate_size": 7168, "num_hidden_layers": 36,
+             "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 8192,
+             "sliding_window": 1024, "n_input_layers": 8, "n_output_layers": 8, "n_recurrent_loops": 2},
     # BambaConfig's context default; Bamba-9B's config.json has no max_position_embeddings.
     "bamba": {"max_position_embeddings": 262144},
     # InklingTextConfig's (also inkling_mm_model's text_config, which has no model_type of its own)
@@ -119,7 +123,6 @@ REFUSED = {
                    "routing and grouped output LoRA are not modelled yet",
     **dict.fromkeys(("dots3_note", "dots3_note_text"), "dots3-note's indexed attention is not modelled yet"),
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), "Qwen4-Exp's QSA indexer and gated residuals are not modelled yet"),
-    "dory": "Dory's normalised (nGPT-style) looped layers are not modelled yet",
     "zaya": "ZAYA1's compressed convolutional attention and router MLPs are not modelled yet",
     "blt": "the Byte Latent Transformer's patcher, local encoder and decoder are not modelled yet",
     **dict.fromkeys(("inkling2_text", "inkling2_loop_text"),
@@ -165,7 +168,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "cohere_compass_text": _cohere_compass, "hrm_text": _hrm_text, "zamba2": _zamba2, "zamba": _zamba, "rwkv": _rwkv,
     "modernbert-decoder": _modernbert_decoder,
     "beam": _beam, "xlstm": _xlstm, "jetmoe": _jetmoe, "doge": _doge, "recurrent_gemma": _recurrent_gemma,
-    "inkling_text": _inkling,
+    "inkling_text": _inkling, "dory": _dory,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

@@ -386,6 +386,69 @@ def _hrm_text(r: ConfigReader) -> dict:
             "norm": {"weight": False}, "loop": {"stored_layers": 2 * stack, "passes": passes, "init_state": True}}
 
 
+# DoryConfig's recurrent_kv_cache_mode, as LoopSpec.cache names it
+DORY_CACHE = {"per_loop": "per_pass", "last_loop": "last_pass"}
+DORY_KINDS = {"sliding_attention": "local", "full_attention": "global"}
+DORY_FULL_THETA = 10_000_000.0
+
+
+def _dory(r: ConfigReader) -> dict:
+    """Dory (NVIDIA Nemotron-Labs; DoryConfig): nGPT's normalised layers (arXiv:2410.01131) in a prelude of
+    n_input_layers run once, a core run n_recurrent_loops times and a coda of n_output_layers (LoopSpec kind
+    recurrent).  Every norm an L2 norm without weights: around each sublayer (a sandwich), on each head's q and k,
+    over the attention's and the MLP's inner outputs (sub-norms), at each pass's start and at the end; the residual
+    steps towards each sublayer's output at a learned rate (interpolate); GQA with a separate output gate scaled
+    inside (s_gate), queries scaled after RoPE (sqk), a SwiGLU MLP with its gate and up outputs scaled (suv), and
+    a learned scale on the logits.  The released files list each layer as an attention and an mlp block
+    (layer_types with "mlp" entries, every layer count doubled), as DoryConfig reads and writes them."""
+    n, n_in, n_out = r.get("num_hidden_layers"), r.get("n_input_layers"), r.get("n_output_layers")
+    n_rec = r.get("n_recurrent_layers", default=None)
+    types = r.get("layer_types", default=None)
+    if types is not None and "mlp" in types:  # the released layout: (attention, mlp) blocks, each pair a layer
+        counts = [c for c in (n, n_in, n_out, n_rec) if c is not None]
+        if types[1::2] != ["mlp"] * (len(types) // 2) or "mlp" in types[::2] or any(c % 2 for c in counts):
+            raise InputError(r.path, r.prefix + "layer_types", "with mlp blocks listed: attention and mlp alternate, "
+                             "and num_hidden_layers, n_input_layers, n_output_layers (n_recurrent_layers) are even")
+        types, n, n_in, n_out = types[::2], n // 2, n_in // 2, n_out // 2
+        n_rec = None if n_rec is None else n_rec // 2
+    n_rec = n - n_in - n_out if n_rec is None else n_rec
+    if n_rec < 1 or n_in + n_rec + n_out != n:
+        raise InputError(r.path, r.prefix + "n_recurrent_layers", f"the prelude ({n_in}), core ({n_rec}) and coda "
+                         f"({n_out}) must be num_hidden_layers ({n}) layers, the core at least one")
+    if types is None:  # DoryConfig's rule: every fourth layer full
+        types = ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(n)]
+    if len(types) != n or set(types) - set(DORY_KINDS):
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of {' or '.join(DORY_KINDS)} expected")
+    loops = r.get("n_recurrent_loops")
+    mode = r.get("recurrent_kv_cache_mode", default="per_loop")
+    if mode not in DORY_CACHE:
+        raise InputError(r.path, r.prefix + "recurrent_kv_cache_mode", f"{mode!r}; valid: {', '.join(DORY_CACHE)}")
+    kinds = [DORY_KINDS[t] for t in types]
+    runs = kinds[:n_in] + kinds[n_in:n_in + n_rec] * loops + kinds[n_in + n_rec:]
+    att = {**_heads(r), "qk_norm": "l2", "output_gate": True, "separate_gate": True, "gate_scale": True,
+           "query_scale": True, "sub_norm": True}
+    if "local" in kinds:
+        att |= {"sliding_window": r.get("sliding_window"), "layer_types": runs}
+    else:
+        r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    for key, why in (("ngpt_alpha_init", "the interpolation rates' initial value: no parameter"),
+                     ("initializer_range", "initialisation, and the stored scale of nGPT's parameters: no count")):
+        r.ignore(key, why)
+    pos, limit = _position(r)
+    if not r.has("rope_parameters") and not r.has("rope_theta"):  # DoryConfig's: 10^7 on full layers (10^4 sliding)
+        pos["theta"] = DORY_FULL_THETA
+    return {**_core(r, tie_default=False, layers=False), "n_layers": len(runs), "max_context": limit,
+            "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
+                    "bias": bool(r.get("mlp_bias", default=False)), "sub_norm": True, "scales": True},
+            "norm": {"kind": "l2", "weight": False, "placement": "both"}, "residual": {"kind": "interpolate"},
+            "logit_scale": True,
+            "loop": {"kind": "recurrent", "stored_layers": n, "passes": loops, "prelude": n_in, "coda": n_out,
+                     "cache": DORY_CACHE[mode]}}
+
+
 def _doge(r: ConfigReader) -> dict:
     """Doge (SmallDoge): Llama's q/k/v/o with qk-norm per head and dynamic mask attention (keep_window_size
     keys a query, scored by dt_proj over each key's values), a SwiGLU MLP, and a learned D-vector on the skip
