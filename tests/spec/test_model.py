@@ -55,6 +55,21 @@ def test_head_dim_is_explicit_when_given():
     ({"residual": {"kind": "attnres", "blocks": 3}}, "must divide"),
     ({"n_layers": 0}, "greater than or equal to 1"),
     ({"bogus": 1}, "Extra inputs"),
+    # Dory's parts: an L2 norm has no weight; s_gate is inside a gate; s_u, s_v scale a gated MLP's two halves
+    ({"norm": {"kind": "l2"}}, "kind l2 .* needs weight: false"),
+    ({"attention": {"gate_scale": True}}, "it needs output_gate"),
+    ({"attention": {"output_gate": True, "gate_scale": True, "gate_bias": True}}, "and no gate_bias"),
+    ({"ffn": {"activation": "gelu", "scales": True}}, "dense gated MLP"),
+    # a recurrent loop: 2 stored layers, a core of 1 run 3 times between a prelude of 1 (5 run, not 2)
+    ({"loop": {"kind": "recurrent", "stored_layers": 2, "passes": 3, "prelude": 1}},
+     "must be loop.prelude \\+ loop.passes × core \\+ loop.coda"),
+    ({"loop": {"kind": "recurrent", "stored_layers": 2, "passes": 3, "prelude": 1, "coda": 1}}, "must leave a core"),
+    ({"loop": {"stored_layers": 1, "passes": 2, "coda": 1}}, "go with loop kind recurrent"),
+    ({"n_layers": 4, "loop": {"kind": "recurrent", "stored_layers": 3, "passes": 2, "prelude": 1, "coda": 1},
+      "attention": {"sliding_window": 4, "layer_types": ["local", "global", "local", "local"]}},
+     "must repeat them"),
+    ({"n_layers": 4, "loop": {"kind": "recurrent", "stored_layers": 3, "passes": 2, "prelude": 1, "coda": 1},
+      "norm": {"kind": "none"}}, "kind none has none"),
 ])
 def test_invalid_specs_are_rejected(bad, fragment):
     with pytest.raises(ValidationError, match=fragment):

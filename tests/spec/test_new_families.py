@@ -319,6 +319,53 @@ def test_a_loop_is_refused_where_it_is_not_modelled(args, message):
     assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
 
 
+# DoryConfig's file layout, shrunk: 4 layers listed as (attention, mlp) blocks, every count doubled
+DORY = {"model_type": "dory", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 8,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "sliding_window": 8,
+        "n_input_layers": 2, "n_recurrent_layers": 4, "n_output_layers": 2, "n_recurrent_loops": 2,
+        "layer_types": ["sliding_attention", "mlp", "sliding_attention", "mlp", "full_attention", "mlp",
+                        "sliding_attention", "mlp"]}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"n_recurrent_layers": 6}, "n_recurrent_layers: the prelude (1), core (3) and coda (1) must be"),
+    ({"n_input_layers": 4, "n_output_layers": 4, "n_recurrent_layers": None}, "the core at least one"),
+    ({"n_recurrent_loops": 0}, "n_recurrent_loops: 0 is not valid"),
+    ({"n_recurrent_loops": "2"}, "n_recurrent_loops: '2' is not"),
+    ({"recurrent_kv_cache_mode": "loop1"}, "recurrent_kv_cache_mode: 'loop1'; valid: per_loop, last_loop"),
+    ({"layer_types": ["sliding_attention", "mlp"] * 3 + ["mlp", "full_attention"]}, "attention and mlp alternate"),
+    ({"num_hidden_layers": 7}, "layer_types: with mlp blocks listed"),
+    ({"layer_types": ["sliding_attention", "full_attention", "linear_attention", "full_attention"],
+      "num_hidden_layers": 4, "n_input_layers": 1, "n_recurrent_layers": 2, "n_output_layers": 1},
+     "layer_types: 4 entries of sliding_attention or full_attention expected"),
+])
+def test_bad_dory_configs_are_one_line(tmp_path, change, message):
+    _refused_in_one_line(_write({k: v for k, v in {**DORY, **change}.items() if v is not None}, tmp_path), message)
+
+
+def test_dory_s_layers_run_and_cache(tmp_path):
+    """Dory's loop in the commands: size counts the 4 stored layers' weights and the 6 run (1 + 2·2 + 1); the cache
+    holds a slot a run with per_loop, a slot a layer with last_loop (the first pass's core layers reading the last
+    pass's cache), and fit plans each; train and pipeline stages refuse the loop in one line."""
+    from archcalc.api import size
+
+    per_pass = size(str(_write(DORY, tmp_path)), context=4096)
+    qkv = next(op for op in per_pass.ops if op.name == "layers.attn.qkv")
+    assert (qkv.count, qkv.weight_copies) == (6, 4)
+    last = tmp_path / "last"
+    last.mkdir()
+    last_pass = size(str(_write({**DORY, "recurrent_kv_cache_mode": "last_loop"}, last)), context=4096)
+    assert per_pass.kv.bytes_per_token == 6 * 2 * 2 * 16 * 2 and last_pass.kv.bytes_per_token == 4 * 2 * 2 * 16 * 2
+    assert per_pass.flops.forward == last_pass.flops.forward
+    for folder in (tmp_path, last):
+        r = CliRunner().invoke(cli, ["fit", str(folder / "config.json"), "--gpu", "h100", "--engine", "vllm"])
+        assert r.exit_code == 0, r.output
+    for args, message in ((["train", "--gpu", "h100", "--gpus", "8"], "layers run more than once with the same weights"),
+                          (["fit", "--gpu", "h100", "--engine", "vllm", "--pp", "2"], "are not split into stages")):
+        r = CliRunner().invoke(cli, [args[0], str(tmp_path / "config.json"), *args[1:]])
+        assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
 def test_hrm_text_stores_its_two_stacks_once_and_runs_them_eight_times():
     """HRM-Text-1B: 32 layers stored, 128 run a token (H_cycles 2 × (L_cycles 3 + 1) passes of 16): the weights
     (= transformers' numel, test_hf_oracle.py) are the 32's; the FLOPs, the cache (one slot a layer run: HF's 128)
