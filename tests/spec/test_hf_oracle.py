@@ -2170,6 +2170,27 @@ def test_dory_on_its_config_class(mode, variant):
     assert size(spec, Workload.decode(DECODE_CONTEXT + 1), CONVENTIONS["torch"]).flops.forward == hf_step
 
 
+def test_dory_s_norms_are_the_l2_norms_its_forward_calls():
+    """Every value Dory normalises: the values its DoryL2Norm modules receive in a forward (hooked; the norm at each
+    pass's start and the final one are one module, called passes + 2 times) are our norm ops' rows × width, the
+    loop's and the final norm included; none has a weight."""
+    config = AutoConfig.for_model("dory", **DORY_SMALL)
+    spec = ModelSpec.model_validate({"name": "dory", **spec_dict_from_config(json.loads(config.to_json_string()),
+                                                                            "config.json")[0]})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=DTYPE).eval()
+    seen = []
+    for m in model.modules():
+        if type(m).__name__ == "DoryL2Norm":
+            m.register_forward_hook(lambda mod, args, out: seen.append(args[0].numel()))
+    with torch.no_grad():
+        model(input_ids=torch.zeros(1, SHORT, dtype=torch.long, device="meta"))
+    norms = [op for op in size(spec, Workload.forward(SHORT), CONVENTIONS["torch"]).ops if op.kind == "norm"]
+    assert sum(op.dims.m * op.dims.width * op.count for op in norms) == sum(seen)
+    assert not any(op.params for op in norms) and not any(p.numel() for m in model.modules()
+                                                         if type(m).__name__ == "DoryL2Norm" for p in m.parameters())
+
+
 @pytest.mark.parametrize("layers", [5, 8, 13])
 def test_dory_s_default_layers_are_its_config_class_s(layers):
     """A file without layer_types (transformers always writes them): the kinds DoryConfig derives, every fourth
