@@ -779,6 +779,68 @@ def test_inkling_s_parts_add_weights_and_work_and_a_state_fixed_in_context(spec,
     json.dumps(r.to_dict(ops=True), allow_nan=False)
 
 
+NGPT_PARTS = ("l2", "interpolate", "query_scale", "gate_scale", "scales", "logit_scale")
+
+
+@st.composite
+def recurrent_specs(draw) -> ModelSpec:
+    """A drawn dense MHA spec run as a recurrent loop (Dory's): a prelude, a core run 1 to 3 times and a coda, global
+    and local layers mixed or not, a cache a run or a core layer; with some of nGPT's parts (L2 norms, the
+    interpolating residual, the query, gate, MLP and logit scales)."""
+    spec = draw(model_specs(attention=draw(st.sampled_from(["mha", "gqa", "mqa"])), residual="standard", moe="none",
+                            window="none", nope=False, sinks=False))
+    data = spec.model_dump(exclude_defaults=True)
+    prelude, core, coda, passes = (draw(st.integers(0, 2)), draw(st.integers(1, 3)), draw(st.integers(0, 2)),
+                                   draw(st.integers(1, 3)))
+    kinds = draw(st.lists(st.sampled_from(["global", "local"]), min_size=prelude + core + coda,
+                          max_size=prelude + core + coda))
+    runs = kinds[:prelude] + kinds[prelude:prelude + core] * passes + kinds[prelude + core:]
+    att = {k: v for k, v in data["attention"].items() if k not in ("layer_types", "sliding_window", "o_bias_layers")}
+    if "local" in kinds:
+        att |= {"sliding_window": draw(st.integers(2, 8)), "layer_types": runs}
+    parts = draw(st.sets(st.sampled_from(NGPT_PARTS)))
+    norm = {"kind": "l2", "weight": False} if "l2" in parts else {"kind": "rmsnorm"}
+    data |= {"n_layers": len(runs), "attention": att, "norm": {**norm, "placement": draw(st.sampled_from(
+        ["pre", "post", "both"]))}, "logit_scale": "logit_scale" in parts,
+        "loop": {"kind": "recurrent", "stored_layers": len(kinds), "passes": passes, "prelude": prelude, "coda": coda,
+                 "cache": draw(st.sampled_from(["per_pass", "last_pass"]))}}
+    if "interpolate" in parts:
+        data["residual"] = {"kind": "interpolate"}
+    att["query_scale"] = "query_scale" in parts
+    if "gate_scale" in parts:
+        att |= {"output_gate": True, "gate_scale": True, "gate_bias": False}
+    if "scales" in parts and spec.ffn.gated:
+        data["ffn"]["scales"] = True
+    return ModelSpec.model_validate(data)
+
+
+@given(spec=recurrent_specs(), wl=workloads(), convention=conventions)
+def test_a_recurrent_loop_is_its_layers_unrolled_with_weights_stored_once(spec, wl, convention):
+    """A recurrent loop holds the weights of its stored layers alone (the model cut to them, unlooped); it computes
+    what its layers unrolled compute (each pass's norm and add are elementwise: more under `detailed` only); its
+    cache is the unrolled model's, less the core's runs before the last pass under last_pass."""
+    lp, kinds = spec.loop, spec.layer_attention
+
+    def unlooped(layer_kinds):
+        data = spec.model_dump(exclude_defaults=True)
+        data.pop("loop")
+        if "layer_types" in data["attention"]:
+            local = "local" in layer_kinds
+            data["attention"]["layer_types"] = list(layer_kinds) if local else None
+            data["attention"]["sliding_window"] = data["attention"]["sliding_window"] if local else None
+        return ModelSpec.model_validate({**data, "n_layers": len(layer_kinds)})
+
+    r = sized(spec, wl, convention)
+    stored = sized(unlooped(kinds[:lp.prelude + lp.core] + kinds[len(kinds) - lp.coda:]), wl, convention)
+    unrolled = sized(unlooped(kinds), wl, convention)
+    assert r.params.total == stored.params.total
+    assert (r.flops.forward > unrolled.flops.forward if convention == "detailed"
+            else r.flops.forward == unrolled.flops.forward)
+    unwritten = (lp.passes - 1) * lp.core if lp.cache == "last_pass" else 0
+    assert r.kv.bytes_per_token * spec.n_layers == unrolled.kv.bytes_per_token * (spec.n_layers - unwritten)
+    json.dumps(r.to_dict(ops=True), allow_nan=False)
+
+
 @settings(max_examples=60)
 @given(spec=st.one_of(model_specs(max_layers=6), linear_specs(), sparse_specs(), conv_specs()), data=st.data())
 def test_cutting_the_layers_keeps_every_layer(spec, data):
