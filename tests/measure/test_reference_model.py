@@ -98,3 +98,15 @@ def test_one_source_contraction_is_still_counted():
         out = contract(weights, values)
     assert out.shape == (B, T, 16)
     assert counter.get_total_flops() == 2 * B * T * 1 * 16
+
+
+@pytest.mark.parametrize("change", [
+    {"norm": {"kind": "l2", "weight": False}}, {"residual": {"kind": "interpolate"}},
+    {"attention": {"query_scale": True}}, {"attention": {"output_gate": True, "gate_scale": True}},
+    {"ffn": {"scales": True}}, {"logit_scale": True},
+])
+def test_the_reference_model_refuses_dory_s_parts(change):
+    """nGPT's parts (Dory) are pinned by transformers' own modules, not by the reference model: it refuses them
+    rather than build a model without them (an L2 norm is not nn.Identity)."""
+    with pytest.raises(ValueError, match=r"nGPT scales \(Dory\)"):
+        build_reference_model(debug_spec(**change))

@@ -2139,7 +2139,8 @@ DORY_SMALL = {"vocab_size": 100, "hidden_size": 64, "intermediate_size": 96, "nu
 @pytest.mark.parametrize("variant", [
     {},  # DoryConfig's layer rule: layer 3, the core's second, full; the rest sliding in an 8-token window
     {"layer_types": ["full_attention"] * 7},  # no sliding layer
-    {"n_recurrent_loops": 1, "n_input_layers": 0, "n_output_layers": 3},  # one pass, no prelude
+    # one pass, no prelude; biases on q, k, v, o (not the gate's projection) and on the MLP
+    {"n_recurrent_loops": 1, "n_input_layers": 0, "n_output_layers": 3, "attention_bias": True, "mlp_bias": True},
 ])
 def test_dory_on_its_config_class(mode, variant):
     """DoryConfig shrunk, a core of 3 layers run 3 times between a prelude and a coda of 2: numel; FlopCounterMode's
