@@ -827,6 +827,10 @@ class ReferenceModel(nn.Module):
         if (spec.norm.kind == "l2" or spec.residual.kind == "interpolate" or a.query_scale or a.gate_scale
                 or spec.ffn.scales or spec.logit_scale):  # Dory's nGPT parts: pinned by transformers' own modules
             raise ValueError("the reference model has no L2 norms, interpolating residual or nGPT scales (Dory)")
+        if (a.cca is not None or a.key_scale or spec.residual.affine
+                or (spec.ffn.moe is not None and spec.ffn.moe.router_mlp is not None)):  # ZAYA1: transformers pins it
+            raise ValueError("the reference model has no compressed convolutional attention, key scales, residual "
+                             "scaling or router MLP (ZAYA1)")
         if spec.drafter is not None:  # Gemma 4's assistant: pinned by transformers' own modules (test_hf_oracle.py)
             raise ValueError("the reference model has no drafter (a model that reads its target's cache)")
         if spec.attention.grouped or spec.attention.v_norm or spec.per_layer_input is not None:

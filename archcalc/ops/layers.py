@@ -155,6 +155,8 @@ def _embedding_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
                 ops.elementwise("position.add", "position", wl, D, 1, inputs=2)]
     if spec.norm.embedding:  # BLOOM: a LayerNorm on the embedded tokens, before layer 0
         out += _norm(spec, wl, "embedding.norm", D)
+    if spec.residual.affine:  # ZAYA1: (x + c) ⊙ t on the embedded tokens
+        out.append(replace(ops.elementwise("embedding.affine", "residual", wl, D, 2, params=2 * D), shapes=((D,),) * 2))
     return out
 
 
@@ -215,6 +217,8 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         # gate doubles q_proj: each head's query and its gate (Qwen3-Next).
         if a.experts is not None:
             out += _attention_experts_in(spec, wl, L, H * dk, K * (dk + dv))
+        elif a.cca is not None:
+            out += _cca_ops(spec, wl, L, H, K, dk)
         else:
             out += _qkv(spec, wl, "layers.attn.qkv", L, H * dk * (2 if a.output_gate and not a.separate_gate else 1),
                         K, dk, dv)
@@ -227,6 +231,9 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
             for name, heads in (("q", H), ("k", K)):
                 out.append(ops.norm(f"layers.attn.{name}_norm", wl, dk, "rmsnorm", False, weight=False,
                                     count=spec.rope_layers, tokens=wl.tokens * heads))
+        if a.key_scale:  # ZAYA1's temp: each KV head's keys times its learned scalar
+            out.append(replace(_learned_vector("layers.attn.key_scale", "norms", wl, K * dk, L, tp="split"),
+                               params=K, active_params=K, shapes=((K,),)))  # a part of the qk norm (ZayaQKNorm)
         kv_width = K * (dk + dv)
         rotated = (H + K) * spec.rope_dim
         attending = {k: n for k, n in spec.attention_layers.items() if k in ("global", "local", "chunked")}
@@ -306,6 +313,28 @@ def _unwritten_runs(spec: ModelSpec) -> dict[str, int]:
 def _learned_scalar(name: str, component: ops.Component, wl: Workload, width: int, count: int) -> Op:
     """One learned scalar times `width` values (Inkling's global_scale): one parameter, one FLOP a value."""
     return replace(ops.elementwise(name, component, wl, width, 1, count=count, params=1), shapes=((1,),))
+
+
+def _cca_ops(spec: ModelSpec, wl: Workload, L: int, H: int, K: int, d: int) -> list[Op]:
+    """ZAYA1's CCA projections (CCASpec) in L layers: q, k and V's two halves in one fused projection; the
+    depthwise conv over the H + K heads' q and k values (C = (H + K)·d channels, `depthwise` taps and a bias each)
+    and the grouped conv (each head's d -> d a tap, `grouped` taps, a bias), counted for the T outputs a step needs
+    (a stack of two convs run on cached inputs recomputes grouped − 1 depthwise outputs more: transformers does);
+    the residual mix ((q + k) / 2, its group mean, each added to the convs' outputs: ~3 FLOPs a value); and the
+    state a sequence keeps beside its KV cache: the convs' last inputs and the previous token's delayed V half."""
+    cca, C = spec.attention.cca, (H + K) * d
+    half = K * d // 2
+    qkv = _qkv(spec, wl, "layers.attn.qkv", L, H * d, K, d, d)[0]
+    v_bias = ((half,),) * 2 if "v" in spec.attention.bias else ()  # v_proj_current's and v_proj_delayed's
+    shapes = ((H * d, spec.d_model), (K * d, spec.d_model), (half, spec.d_model), (half, spec.d_model),
+              *[(w,) for p, w in (("q", H * d), ("k", K * d)) if p in spec.attention.bias], *v_bias)
+    return [replace(qkv, shapes=shapes),
+            ops.contraction("layers.attn.cca.depthwise", "attention", wl, C * cca.depthwise, 2 * C, count=L,
+                            params=C * (cca.depthwise + 1), shapes=((C, 1, cca.depthwise), (C,)), tp="split"),
+            ops.contraction("layers.attn.cca.grouped", "attention", wl, C * d * cca.grouped, 2 * C, count=L,
+                            params=C * (d * cca.grouped + 1), shapes=((C, d, cca.grouped), (C,)), tp="split"),
+            ops.elementwise("layers.attn.cca.mix", "attention", wl, C, 3, inputs=2, count=L, tp="split"),
+            ops.conv_inputs("layers.attn.cca.state", wl, 2 * K * d, conv_values=C * cca.state_inputs + half, count=L)]
 
 
 def _attention_experts_in(spec: ModelSpec, wl: Workload, L: int, q_width: int, kv_width: int) -> list[Op]:
@@ -835,11 +864,12 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         out += _product_key_ops(spec, wl, kinds["dense"])
     moe, n_moe, D = spec.ffn.moe, kinds["moe"], spec.d_model
     if nonzero(n_moe):
+        logits = moe.n_experts + moe.zero_experts + moe.router_shared  # (zero-computation experts are scored too)
         out += [
-            # (zero-computation experts are scored too: LongCat-Flash)
-            ops.matmul("layers.moe.router", "router", wl, D, moe.n_experts + moe.zero_experts + moe.router_shared,
-                       bias_width=moe.n_experts + moe.zero_experts if moe.router_bias else 0, count=n_moe,
-                       quantizable=False, tp="replicated"),
+            *(_router_mlp(spec, wl, logits, n_moe) if moe.router_mlp is not None else [
+                ops.matmul("layers.moe.router", "router", wl, D, logits,
+                           bias_width=moe.n_experts + moe.zero_experts if moe.router_bias else 0, count=n_moe,
+                           quantizable=False, tp="replicated")]),
             *_mlp(spec, wl, "layers.moe.experts", moe.d_expert, n_moe, experts=(moe.n_experts, moe.top_k)),
             # Weighted sum of the k expert outputs: a multiply and an add per value.
             ops.elementwise("layers.moe.combine", "experts", wl, D, 2 * moe.top_k, inputs=moe.top_k, count=n_moe),
@@ -866,6 +896,28 @@ def _ffn_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         if moe.post_norm:  # A.X-K1: on the block's output, MoE layers only
             out += _norm(spec, wl, "layers.moe.post_norm", D, count=n_moe)
     return out + _sublayer_norms(spec, wl, "layers.ffn", "after")
+
+
+def _router_mlp(spec: ModelSpec, wl: Workload, logits: int, count: int) -> list[Op]:
+    """ZAYA1's router (RouterMLPSpec) in `count` MoE layers, whole on every rank: D -> R with a bias; with eda, the
+    previous MoE layer's R values times a learned R-vector added (a multiply and an add a value; every MoE layer
+    but the first); an RMSNorm of R; R -> R, GELU, R -> R, GELU (biases); R -> the logits."""
+    R, D = spec.ffn.moe.router_mlp.width, spec.d_model
+
+    def layer(name: str, d_in: int, d_out: int, bias: bool) -> Op:
+        return ops.matmul(f"layers.moe.router{name}", "router", wl, d_in, d_out, bias_width=d_out if bias else 0,
+                          count=count, quantizable=False, tp="replicated")
+
+    out = [layer(".down", D, R, True)]
+    if spec.ffn.moe.router_mlp.eda and nonzero(count - 1):
+        eda = ops.elementwise("layers.moe.router.eda", "router", wl, R, 2, inputs=2, count=count - 1, params=R)
+        out.append(replace(eda, shapes=((R,),)))
+    out.append(ops.norm("layers.moe.router.norm", wl, R, "rmsnorm", False, count=count, component="router"))
+    for i in (1, 2):
+        out += [layer(f".fc{i}", R, R, True),
+                ops.elementwise(f"layers.moe.router.act{i}", "router", wl, R, ops.ACTIVATION_FLOPS["gelu"], count=count,
+                                fn="gelu")]
+    return out + [layer("", R, logits, False)]
 
 
 def _product_key_ops(spec: ModelSpec, wl: Workload, count: int) -> list[Op]:
@@ -929,9 +981,10 @@ def _residual_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         branches += _short_conv("layers.residual.conv", "residual", wl, D, r.output_conv, U, "replicated")
     if r.kind == "standard":  # x + F(x) after each sublayer that is there; w ⊙ x + F(x) with scales (Doge)
         units = U - spec.attention_layers["none"] - spec.ffn_layers["none"] + L * (spec.per_layer_input is not None)
-        add = ops.elementwise("layers.residual.add", "residual", wl, D, 1 + r.scales, inputs=2, count=units,
-                              params=D if r.scales else 0)
-        return branches + [replace(add, shapes=((D,),)) if r.scales else add]
+        vectors = 4 if r.affine else int(r.scales)  # Doge's skip scale; ZAYA1's two biases and two scales
+        add = ops.elementwise("layers.residual.add", "residual", wl, D, 1 + vectors, inputs=2, count=units,
+                              params=vectors * D)
+        return branches + [replace(add, shapes=((D,),) * vectors) if vectors else add]
     if r.kind == "interpolate":  # nGPT: x + |α| ⊙ (F − x), α a learned D-vector a sublayer
         step = ops.elementwise("layers.residual.interpolate", "residual", wl, D, 3, inputs=2, count=U, params=D)
         return branches + [replace(step, shapes=((D,),))]

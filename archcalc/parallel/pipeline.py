@@ -116,6 +116,9 @@ def stage_spec(spec: ModelSpec, stage: Stage) -> ModelSpec:
     if indexer is not None and (indexer.shared_layers or indexer.layers is not None):
         raise InputError(None, "--pp", "indexers on some layers only (GLM-5's and HY-V4's shared top-k, MiniMax-M3's "
                          "block indexer) are not split into stages")
+    if spec.ffn.moe is not None and spec.ffn.moe.router_mlp is not None and spec.ffn.moe.router_mlp.eda:
+        raise InputError(None, "--pp", "a router whose state passes from each MoE layer to the next (ZAYA1's EDA) "
+                         "is not split into stages")
     if spec.attention.kv_shared_layers or spec.per_layer_input is not None:
         raise InputError(None, "--pp", "layers that reuse earlier layers' K/V, and per-layer embeddings computed "
                          "for every layer at the input (Gemma 4), are not split into stages")

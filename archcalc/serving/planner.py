@@ -207,9 +207,11 @@ def check_deployment(spec: ModelSpec, dep: Deployment) -> None:
 def warnings(spec: ModelSpec, dep: Deployment, context: int) -> list[str]:
     engine = engine_named(dep.engine)
     window = engine.window_disabled(spec)
-    convs = ([f"{spec.name}'s short convs keep a state per sequence in each attention layer (Inkling's): planned as "
-              f"{dep.engine} plans a hybrid layer's state beside its cache (no engine rule for this model was read)"]
-             if spec.attention.kv_conv is not None or spec.residual.output_conv is not None else [])
+    a = spec.attention
+    convs = ([f"{spec.name}'s attention layers keep a fixed state per sequence beside their cache (Inkling's short "
+              f"convs, ZAYA1's CCA convs and delayed value): planned as {dep.engine} plans a hybrid layer's state "
+              "(no engine rule for this model was read)"]
+             if a.kv_conv is not None or spec.residual.output_conv is not None or a.cca is not None else [])
     return context_warnings(spec, context) + engine.warnings(dep) + ([window] if window else []) + convs
 
 

@@ -181,6 +181,23 @@ class RelativeBiasSpec(_Frozen):
     extent: Tokens  # rel_extent, the global layers' (a sliding layer's is its window)
 
 
+class CCASpec(_Frozen):
+    """Compressed convolutional attention's projections as ZAYA1 runs them (Figliolia et al. 2025,
+    arXiv:2510.04476; transformers' ZayaCCAProjection): q (D -> H·d) and k (D -> K·d) side by side through a
+    depthwise causal conv of `depthwise` taps and then a conv of `grouped` taps within each of the H + K heads
+    (d -> d a tap), both with biases, plus a residual of their own: the query's (q + its KV head's k) / 2, the key's
+    that mean over the group.  V is two halves of K·d / 2: one from the token, one from the token before (a
+    state of K·d / 2 values a sequence); the convs' state is their last (depthwise − 1) + (grouped − 1) inputs."""
+
+    depthwise: Annotated[int, Field(ge=1, le=64)]  # cca_time0
+    grouped: Annotated[int, Field(ge=1, le=64)]  # cca_time1
+
+    @property
+    def state_inputs(self) -> int:
+        """Inputs the two convs in a row need from before the token."""
+        return self.depthwise - 1 + self.grouped - 1
+
+
 class AttentionSpec(_Frozen):
     """Self-attention.  kind "mha" covers MHA, GQA and MQA through n_kv_heads."""
 
@@ -255,6 +272,9 @@ class AttentionSpec(_Frozen):
     # weights kept in fp32 (Inkling's k_sconv, v_sconv): K·(d_k + d_v)·kernel parameters a layer, and a state per
     # sequence of its last kernel − 1 inputs (the KV cache keeps the convolved K and V)
     kv_conv: Annotated[int, Field(ge=2, le=64)] | None = None
+    cca: CCASpec | None = None  # ZAYA1's compressed convolutional attention projections
+    # a learned scalar for each KV head multiplying its keys after qk_norm (ZAYA1's temp): K parameters a layer
+    key_scale: bool = False
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         # (no layer pairs n_heads with n_kv_heads where the sliding layers have heads of their own and the global
@@ -325,6 +345,14 @@ class AttentionSpec(_Frozen):
                              "and with layers of one shape")
         if self.separate_gate and not self.output_gate:
             raise ValueError("separate_gate says where the output gate comes from: it needs output_gate")
+        if self.cca is not None and (self.kind != "mha" or self.grouped or self.experts is not None or self.differential
+                                     or self.v_head_dim is not None or self.kv_conv is not None
+                                     or self.relative is not None or self.dynamic_mask is not None
+                                     or self.output_gate):
+            raise ValueError("attention.cca (ZAYA1) goes with kind mha, layers of one shape, d_v = d_k, and no "
+                             "experts, differential attention, kv_conv, relative logits, dynamic mask or output gate")
+        if self.key_scale and (self.kind != "mha" or self.grouped or self.qk_norm == "none"):
+            raise ValueError("key_scale scales the normed keys: it needs kind mha, layers of one shape and a qk_norm")
         if self.gate_scale and (not self.output_gate or self.gate_bias):
             raise ValueError("gate_scale is a scale inside the output gate: it needs output_gate, and no gate_bias")
         if self.query_scale and (self.kind != "mha" or self.grouped or self.experts is not None):
@@ -587,6 +615,15 @@ LinearMixer = Annotated[
     Discriminator(_mixer_kind)]
 
 
+class RouterMLPSpec(_Frozen):
+    """ZAYA1's router: D -> width (a bias), plus the previous MoE layer's value of it times a learned width-vector
+    in every MoE layer but the first (`eda`), then an RMSNorm, two width -> width layers with biases and GELU, and
+    width -> the experts' logits (no bias)."""
+
+    width: Width  # router_hidden_size
+    eda: bool = True
+
+
 class MoESpec(_Ruled):
     """Mixture of experts replacing the dense FFN on some layers."""
 
@@ -617,12 +654,16 @@ class MoESpec(_Ruled):
     # shared experts the router scores beside the routed ones (Inkling's shared_expert_sink): its weight is
     # D -> n_experts + router_shared, and their weights are those scores (the shared experts: d_shared in all)
     router_shared: int = Field(default=0, ge=0, le=MAX_EXPERTS)
+    router_mlp: RouterMLPSpec | None = None  # the router an MLP (ZAYA1), not one D -> n_experts layer
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         NumericRule(lambda m: m.top_k <= m.n_experts, lambda m: f"top_k ({m.top_k}) exceeds n_experts ({m.n_experts})",
                     "top_k at most n_experts"),
         NumericRule(lambda m: not m.shared_gate or m.d_shared > 0,
                     lambda m: "shared_gate needs a shared expert (d_shared > 0)", "a shared expert for shared_gate"),
+        NumericRule(lambda m: m.router_mlp is None or ((m.router_shared == 0) & (not (m.router_bias or m.router_scales))),
+                    lambda m: "router_mlp is the whole router: no router_bias, router_scales or router_shared",
+                    "a router MLP alone"),
         NumericRule(lambda m: not m.branch_norms or m.d_shared > 0,
                     lambda m: "branch_norms needs a shared expert (d_shared > 0)", "a shared expert for branch_norms"),
         NumericRule(lambda m: (m.router_shared == 0) | (m.d_shared > 0),
@@ -794,9 +835,16 @@ class ResidualSpec(_Frozen):
     # residual add, x <- x + (y + conv(y)), weights in fp32 (Inkling's attn_sconv, mlp_sconv): 2·D·kernel
     # parameters a layer and a state per sequence of the last kernel − 1 outputs of each sublayer
     output_conv: Annotated[int, Field(ge=2, le=64)] | None = None
+    # standard: each sublayer's output and the skip path each given a learned bias and scale before the add,
+    # (F + b) ⊙ s + (x + c) ⊙ t, and the embedding's output likewise, (x + c) ⊙ t (ZAYA1's ZayaResidualScaling and
+    # input_hidden_states_scale/bias): 4·D parameters a sublayer, 2·D more, 4 more FLOPs a value
+    affine: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> ResidualSpec:
+        if self.affine and (self.kind != "standard" or self.laurel_rank is not None or self.scales
+                            or self.output_conv is not None):
+            raise ValueError("affine goes with residual kind standard, no laurel_rank, scales or output_conv")
         if self.laurel_rank is not None and self.kind not in ("standard", "altup"):
             raise ValueError("laurel_rank goes with residual kind standard or altup")
         if not self.mix and self.kind != "mhc" or self.head and self.kind not in ("hyper", "mhc"):
@@ -1091,6 +1139,9 @@ class ModelSpec(_Frozen):
                 raise ValueError(f"layer {empty[0]} has neither a mixer nor an FFN")
             if no_ffn & {i for i, k in enumerate(self._routed_ffn()) if k == "moe"}:
                 raise ValueError("ffn.none_layers names an MoE layer")
+        moe = self.ffn.moe
+        if moe is not None and moe.router_mlp is not None and "dense" in self._routed_ffn():
+            raise ValueError("ffn.moe.router_mlp (ZAYA1's router) goes with an MoE block in every layer")
         _check_numeric(self, self.NUMERIC_RULES)
         r = self.residual
         if r.kind == "parallel" and self.norm.placement != "pre":

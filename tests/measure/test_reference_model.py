@@ -100,13 +100,24 @@ def test_one_source_contraction_is_still_counted():
     assert counter.get_total_flops() == 2 * B * T * 1 * 16
 
 
-@pytest.mark.parametrize("change", [
-    {"norm": {"kind": "l2", "weight": False}}, {"residual": {"kind": "interpolate"}},
-    {"attention": {"query_scale": True}}, {"attention": {"output_gate": True, "gate_scale": True}},
-    {"ffn": {"scales": True}}, {"logit_scale": True},
+DORY = r"nGPT scales \(Dory\)"
+ZAYA = r"residual scaling or router MLP \(ZAYA1\)"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"norm": {"kind": "l2", "weight": False}}, DORY), ({"residual": {"kind": "interpolate"}}, DORY),
+    ({"attention": {"query_scale": True}}, DORY), ({"attention": {"output_gate": True, "gate_scale": True}}, DORY),
+    ({"ffn": {"scales": True}}, DORY), ({"logit_scale": True}, DORY),
+    ({"attention": {"cca": {"depthwise": 2, "grouped": 2}}}, ZAYA), ({"residual": {"affine": True}}, ZAYA),
+    ({"attention": {"qk_norm": "head", "key_scale": True}}, ZAYA),
+    ({"ffn": {"moe": {"n_experts": 4, "top_k": 1, "d_expert": 8, "router_mlp": {"width": 8}}}}, ZAYA),
 ])
-def test_the_reference_model_refuses_dory_s_parts(change):
-    """nGPT's parts (Dory) are pinned by transformers' own modules, not by the reference model: it refuses them
-    rather than build a model without them (an L2 norm is not nn.Identity)."""
-    with pytest.raises(ValueError, match=r"nGPT scales \(Dory\)"):
-        build_reference_model(debug_spec(**change))
+def test_the_reference_model_refuses_dory_s_and_zaya_s_parts(change, message):
+    """nGPT's parts (Dory) and ZAYA1's are pinned by transformers' own modules, not by the reference model: it
+    refuses them rather than build a model without them (an L2 norm is not nn.Identity), and train with it."""
+    from archcalc.training.plan import unplanned
+
+    spec = debug_spec(**change)
+    with pytest.raises(ValueError, match=message):
+        build_reference_model(spec)
+    assert unplanned(spec).endswith("(Dory)" if message == DORY else "(ZAYA1)")

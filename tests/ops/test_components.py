@@ -42,6 +42,8 @@ BY_PREFIX = {
     # a drafter's way in from its target and back (lm_head.centroids: its head's cluster scores)
     "drafter": "projection",
     "layers.moe.global_scale": "router",  # Inkling's scalar on the routing weights
+    "embedding.affine": "residual",  # ZAYA1's residual scaling of the embedded tokens
+    "layers.attn.key_scale": "norms",  # ZAYA1's key scale, inside its qk norm (ZayaQKNorm: not attention in HF's tree)
 }
 # a linear mixer's gated norm, a hyper-connection's norm and Gemma 4's weightless norm on the router's input are theirs
 OWN_NORMS = ("linear", "residual", "vision", "router")

@@ -779,6 +779,47 @@ def test_inkling_s_parts_add_weights_and_work_and_a_state_fixed_in_context(spec,
     json.dumps(r.to_dict(ops=True), allow_nan=False)
 
 
+ZAYA_PARTS = ("cca", "key_scale", "affine", "router_mlp")
+
+
+@st.composite
+def zaya_specs(draw) -> ModelSpec:
+    """A drawn GQA spec (the standard residual, no output gate) given some of ZAYA1's parts: CCA's convs and delayed
+    value, a key scale on normed keys, the affine residual, a router MLP where every layer is MoE."""
+    spec = draw(model_specs(attention=draw(st.sampled_from(["mha", "gqa", "mqa"])), residual="standard",
+                            output_gate=False, window=draw(st.sampled_from(["none", "all", "ratio", "list"]))))
+    data = spec.model_dump(exclude_defaults=True)
+    att, moe = data["attention"], data.get("ffn", {}).get("moe")
+    parts = draw(st.sets(st.sampled_from(ZAYA_PARTS), min_size=1))
+    if "cca" in parts and spec.v_head_dim == spec.qk_head_dim and spec.n_kv_heads * spec.qk_head_dim % 2 == 0:
+        att["cca"] = {"depthwise": draw(st.integers(1, 4)), "grouped": draw(st.integers(1, 4))}
+    if "key_scale" in parts and spec.attention.qk_norm != "none":
+        att["key_scale"] = True
+    if "router_mlp" in parts and moe and set(spec.layer_ffn) == {"moe"} and not (
+            moe.get("router_bias") or moe.get("router_shared")):
+        moe["router_mlp"] = {"width": draw(st.integers(1, 12)), "eda": draw(st.booleans())}
+    if "affine" in parts or not (att.get("cca") or att.get("key_scale") or (moe or {}).get("router_mlp")):
+        data["residual"] = {"kind": "standard", "affine": True}
+    return ModelSpec.model_validate(data)
+
+
+@given(spec=zaya_specs(), wl=workloads(), convention=conventions, more=st.integers(1, 50))
+def test_zaya_s_parts_add_weights_and_a_state_fixed_in_context(spec, wl, convention, more):
+    """ZAYA1's parts only add parameters (each holds some); the KV per token is the model's without them; CCA's
+    state is one a layer and sequence, the same at any context."""
+    data = spec.model_dump(exclude_defaults=True)
+    data["attention"].pop("cca", None), data["attention"].pop("key_scale", None), data.pop("residual", None)
+    if data.get("ffn", {}).get("moe"):
+        data["ffn"]["moe"].pop("router_mlp", None)
+    r, base = sized(spec, wl, convention), sized(ModelSpec.model_validate(data), wl, convention)
+    assert r.params.total > base.params.total and r.kv.bytes_per_token == base.kv.bytes_per_token
+    states = [k for k in r.kv.by_kind if k.kind == "linear"]
+    assert (sum(k.layers for k in states) == spec.n_layers) if spec.attention.cca else not states
+    longer = sized(spec, replace(wl, context=wl.context + more), convention)
+    assert [k.state_bytes for k in longer.kv.by_kind if k.kind == "linear"] == [k.state_bytes for k in states]
+    json.dumps(r.to_dict(ops=True), allow_nan=False)
+
+
 NGPT_PARTS = ("l2", "interpolate", "query_scale", "gate_scale", "scales", "logit_scale")
 
 

@@ -70,6 +70,15 @@ def test_head_dim_is_explicit_when_given():
      "must repeat them"),
     ({"n_layers": 4, "loop": {"kind": "recurrent", "stored_layers": 3, "passes": 2, "prelude": 1, "coda": 1},
       "norm": {"kind": "none"}}, "kind none has none"),
+    # ZAYA1's parts: CCA on plain GQA projections; a key scale on normed keys; a router MLP alone, in every layer
+    ({"attention": {"cca": {"depthwise": 2, "grouped": 2}, "output_gate": True}}, "attention.cca \\(ZAYA1\\)"),
+    ({"attention": {"cca": {"depthwise": 0, "grouped": 2}}}, "greater than or equal to 1"),
+    ({"attention": {"key_scale": True}}, "key_scale scales the normed keys"),
+    ({"ffn": {"moe": {"n_experts": 4, "top_k": 1, "d_expert": 8, "router_mlp": {"width": 8}, "router_bias": True}}},
+     "router_mlp is the whole router"),
+    ({"ffn": {"moe": {"n_experts": 4, "top_k": 1, "d_expert": 8, "router_mlp": {"width": 8}, "first_dense_layers": 1}}},
+     "an MoE block in every layer"),
+    ({"residual": {"affine": True, "scales": True}}, "affine goes with residual kind standard"),
 ])
 def test_invalid_specs_are_rejected(bad, fragment):
     with pytest.raises(ValidationError, match=fragment):

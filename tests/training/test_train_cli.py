@@ -251,6 +251,7 @@ def test_derived_data_parallel_is_a_whole_number():
     ("doge-40m", "dynamic mask attention (Doge)"),
     ("jetmoe-8b-ultrainteract-sft-v4", "attention experts (JetMoE)"),
     ("deepseek-v3.2", "sparse-attention indexer"),
+    ("zaya1-8b", "compressed convolutional attention, router MLP and residual scaling (ZAYA1)"),
 ])
 def test_parts_whose_saved_tensors_are_not_pinned_are_refused(fixture, what):
     """train refuses, in one line, a model with a part the reference model lacks (what it keeps for backward is

@@ -35,6 +35,7 @@ from archcalc.spec.hf.gemma import (
 )
 from archcalc.spec.hf.moe import (
     INKLING_DEFAULTS, _beam, _cohere2_moe, _gpt_oss, _inkling, _jetmoe, _laguna, _llama4, _mimo_v2_flash, _minimax_m3,
+    _zaya,
 )
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
 from archcalc.spec.hf.vision import VISION_PROJECTORS, VISION_WITHOUT_CONFIG, _vision
@@ -52,6 +53,10 @@ FAMILY_DEFAULTS = {
     "dory": {"vocab_size": 131072, "hidden_size": 2560, "intermediate_size": 7168, "num_hidden_layers": 36,
              "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 8192,
              "sliding_window": 1024, "n_input_layers": 8, "n_output_layers": 8, "n_recurrent_loops": 2},
+    # ZayaConfig's (Zyphra/ZAYA1-8B's shapes)
+    "zaya": {"vocab_size": 262272, "hidden_size": 2048, "num_hidden_layers": 40, "num_attention_heads": 8,
+             "num_key_value_heads": 2, "max_position_embeddings": 131072, "moe_intermediate_size": 2048,
+             "num_experts": 16},
     # BambaConfig's context default; Bamba-9B's config.json has no max_position_embeddings.
     "bamba": {"max_position_embeddings": 262144},
     # InklingTextConfig's (also inkling_mm_model's text_config, which has no model_type of its own)
@@ -123,7 +128,6 @@ REFUSED = {
                    "routing and grouped output LoRA are not modelled yet",
     **dict.fromkeys(("dots3_note", "dots3_note_text"), "dots3-note's indexed attention is not modelled yet"),
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), "Qwen4-Exp's QSA indexer and gated residuals are not modelled yet"),
-    "zaya": "ZAYA1's compressed convolutional attention and router MLPs are not modelled yet",
     "blt": "the Byte Latent Transformer's patcher, local encoder and decoder are not modelled yet",
     **dict.fromkeys(("inkling2_text", "inkling2_loop_text"),
                     "Inkling 2's dynamic short convolutions, input-dependent sinks, gated output projection and block "
@@ -168,7 +172,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "cohere_compass_text": _cohere_compass, "hrm_text": _hrm_text, "zamba2": _zamba2, "zamba": _zamba, "rwkv": _rwkv,
     "modernbert-decoder": _modernbert_decoder,
     "beam": _beam, "xlstm": _xlstm, "jetmoe": _jetmoe, "doge": _doge, "recurrent_gemma": _recurrent_gemma,
-    "inkling_text": _inkling, "dory": _dory,
+    "inkling_text": _inkling, "dory": _dory, "zaya": _zaya,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

@@ -244,14 +244,16 @@ def _state_dtype(r: ConfigReader, key: str) -> str | None:
     return TORCH_DTYPES.get(value)
 
 
-def _rope_by_kind(r: ConfigReader, att: dict, kinds: list[str], default: dict, model: str) -> dict:
-    """rope_parameters keyed by layer type (BeamConfig's, CohereCompassTextConfig's): for each kind a default RoPE
-    (its base) or null, no position encoding on those layers; `default` when the config has none.  The spec's
-    position (kind none when no layer rotates), with global_rope / nope_layers set on `att`."""
+def _rope_by_kind(r: ConfigReader, att: dict, kinds: list[str], default: dict, model: str,
+                  names: tuple[str, str] = ("full_attention", "sliding_attention")) -> dict:
+    """rope_parameters keyed by layer type (BeamConfig's, CohereCompassTextConfig's; ZayaConfig's `names` are hybrid
+    and hybrid_sliding): for each kind a default RoPE (its base) or null, no position encoding on those layers;
+    `default` when the config has none.  The spec's position (kind none when no layer rotates), with global_rope /
+    nope_layers set on `att`."""
     where = r.prefix + "rope_parameters"
     rope = r.get("rope_parameters", default=None) or default
     theta = {}
-    for kind, name in (("global", "full_attention"), ("local", "sliding_attention")):
+    for kind, name in zip(("global", "local"), names):
         if kind in kinds and name not in rope:
             raise InputError(r.path, where, f"no entry for {name}: give one per layer type (an object, or null for "
                              f"no RoPE), as transformers' {model} reads them")

@@ -175,6 +175,8 @@ KEYS: dict[str, Kind] = {
     # ModernBERT's decoder
     "local_attention": TOKENS, **dict.fromkeys(("global_rope_theta", "local_rope_theta"), POSITIVE),
     **dict.fromkeys(("norm_bias", "decoder_bias", "classifier_bias"), BOOL), "classifier_activation": STR,
+    # ZAYA1
+    **dict.fromkeys(("cca_time0", "cca_time1"), Kind((int,), 1, 64, "an integer")), "router_hidden_size": WIDTH,
     # Dory
     **dict.fromkeys(("n_input_layers", "n_output_layers"), LAYER_COUNT), "n_recurrent_layers": LAYERS,
     "n_recurrent_loops": Kind((int,), 1, 64, "an integer"), "recurrent_kv_cache_mode": STR, "ngpt_alpha_init": POSITIVE,

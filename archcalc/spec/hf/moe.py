@@ -561,6 +561,52 @@ INKLING_BUILT = {"use_embed_norm": True, "use_sconv": True, "use_global_scale": 
                  "norm_after_topk": True, "shared_expert_sink": True, "q_bias": False, "o_bias": False}
 
 
+# ZayaConfig's rope_parameters when a file has none
+ZAYA_ROPE = {"hybrid": {"rope_type": "default", "rope_theta": 5_000_000.0, "partial_rotary_factor": 0.5},
+             "hybrid_sliding": {"rope_type": "default", "rope_theta": 10_000.0, "partial_rotary_factor": 0.5}}
+
+
+def _zaya(r: ConfigReader) -> dict:
+    """ZAYA1 (Zyphra; ZayaConfig): CCA attention (attention.cca: q and k through two short convs with residuals of
+    their own, V half from the token before; L2-normed q and k, the keys times a learned scalar a KV head), partial
+    RoPE with a base per layer kind; an MoE block in every layer, top-1 among num_experts and a skip expert
+    (zero_experts 1), routed by an MLP (moe.router_mlp, EDA from layer 1); each sublayer's output and skip path
+    given a bias and a scale, the embedding's output too (residual.affine); RMSNorms; tied by default."""
+    if r.get("num_experts_per_tok", default=1) != 1:
+        raise InputError(r.path, r.prefix + "num_experts_per_tok", "must be 1: transformers' ZAYA routes each token "
+                         "to one expert or none")
+    n = r.get("num_hidden_layers")
+    types = r.get("layer_types", default=["hybrid"] * n)
+    if len(types) != n or set(types) - {"hybrid", "hybrid_sliding"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of hybrid or hybrid_sliding expected")
+    kinds = ["local" if t == "hybrid_sliding" else "global" for t in types]
+    att = {**_heads(r), "qk_norm": "l2", "key_scale": True,
+           "cca": {"depthwise": r.get("cca_time0", default=2), "grouped": r.get("cca_time1", default=2)}}
+    att["head_dim"] = r.get("head_dim", default=128)
+    if "local" in kinds:
+        att |= {"sliding_window": r.get("sliding_window"), "layer_types": kinds}
+    else:
+        r.ignore("sliding_window", "no layer_types entry is hybrid_sliding")
+    if r.get("attention_bias", default=False):
+        att["bias"] = ["q", "k", "v", "o"]
+    pos = _rope_by_kind(r, att, kinds, ZAYA_ROPE, "ZAYA", names=("hybrid", "hybrid_sliding"))
+    rope = r.get("rope_parameters", default=None) or ZAYA_ROPE
+    fractions = {float(r.nested(rope[t], "partial_rotary_factor", f"rope_parameters.{t}", 1.0)) for t in set(types)}
+    if len(fractions) > 1 or r.get("partial_rotary_factor", default=min(fractions)) not in fractions:
+        raise InputError(r.path, r.prefix + "rope_parameters", "one partial_rotary_factor for every layer type (and "
+                         "the top-level one, where given, the same): transformers' ZAYA rotates each kind by its own")
+    if fractions != {1.0}:
+        pos["rotary_fraction"] = fractions.pop()
+    r.ignore("output_router_logits", "returns the router logits: no count changes")
+    return {**_core(r, tie_default=True), "max_context": r.get("max_position_embeddings"),
+            "lm_head_bias": bool(r.get("lm_head_bias", default=False)), "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"),
+                    "moe": {"n_experts": r.get("num_experts"), "top_k": 1, "d_expert": r.get("moe_intermediate_size"),
+                            "zero_experts": 1,
+                            "router_mlp": {"width": r.get("router_hidden_size", default=256), "eda": True}}},
+            "residual": {"affine": True}}
+
+
 def _inkling(r: ConfigReader) -> dict:
     """Inkling (Thinking Machines; inkling_text, and the text_config of inkling_mm_model): attention with no
     position encoding but relative logits (attention.relative: r_proj and a rank × extent profile bank a layer, a
