@@ -2165,6 +2165,9 @@ def test_zaya_on_its_config_class(variant):
     held = [(layer.keys.shape[1] * layer.keys.shape[3] + layer.values.shape[1] * layer.values.shape[3])
             * layer.keys.element_size() for layer in cache.layers]
     assert sum(held) == ours_.kv.bytes_per_token
+    w = spec.attention.sliding_window  # tokens each layer holds after the step: a sliding one its window − 1 (HF)
+    assert [layer.keys.shape[2] for layer in cache.layers] == [
+        min(tokens + 1, w - 1) if kind == "local" else tokens + 1 for kind in spec.layer_attention]
     states = sum(t.numel() * t.element_size() for layer in cache.layers
                  for t in (*layer.conv_states.values(), *layer.recurrent_states.values()) if t is not None)
     assert states == sum(k.state_bytes for k in ours_.kv.by_kind)
