@@ -278,6 +278,15 @@ def _rope_by_kind(r: ConfigReader, att: dict, kinds: list[str], default: dict, m
     return pos
 
 
+def _slide_where_listed(r: ConfigReader, att: dict, kinds: list[str], listed: list[str], sliding_name: str) -> None:
+    """Where some layer of `kinds` is local: sliding_window and the layer list `listed` (the kinds, or a loop's
+    layers run) set on `att`; else sliding_window, read by no layer, is ignored."""
+    if "local" in kinds:
+        att.update(sliding_window=r.get("sliding_window"), layer_types=listed)
+    else:
+        r.ignore("sliding_window", f"no layer_types entry is {sliding_name}")
+
+
 def _full_or_sliding(r: ConfigReader, att: dict, n_layers: int, default_types: list[str], window: int) -> list[str]:
     """layer_types of full_attention and sliding_attention entries (default_types: the config class's list when
     absent) as the spec's kinds; the sliding layers' window (sliding_window, else `window`) set on `att`."""

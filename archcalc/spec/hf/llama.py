@@ -5,7 +5,7 @@ from __future__ import annotations
 from archcalc.errors import InputError
 from archcalc.spec.hf.common import (
     _activation, _built_so, _core, _every_nth_global, _heads, _ignore_multipliers, _multi_head, _position,
-    _rope_base, _rotary_fraction, _state_dtype, _window,
+    _rope_base, _rotary_fraction, _slide_where_listed, _state_dtype, _window,
 )
 from archcalc.spec.hf.moe import _moe, _mtp
 from archcalc.spec.hf.reader import NO_COST_REASON, ConfigReader
@@ -427,10 +427,7 @@ def _dory(r: ConfigReader) -> dict:
     runs = kinds[:n_in] + kinds[n_in:n_in + n_rec] * loops + kinds[n_in + n_rec:]
     att = {**_heads(r), "qk_norm": "l2", "output_gate": True, "separate_gate": True, "gate_scale": True,
            "query_scale": True, "sub_norm": True}
-    if "local" in kinds:
-        att |= {"sliding_window": r.get("sliding_window"), "layer_types": runs}
-    else:
-        r.ignore("sliding_window", "no layer_types entry is sliding_attention")
+    _slide_where_listed(r, att, kinds, runs, "sliding_attention")
     if r.get("attention_bias", default=False):
         att["bias"] = ["q", "k", "v", "o"]
     for key, why in (("ngpt_alpha_init", "the interpolation rates' initial value: no parameter"),

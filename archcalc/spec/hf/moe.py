@@ -8,7 +8,7 @@ from typing import Any
 from archcalc.errors import InputError
 from archcalc.spec.hf.common import (
     _activation, _built_so, _check_mlp_types, _core, _every_nth_global, _full_or_sliding, _heads, _mlp_layer_types,
-    _position, _rope_by_kind, _window, _with_layers,
+    _position, _rope_by_kind, _slide_where_listed, _window, _with_layers,
 )
 from archcalc.spec.hf.keys import checked
 from archcalc.spec.hf.reader import ConfigReader, NO_COST_REASON, _MISSING
@@ -583,10 +583,7 @@ def _zaya(r: ConfigReader) -> dict:
     att = {**_heads(r), "qk_norm": "l2", "key_scale": True,
            "cca": {"depthwise": r.get("cca_time0", default=2), "grouped": r.get("cca_time1", default=2)}}
     att["head_dim"] = r.get("head_dim", default=128)
-    if "local" in kinds:
-        att |= {"sliding_window": r.get("sliding_window"), "layer_types": kinds}
-    else:
-        r.ignore("sliding_window", "no layer_types entry is hybrid_sliding")
+    _slide_where_listed(r, att, kinds, kinds, "hybrid_sliding")
     if r.get("attention_bias", default=False):
         att["bias"] = ["q", "k", "v", "o"]
     pos = _rope_by_kind(r, att, kinds, ZAYA_ROPE, "ZAYA", names=("hybrid", "hybrid_sliding"))
