@@ -60,8 +60,8 @@ def test_every_key_lands_in_one_list():
 def test_unknown_model_type_is_an_error():
     with pytest.raises(InputError, match="'bart' is not supported; supported: .*llama"):
         _spec({**LLAMA, "model_type": "bart"})
-    with pytest.raises(InputError, match="'zaya' is not supported: ZAYA1's compressed convolutional attention"):
-        _spec({**LLAMA, "model_type": "zaya"})
+    with pytest.raises(InputError, match="'blt' is not supported: the Byte Latent Transformer's patcher"):
+        _spec({**LLAMA, "model_type": "blt"})
 
 
 def test_each_refused_model_type_is_one_transformers_builds_as_a_causal_lm():
