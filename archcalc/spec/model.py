@@ -1203,9 +1203,9 @@ class ModelSpec(_Frozen):
             raise ValueError("loop needs every layer alike (one attention kind, or global and local layers of one "
                              "shape in a recurrent loop; RoPE on all or none, a dense FFN, the standard or "
                              "interpolate residual) and no MTP, vision tower or per-layer inputs")
-        if lp.kind == "recurrent" and self.norm.kind == "none":
-            raise ValueError("a recurrent loop norms each pass's start with norm.kind's norm: kind none has none")
         if lp.kind == "recurrent":
+            if self.norm.kind == "none":
+                raise ValueError("a recurrent loop norms each pass's start with norm.kind's norm: kind none has none")
             core = kinds[lp.prelude:lp.prelude + lp.core]
             if any(kinds[lp.prelude + p * lp.core:lp.prelude + (p + 1) * lp.core] != core for p in range(lp.passes)):
                 raise ValueError("loop: each pass runs the core's layers, of the first pass's kinds: "

@@ -431,6 +431,10 @@ def test_hrm_text_stores_its_two_stacks_once_and_runs_them_eight_times():
     ("cohere_compass_text", {"sliding_attention": {"rope_type": "default", "rope_theta": 5e4}, "full_attention": None}),
     ("beam", {"sliding_attention": {"rope_type": "default", "rope_theta": 2e4}, "full_attention": None}),
     ("beam", {"sliding_attention": None, "full_attention": {"rope_type": "default", "rope_theta": 3e5}}),
+    ("dory", {"sliding_attention": {"rope_type": "default", "rope_theta": 1e4},  # DoryConfig's defaults
+              "full_attention": {"rope_type": "default", "rope_theta": 1e7}}),
+    ("dory", {"sliding_attention": {"rope_type": "default", "rope_theta": 3e5},
+              "full_attention": {"rope_type": "default", "rope_theta": 2e4}}),
 ])
 def test_rope_bases_per_layer_kind_are_the_model_s(model_type, rope):
     """rope_parameters keyed by layer type: the base archcalc reads for each kind's layers is the one whose
@@ -447,7 +451,9 @@ def test_rope_bases_per_layer_kind_are_the_model_s(model_type, rope):
                                   layer_types=["sliding_attention"] * 3 + ["full_attention"], eos_token_id=1,
                                   bos_token_id=2, **({"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2,
                                                       "moe_intermediate_size": 8, "n_group": 2, "topk_group": 1}
-                                                     if model_type == "beam" else {}))
+                                                     if model_type == "beam" else {}),
+                                  **({"head_dim": 16, "n_input_layers": 1, "n_output_layers": 1}
+                                     if model_type == "dory" else {}))
     spec = ModelSpec.model_validate({"name": "x", **spec_dict_from_config(json.loads(config.to_json_string()),
                                                                            "config.json")[0]})
     rotary = AutoModelForCausalLM.from_config(config).model.rotary_emb

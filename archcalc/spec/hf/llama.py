@@ -5,7 +5,7 @@ from __future__ import annotations
 from archcalc.errors import InputError
 from archcalc.spec.hf.common import (
     _activation, _built_so, _core, _every_nth_global, _heads, _ignore_multipliers, _multi_head, _position,
-    _rope_base, _rotary_fraction, _slide_where_listed, _state_dtype, _window,
+    _rope_base, _rope_by_kind, _rotary_fraction, _slide_where_listed, _state_dtype, _window,
 )
 from archcalc.spec.hf.moe import _moe, _mtp
 from archcalc.spec.hf.reader import NO_COST_REASON, ConfigReader
@@ -389,7 +389,9 @@ def _hrm_text(r: ConfigReader) -> dict:
 # DoryConfig's recurrent_kv_cache_mode, as LoopSpec.cache names it
 DORY_CACHE = {"per_loop": "per_pass", "last_loop": "last_pass"}
 DORY_KINDS = {"sliding_attention": "local", "full_attention": "global"}
-DORY_FULL_THETA = 10_000_000.0
+# DoryConfig's rope_parameters when a file has none: a base per layer type
+DORY_ROPE = {"full_attention": {"rope_type": "default", "rope_theta": 10_000_000.0},
+             "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0}}
 
 
 def _dory(r: ConfigReader) -> dict:
@@ -433,10 +435,9 @@ def _dory(r: ConfigReader) -> dict:
     for key, why in (("ngpt_alpha_init", "the interpolation rates' initial value: no parameter"),
                      ("initializer_range", "initialisation, and the stored scale of nGPT's parameters: no count")):
         r.ignore(key, why)
-    pos, limit = _position(r)
-    if not r.has("rope_parameters") and not r.has("rope_theta"):  # DoryConfig's: 10^7 on full layers (10^4 sliding)
-        pos["theta"] = DORY_FULL_THETA
-    return {**_core(r, tie_default=False, layers=False), "n_layers": len(runs), "max_context": limit,
+    pos = _rope_by_kind(r, att, kinds, DORY_ROPE, "Dory")
+    return {**_core(r, tie_default=False, layers=False), "n_layers": len(runs),
+            "max_context": r.get("max_position_embeddings"),
             "attention": att, "position": pos,
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"),
                     "bias": bool(r.get("mlp_bias", default=False)), "sub_norm": True, "scales": True},
