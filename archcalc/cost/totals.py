@@ -96,7 +96,7 @@ class KVLayerKind:
     kind: str  # global / local / chunked / linear
     layers: int
     window: int | None
-    bytes_per_token: float  # one token, all layers of this kind (0 for linear layers)
+    bytes_per_token: float  # one token, all layers of this kind (0 for linear layers; a compressed entry / stride)
     bytes: float  # at the workload's context × batch, windows capped, fixed states included
     state_bytes: float = 0  # the fixed state of one sequence, all layers of this kind (linear layers)
 
@@ -117,7 +117,8 @@ def kv_cache(ops: list[Op], context: int, batch: int, kv_dtype: str) -> KVCache:
         state = opsmod.state_bytes(op, 1, kv_dtype) * op.count
         kinds.append(KVLayerKind(
             op.dims.layer_kind, op.count, op.dims.window,
-            bytes_per_token=opsmod.cache_bytes(op, 1, 1, kv_dtype) * op.count,  # one token: no window caps it
+            # one token, no window capping it (a compressed layer's entry shared by its `stride` tokens)
+            bytes_per_token=opsmod.cache_bytes(op, op.dims.stride, 1, kv_dtype) / op.dims.stride * op.count,
             bytes=opsmod.cache_bytes(op, context, batch, kv_dtype) * op.count + batch * state,
             state_bytes=state,
         ))

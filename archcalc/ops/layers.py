@@ -187,6 +187,9 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     H, K, dk, dv = a.n_heads, spec.n_kv_heads, spec.qk_head_dim, spec.v_head_dim
     out = []
 
+    if a.compressed is not None:  # DeepSeek-V4's own layout (ops/compressed.py)
+        from archcalc.ops.compressed import compressed_attention_ops
+        return out + compressed_attention_ops(spec, wl, conv)
     if a.kind == "mla":
         # MLA's latent norms are part of the mechanism: RMSNorm whatever norm.kind says (as in HF).
         # each head's query (nope + rope), and with an output gate its d_v gate values (A.X-K2's q_gate_proj)

@@ -105,6 +105,9 @@ class AttentionDims(Dims):
     conv_values: int = 0
     state_dtype: str | None = None  # the recurrent state's dtype the model asks engines for (spec StateDtype)
     shared: bool = False  # the layer reads an earlier layer's K/V (AttentionSpec.kv_shared_layers): no cache of its own
+    # A compressed layer's entries (DeepSeek-V4's CSA / HCA): one cached entry of kv_width values per `stride` tokens,
+    # context // stride of them; the query at position p sees the (p + 1) // stride entries closed by then
+    stride: int = 1
 
     @property
     def chunked(self) -> bool:
@@ -336,10 +339,32 @@ def score_pairs(new_tokens: int, context: int, window: int | None, convention: F
     return (lo + lo + below - 1) * below // 2 + (t - below) * w
 
 
+def _closed_entries(n: int, stride: int, topk: int | None) -> int:
+    """Σ over positions j = 1 … n of min(j // stride, topk): the compressed entries queries at positions 0 … n − 1
+    see (topk caps each, a CSA indexer's selection).  Without the cap, with q = n // stride and r = n mod stride:
+    stride · q(q − 1)/2 + q(r + 1); past j = topk · stride every query sees topk."""
+    if topk is not None:
+        cut = topk * stride - 1  # the last position whose entries stay below topk
+        return _closed_entries(lesser(n, cut), stride, None) + topk * greater(n - cut, 0)
+    q, r = n // stride, n % stride
+    return stride * q * (q - 1) // 2 + q * (r + 1)
+
+
+def entry_pairs(new_tokens: int, context: int, stride: int, topk: int | None, convention: FlopsConvention) -> int:
+    """Query-entry pairs of one sequence in a compressed layer (AttentionDims.stride): causal, the entries each of
+    the T queries may see (at most topk where an indexer selects); rectangle, all T × context // stride entries
+    held, as an eager step scores them before the mask (topk caps them where windows are capped)."""
+    t, s = new_tokens, context
+    if convention.pairs == "rectangle" or convention.masked_windows and t > 1:
+        held = s // stride
+        return t * (lesser(held, topk) if topk is not None and convention.cap_windows else held)
+    return _closed_entries(s, stride, topk) - _closed_entries(s - t, stride, topk)
+
+
 def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: int, kv_heads: int,
               qk_dim: int, v_dim: int, kv_width: int, window: int | None, layer_kind: str,
               softcap: bool = False, count: int = 1, params: int = 0, topk: int | None = None,
-              eager: bool = False, shared: bool = False, drafted: bool = False) -> Op:
+              eager: bool = False, shared: bool = False, drafted: bool = False, stride: int = 1) -> Op:
     """softmax(Q Kᵀ) V for one layer: H heads of qk_dim, values of v_dim.
 
     kv_width is the cache's values per token (K·(d_k + d_v), or MLA's
@@ -354,18 +379,24 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     shared: the layer reads an earlier layer's cache and appends nothing (Gemma 4's KV sharing).
     drafted: a drafter's layer (DrafterSpec): each of the T queries reads all the keys the target holds in
     the layer it shares, S (a window's: min(S, window)), unmasked among them: T × that many pairs.
+    stride: a compressed layer's entries, one per `stride` tokens (entry_pairs); a decode step reads the topk
+    selected (every entry without an indexer), and the step appends the entries it closes.
     """
     b, t, s = wl.batch, wl.new_tokens, wl.context
     chunked = layer_kind == "chunked"
     if drafted:
         held = lesser(s, window) if window is not None else s
         pairs = b * t * held
+    elif stride > 1:
+        pairs = b * entry_pairs(t, s, stride, topk, convention)
     else:
         pairs = b * score_pairs(t, s, window if topk is None else topk, convention, chunked)
     masked = convention.masked_windows and t > 1  # a masked kernel reads every key
     # Keys any query of the step needs: the window before the first query, or its chunk so far.
     if drafted:
         keys_read = held
+    elif stride > 1:
+        keys_read = lesser(s // stride, topk) if t == 1 and topk is not None else s // stride
     elif topk is not None:
         keys_read = lesser(s, topk) if t == 1 else s  # a prefill's queries select among all keys
     elif window is None or masked:
@@ -375,7 +406,8 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
     else:
         keys_read = lesser(s, window + t - 1)
     dims = AttentionDims(b, t, s, n_heads, kv_heads, qk_dim, v_dim, window, kv_width, layer_kind, topk,
-                         shared=shared)
+                         shared=shared, stride=stride)
+    appended = s // stride - (s - t) // stride if stride > 1 else t * (not shared)  # entries (tokens) the step adds
     if eager and convention.eager_fallback and topk is None and not drafted:
         return _eager_attention(name, wl, dims, softcap, count, params)
     vector = pairs * n_heads * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0))
@@ -387,7 +419,7 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
         weight_bytes=nbytes(params, kept_dtype(wl.weight_dtype)),
         act_bytes=nbytes(wl.tokens * n_heads * (qk_dim + v_dim), wl.act_dtype),  # read Q, write O
         # read the cache, append T tokens (a shared layer's producer appended them)
-        kv_bytes=nbytes(b * (keys_read + t * (not shared)) * kv_width, wl.kv_dtype),
+        kv_bytes=nbytes(b * (keys_read + appended) * kv_width, wl.kv_dtype),
     )
 
 
@@ -689,9 +721,10 @@ def state_bytes(op: Op, batch: int, kv_dtype: str) -> float:
     return batch * _sequence_state_bytes(op.dims.state_values, op.dims.conv_values, kv_dtype)
 
 
-def cached_tokens(context: int, window: int | None) -> int:
-    """Tokens one sequence keeps in a layer: a sliding-window layer stops at the window."""
-    return lesser(context, window) if window is not None else context
+def cached_tokens(context: int, window: int | None, stride: int = 1) -> int:
+    """Tokens (a compressed layer's entries) one sequence keeps in a layer: a sliding-window layer stops at the
+    window; a compressed one keeps an entry per `stride` tokens."""
+    return (lesser(context, window) if window is not None else context) // stride
 
 
 def cache_bytes(op: Op, context: int, batch: int, kv_dtype: str) -> float:
@@ -699,7 +732,7 @@ def cache_bytes(op: Op, context: int, batch: int, kv_dtype: str) -> float:
     read an earlier layer's)."""
     if op.dims.shared:
         return 0
-    tokens = cached_tokens(context, op.dims.window)
+    tokens = cached_tokens(context, op.dims.window, op.dims.stride)
     return nbytes(batch * tokens * op.dims.kv_width, kv_dtype)
 
 
@@ -707,7 +740,7 @@ def cache_token_bytes(op: Op, bytes_per_value: float, share: float) -> float:
     """KV-cache bytes one cached token costs in ONE layer of an attention op:
     kv_width values (K·(d_k + d_v), or MLA's latent + shared rope key) at
     `bytes_per_value`, times the `share` of them one GPU keeps (for example
-    Op.kv_heads_per_rank under tensor parallelism)."""
+    Op.kv_heads_per_rank under tensor parallelism); a compressed layer's, one entry (of `stride` tokens)."""
     return op.dims.kv_width * share * bytes_per_value
 
 

@@ -253,7 +253,8 @@ class Planner:
         self.kinds = [k for part in self.stages for k in part.kinds]
         self.vocab = next(op.dims.n for op in base if op.name == "lm_head")
         # the closed forms assume one affine total; a split's binding GPU may change with context
-        self.affine = self.engine.affine and len(self.stages) == 1
+        # (and one without steps: a compressed layer's entries grow by one every `stride` tokens)
+        self.affine = self.engine.affine and len(self.stages) == 1 and all(k.stride == 1 for k in self.kinds)
         r = spec.residual
         # Hyper-connections carry n streams; attention residuals keep every
         # block's sum (N blocks + the partial one).
@@ -295,7 +296,8 @@ class Planner:
                           None if full and op.dims.layer_kind == "local" else op.dims.window,
                           self.engine.token_bytes(op, self.kv_bytes_per_value, self._v_bytes,
                                                   self.engine.kv_share(op, self.tp)),
-                          self.engine.state_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)))
+                          self.engine.state_bytes(op, self.kv_bytes_per_value, self.engine.kv_share(op, self.tp)),
+                          op.dims.stride)
                  for op in ops if op.kind == "attention" and op.count and not op.dims.shared]  # shared: no cache
         return _StageParts(stage, Weights(split, replicated, vision, mtp), kinds)
 

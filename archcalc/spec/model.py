@@ -198,6 +198,48 @@ class CCASpec(_Frozen):
         return self.depthwise - 1 + self.grouped - 1
 
 
+# A compressed layer's compressor (DeepSeek-V4's compress_ratios 0 / 4 / 128): none beside the window, CSA
+# (overlapping windows of csa_rate tokens, an indexer picking the top-k entries) or HCA (every hca_rate tokens)
+CompressorKind = Literal["none", "csa", "hca"]
+
+
+class CompressedSpec(_Ruled):
+    """DeepSeek-V4's attention (transformers' DeepseekV4Attention, arXiv DeepSeek-V4 §2.3), which goes with kind
+    mha, ONE KV head and q_lora_rank: queries D -> q_lora_rank (RMS-normed, a weight) -> H·d, each head RMS-normed
+    without a weight; one head of d that is both key and value (D -> d, RMS-normed with a weight), so a token costs
+    d values, not 2d; partial RoPE on the trailing rotated dims, and its inverse on the output; a sliding window over
+    those keys in every layer; the grouped output projection (AttentionSpec.o_groups, o_lora_rank).
+
+    On top of the window, each layer's compressor (`layers`) keeps one entry of d values every `rate` tokens: per
+    token the hidden state gives a value and a gate (D -> c·d each, c = 2 for CSA's two overlapping series, 1 for
+    HCA) plus a learned position bias (rate × c·d, fp32); an entry is the softmax(gate)-weighted sum over its window,
+    RMS-normed (a weight of d) and rotated.  A CSA layer's lightning indexer compresses the same windows at
+    index_head_dim (its own value and gate projections, position bias and norm), projects index_heads queries from
+    the query latent (q_lora_rank -> index_heads·index_head_dim) and their weights from the hidden state
+    (D -> index_heads), scores Σ_h w_h·relu(q_h·k) against every entry the query may see and keeps the index_topk
+    best, which the core attends to beside the window.  An HCA layer attends to every entry it may see.
+
+    Cache per sequence and layer: the window's keys (d each), the entries (d each; a CSA layer's indexer keeps
+    index_head_dim more per entry), and, as a fixed state, the tokens a compressor has not yet folded into an
+    entry (value and gate, up to rate − 1 of them) and CSA's last window's first series (value and gate), which the
+    next entry overlaps."""
+
+    layers: list[CompressorKind]  # each layer's compressor
+    csa_rate: Tokens = 4  # m: tokens per CSA entry
+    hca_rate: Tokens = 128  # m': tokens per HCA entry
+    index_heads: Heads
+    index_head_dim: Width
+    index_topk: Tokens
+
+    NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
+        NumericRule(lambda c: c.csa_rate < c.hca_rate,
+                    lambda c: f"csa_rate ({c.csa_rate}) must be below hca_rate ({c.hca_rate})", "csa_rate < hca_rate"),
+    )
+
+    def count(self, kind: CompressorKind) -> int:
+        return self.layers.count(kind)
+
+
 class AttentionSpec(_Frozen):
     """Self-attention.  kind "mha" covers MHA, GQA and MQA through n_kv_heads."""
 
@@ -275,6 +317,11 @@ class AttentionSpec(_Frozen):
     cca: CCASpec | None = None  # ZAYA1's compressed convolutional attention projections
     # a learned scalar for each KV head multiplying its keys after qk_norm (ZAYA1's temp): K parameters a layer
     key_scale: bool = False
+    compressed: CompressedSpec | None = None  # DeepSeek-V4's compressed sparse / heavily compressed attention
+    # The grouped output projection (DeepSeek-V4): the H·d_v output in o_groups groups of heads, each projected to
+    # o_lora_rank (a block-diagonal H·d_v -> o_groups·o_lora_rank), then o_groups·o_lora_rank -> D
+    o_groups: Heads | None = None
+    o_lora_rank: Width | None = None
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         # (no layer pairs n_heads with n_kv_heads where the sliding layers have heads of their own and the global
@@ -315,7 +362,8 @@ class AttentionSpec(_Frozen):
             if self.n_kv_heads is not None or self.head_dim is not None:
                 raise ValueError("kind mla takes qk_nope/qk_rope/v_head_dim, not n_kv_heads or head_dim")
         else:
-            extra = [f for f in (*mla_fields, "q_lora_rank") if getattr(self, f) is not None and f != "v_head_dim"]
+            extra = [f for f in (*mla_fields, *("q_lora_rank",) * (self.compressed is None))
+                     if getattr(self, f) is not None and f != "v_head_dim"]
             if extra:
                 raise ValueError(f"{', '.join(extra)} only apply to kind mla")
         if self.indexer is not None and self.indexer.kind == "block" and (self.kind != "mha" or self.grouped):
@@ -384,6 +432,22 @@ class AttentionSpec(_Frozen):
                 or self.differential or self.dynamic_mask is not None or self.chunk_size is not None):
             raise ValueError("attention.relative and kv_conv (Inkling) go with kind mha, layers computing their own "
                              "K and V, no experts, differential attention, dynamic mask or chunks")
+        if (self.o_groups is None) != (self.o_lora_rank is None) or (self.o_groups is not None) != (
+                self.compressed is not None):
+            raise ValueError("o_groups and o_lora_rank (the grouped output projection) go together, with compressed")
+        if self.compressed is not None and (
+                self.kind != "mha" or self.n_kv_heads != 1 or self.q_lora_rank is None or self.sliding_window is None
+                or self.layer_types is not None or self.grouped or self.bias or self.qk_norm != "none"
+                or self.v_head_dim is not None or self.output_gate or self.head_gate is not None or self.sub_norm
+                or self.differential or self.experts is not None or self.cca is not None or self.kv_conv is not None
+                or self.relative is not None or self.dynamic_mask is not None or self.indexer is not None
+                or self.query_scale or self.key_scale or self.softcap is not None or self.nope_layers
+                or self.o_bias_layers):
+            raise ValueError("attention.compressed (DeepSeek-V4) goes with kind mha, n_kv_heads 1, a q_lora_rank, a "
+                             "sliding_window on every layer (no layer_types), and none of the other attention options "
+                             "but sinks")
+        if self.compressed is not None and self.n_heads % self.o_groups:
+            raise ValueError(f"n_heads ({self.n_heads}) must be divisible by o_groups ({self.o_groups})")
         if self.kv_shared_layers and not isinstance(self.layer_types, list):
             raise ValueError("kv_shared_layers needs layer_types as a list: which earlier layer each shared "
                              "layer reads depends on its kind")
@@ -1086,6 +1150,10 @@ class ModelSpec(_Frozen):
         NumericRule(lambda s: not s.ffn.none_layers or max(s.ffn.none_layers) < s.n_layers,
                     lambda s: f"ffn.none_layers names layer {max(s.ffn.none_layers)} of {s.n_layers}",
                     "ffn.none_layers within n_layers"),
+        NumericRule(lambda s: s.attention.compressed is None or len(s.attention.compressed.layers) == s.n_layers,
+                    lambda s: f"attention.compressed.layers lists {len(s.attention.compressed.layers)} layers, "
+                              f"n_layers is {s.n_layers}",
+                    "one compressed.layers entry per layer"),
         NumericRule(lambda s: s.attention.indexer is None or not s.attention.indexer.layers
                     or max(s.attention.indexer.layers) < s.n_layers,
                     lambda s: f"attention.indexer.layers names layer {max(s.attention.indexer.layers)} of {s.n_layers}",

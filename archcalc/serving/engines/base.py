@@ -56,6 +56,7 @@ class AttnKind:
     window: int | None
     token_bytes: float
     state_bytes: float = 0  # a linear layer's fixed state for one sequence on this GPU
+    stride: int = 1  # a compressed layer (DeepSeek-V4): one cell per `stride` tokens, token_bytes a cell
 
 
 @dataclass(frozen=True)
@@ -194,7 +195,7 @@ class Engine:
 
     def kv_layers(self, kinds: list[AttnKind], context: int, batch: int, dep: Deployment) -> list[LayerKV]:
         return [LayerKV(k.kind, k.layers, k.layers, k.window,
-                        0 if k.kind == "linear" else batch * cached_tokens(context, k.window), k.token_bytes,
+                        0 if k.kind == "linear" else batch * cached_tokens(context, k.window, k.stride), k.token_bytes,
                         batch * k.state_bytes) for k in kinds]
 
     def chunk(self, context: int, batch: int, dep: Deployment) -> Chunk:

@@ -29,7 +29,7 @@ from archcalc.spec.hf.hybrid import (
     _recurrent_gemma, _rwkv, _xlstm, _zamba, _zamba2,
 )
 from archcalc.spec.hf.llama import _doge, _dory, _hrm_text, _llama_like
-from archcalc.spec.hf.mla import _deepseek, _longcat_flash, _mla_dense
+from archcalc.spec.hf.mla import _deepseek, _deepseek_v4, _longcat_flash, _mla_dense
 from archcalc.spec.hf.gemma import (
     GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _drafter_text, _gemma3n, _gemma4, _gemma4_drafter, _gemma4_unified,
 )
@@ -95,6 +95,13 @@ FAMILY_DEFAULTS = {
              "kv_lora_rank": 128, "q_lora_rank": 384, "qk_rope_head_dim": 32, "v_head_dim": 64,
              "qk_nope_head_dim": 64, "num_experts_per_tok": 8, "max_position_embeddings": 131072,
              "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 16},
+    # DeepseekV4Config's: DeepSeek-V4-Flash (its checkpoint, deepseek-ai/DeepSeek-V4-Flash-Base)
+    "deepseek_v4": {"vocab_size": 129280, "hidden_size": 4096, "moe_intermediate_size": 2048, "num_hidden_layers": 43,
+                    "num_attention_heads": 64, "head_dim": 512, "q_lora_rank": 1024, "num_experts_per_tok": 6,
+                    "n_routed_experts": 256, "n_shared_experts": 1, "max_position_embeddings": 1048576,
+                    "rope_theta": 10000.0, "sliding_window": 128, "o_groups": 8, "o_lora_rank": 1024,
+                    "index_n_heads": 64, "index_head_dim": 128, "index_topk": 512, "hc_mult": 4,
+                    "hc_sinkhorn_iters": 20},
     # HYV4Config's (no released config.json found)
     "hy_v4": {"vocab_size": 120832, "hidden_size": 2816, "intermediate_size": 6912, "moe_intermediate_size": 768,
               "num_hidden_layers": 34, "num_attention_heads": 32, "n_routed_experts": 256, "n_shared_experts": 1,
@@ -124,8 +131,6 @@ FAMILY_DEFAULTS = {
 # model_types transformers builds as causal LMs that archcalc refuses, with what it lacks for them (the others
 # outside FAMILIES get the list of those it reads)
 REFUSED = {
-    "deepseek_v4": "DeepSeek-V4's compressed sparse attention (CSA/HCA compressors with caches of their own), hash "
-                   "routing and grouped output LoRA are not modelled yet",
     **dict.fromkeys(("dots3_note", "dots3_note_text"), "dots3-note's indexed attention is not modelled yet"),
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), "Qwen4-Exp's QSA indexer and gated residuals are not modelled yet"),
     "blt": "the Byte Latent Transformer's patcher, local encoder and decoder are not modelled yet",
@@ -157,7 +162,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gemma3_text": lambda r: _llama_like(r, family="gemma3"),
     "gemma4": _gemma4, "gemma4_text": _gemma4, "gemma3n": _gemma3n, "gemma3n_text": _gemma3n, "gemma4_unified": _gemma4_unified, "gemma4_unified_text": _gemma4_unified,
     "gpt2": _gpt2, "openai-gpt": _openai_gpt, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
-    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "axk1": _deepseek, "axk2": _deepseek, "hy_v4": _deepseek, "glm4_moe_lite": _deepseek,
+    "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "axk1": _deepseek, "axk2": _deepseek, "hy_v4": _deepseek, "glm4_moe_lite": _deepseek, "deepseek_v4": _deepseek_v4,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     # Config classes of their own over an existing model (AutoModelForCausalLM builds LlamaForCausalLM,
     # GPT2LMHeadModel, DeepseekV3ForCausalLM, Glm4MoeForCausalLM): their defaults in FAMILY_DEFAULTS

@@ -95,7 +95,10 @@ KEYS: dict[str, Kind] = {
                      "interleave_moe_layer_step", "full_attention_interval", "prefix_dense_sliding_window_pattern",
                      "global_attn_every_n_layers"), STEP),
     "num_ln_in_parallel_attn": Kind((int,), 1, 2, "1 or 2"),
-    "hc_mult": Kind((int,), 1, 64, "an integer"),  # HY-V4's hyper-connection streams (ResidualSpec.streams' bounds)
+    "hc_mult": Kind((int,), 1, 64, "an integer"),
+    # DeepSeek-V4: the grouped output projection, its compressors' rates and the mHC normalisation's iterations
+    "o_groups": HEADS, "o_lora_rank": WIDTH, "compress_rate_csa": TOKENS, "compress_rate_hca": TOKENS,
+    "compress_rates": DICT, "compress_ratios": LIST, "hc_sinkhorn_iters": Kind((int,), 1, 10**4, "an integer"),  # HY-V4's hyper-connection streams (ResidualSpec.streams' bounds)
     **dict.fromkeys(("rope_theta", "rotary_emb_base", "rope_local_base_freq", "attn_logit_softcapping",
                      "final_logit_softcapping", "factor"), POSITIVE),
     **dict.fromkeys(("partial_rotary_factor", "rotary_pct"), FRACTION),
@@ -214,6 +217,7 @@ KEYS: dict[str, Kind] = {
 }
 # Items of list-valued keys.
 ITEMS = {"layer_types": Kind((str,), what="strings"),
+         "compress_ratios": Kind((int,), 0, 2**16, "integers"),
          "mlp_only_layers": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
          "local_layer_ids": Kind((int,), 0, MAX_LAYERS - 1, "layer indices"),
          "no_rope_layers": Kind((int,), 0, 1, "0 or 1"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from archcalc.errors import InputError
+from archcalc.spec.hf.keys import checked
 from archcalc.spec.hf.common import _activation, _built_so, _check_mlp_types, _core, _position, _rotary_fraction
 from archcalc.spec.hf.moe import _deepseek_moe, _mtp
 from archcalc.spec.hf.reader import ConfigReader
@@ -232,3 +233,91 @@ def _longcat_flash(r: ConfigReader) -> dict:
            "layers": list(range(0, n, 2))}
     return {**spec, "max_context": limit, "attention": att, "position": pos,
             "ffn": {"activation": _activation(r, True, "silu"), "d_ff": d_ff, "moe": moe}}
+
+
+# DeepseekV4Config's layer types and its legacy compress_ratios (a rate per layer: 0 none, 4 CSA, 128 HCA,
+# _COMPRESS_RATIO_TO_LAYER_TYPE), as the compressor each puts beside the window
+V4_LAYER_TYPES = {"sliding_attention": "none", "compressed_sparse_attention": "csa",
+                  "heavily_compressed_attention": "hca"}
+V4_RATIOS = {0: "none", 4: "csa", 128: "hca"}
+V4_MLP_TYPES = ("hash_moe", "moe")
+
+
+def _v4_layers(r: ConfigReader, n: int) -> list[str]:
+    """Each layer's compressor: layer_types, else the legacy compress_ratios (the release's, which lists the MTP
+    layer too: the first n entries), else DeepseekV4Config's rule (two HCA layers, then CSA and HCA in turn)."""
+    if r.has("layer_types"):
+        types = r.get("layer_types")
+        bad = [t for t in types if t not in V4_LAYER_TYPES]
+        if bad or len(types) != n:
+            raise InputError(r.path, r.prefix + "layer_types", f"needs {n} entries of {', '.join(V4_LAYER_TYPES)}")
+        r.ignore("compress_ratios", "layer_types says each layer's compressor")
+        return [V4_LAYER_TYPES[t] for t in types]
+    if r.has("compress_ratios"):
+        ratios = r.get("compress_ratios")
+        if len(ratios) < n or set(ratios) - set(V4_RATIOS):
+            raise InputError(r.path, r.prefix + "compress_ratios", f"needs at least {n} entries, each 0, 4 or 128")
+        return [V4_RATIOS[x] for x in ratios[:n]]
+    return ["hca"] * min(n, 2) + ["csa" if i % 2 else "hca" for i in range(max(n - 2, 0))]
+
+
+def _v4_rates(r: ConfigReader) -> tuple[int, int]:
+    """(CSA rate, HCA rate): compress_rates by layer type, the legacy compress_rate_csa / _hca over them."""
+    given = r.get("compress_rates", default=None) or {}
+    rates = []
+    for kind, legacy, default in (("compressed_sparse_attention", "compress_rate_csa", 4),
+                                  ("heavily_compressed_attention", "compress_rate_hca", 128)):
+        value = given.get(kind, default) if not r.has(legacy) else r.get(legacy)
+        rates.append(checked(r.path, f"{r.prefix}compress_rates.{kind}", "compress_rate_csa", value))
+    return rates[0], rates[1]
+
+
+def _deepseek_v4(r: ConfigReader) -> dict:
+    """DeepSeek-V4 (DeepseekV4Config / DeepseekV4ForCausalLM): one K=V head with a query latent, a window and a sink
+    per head in every layer, CSA or HCA compressors beside it (AttentionSpec.compressed), the grouped output
+    projection; routed experts with a shared one in every layer (the first num_hash_layers routed by a token-id
+    table, the same weights); and mHC over hc_mult streams with a learned head (ResidualSpec)."""
+    spec = _core(r, tie_default=False)
+    n = spec["n_layers"]
+    if r.get("num_key_value_heads", default=1) != 1:
+        raise InputError(r.path, r.prefix + "num_key_value_heads", "must be 1: DeepSeek-V4's one head is both key "
+                         "and value, whatever this says (DeepseekV4Attention)")
+    for key in ("attention_bias", "mlp_bias"):
+        if r.get(key, default=False):
+            raise InputError(r.path, r.prefix + key, "biases on DeepSeek-V4's projections are not supported")
+    head_dim = r.get("head_dim")
+    # partial_rotary_factor, else the legacy qk_rope_head_dim / head_dim, else the class's 64 / 512
+    rope_dim = r.get("qk_rope_head_dim", default=None)
+    fraction = _rotary_fraction(r, rope_dim / head_dim if rope_dim else 64 / 512)
+    csa, hca = _v4_rates(r)
+    att = {"n_heads": r.get("num_attention_heads"), "n_kv_heads": 1, "head_dim": head_dim,
+           "q_lora_rank": r.get("q_lora_rank"), "sinks": True, "sliding_window": r.get("sliding_window"),
+           "o_groups": r.get("o_groups"), "o_lora_rank": r.get("o_lora_rank"),
+           "compressed": {"layers": _v4_layers(r, n), "csa_rate": csa, "hca_rate": hca,
+                          "index_heads": r.get("index_n_heads"), "index_head_dim": r.get("index_head_dim"),
+                          "index_topk": r.get("index_topk")}}
+    mlp_types = r.get("mlp_layer_types", default=None)
+    if mlp_types is not None and (len(mlp_types) != n or set(mlp_types) - set(V4_MLP_TYPES)):
+        raise InputError(r.path, r.prefix + "mlp_layer_types", f"needs {n} entries of hash_moe or moe")
+    # hash_moe layers pick their experts from a token-id table (tid2eid, a buffer) instead of the scores: the same
+    # router weight, experts and FLOPs as the others
+    r.ignore("num_hash_layers", "how many layers route by a token-id table: the same weights and FLOPs")
+    if r.get("first_k_dense_replace", default=0):
+        raise InputError(r.path, r.prefix + "first_k_dense_replace", "must be 0: every DeepSeek-V4 layer is MoE")
+    moe = _deepseek_moe(r, n, list(range(n)))
+    for key, reason in (
+            ("compress_rope_theta", "the compressed layers' RoPE base: no parameter, FLOP or byte changes"),
+            ("rope_scaling", "YaRN on the compressed layers' RoPE: no parameter, FLOP or byte changes"),
+            ("rope_parameters", "the main and compressed RoPE bases (and YaRN): no parameter, FLOP or byte changes"),
+            ("swiglu_limit", "a clamp on the SwiGLU's inputs: no parameter, FLOP or byte changes"),
+            ("hc_eps", "a floor in the mHC normalisation: no parameter, FLOP or byte changes"),
+            ("scoring_func", "the router's activation: no parameter, FLOP or byte changes"),
+            ("topk_method", "how the router picks: no parameter, FLOP or byte changes"),
+            ("expert_dtype", "the released experts' storage type: size it with --dtype or --weights"),
+            ("num_nextn_predict_layers", "the released MTP layer, which transformers does not build: not counted")):
+        r.ignore(key, reason)
+    residual = {"kind": "mhc", "streams": r.get("hc_mult"), "sinkhorn_iters": r.get("hc_sinkhorn_iters"),
+                "head": True}
+    pos = {"kind": "rope", "theta": float(r.get("rope_theta")), "rotary_fraction": fraction}
+    return {**spec, "max_context": r.get("max_position_embeddings"), "attention": att, "position": pos,
+            "residual": residual, "ffn": {"activation": _activation(r, True, "silu"), "moe": moe}}
