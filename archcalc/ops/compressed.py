@@ -86,8 +86,8 @@ def _compressor(spec: ModelSpec, wl: Workload, name: str, width: int, rate: int,
 def _with_state(core: Op, rate: int, series: int, width: int) -> Op:
     """A compressed core with its compressor's fixed state per sequence: the tokens not yet folded into an entry,
     at most rate − 1, each with its value and gate (2·c·width values), and for overlapping windows (c = 2) the
-    last window's first series, which the next entry reads (2·width: value and gate)."""
-    held = (rate - 1) * 2 * series * width + (2 * width if series == 2 else 0)
+    last window's first series, which the next entry reads: its rate tokens' values and gates (2·rate·width)."""
+    held = (rate - 1) * 2 * series * width + (2 * rate * width if series == 2 else 0)
     return replace(core, dims=replace(core.dims, conv_values=held))
 
 

@@ -141,7 +141,7 @@ def size_tables(r: SizeResult) -> Group:
     for k in kv.by_kind:
         cache.add_row(str(k.layers), k.kind, f"{k.window:,}" if k.window else "—", nbytes(k.bytes_per_token),
                       nbytes(k.bytes))
-    shared = spec.attention.kv_shared_layers
+    shared, c = spec.attention.kv_shared_layers, spec.attention.compressed
     if shared:  # they read the K/V of the last earlier layer of their kind (a drafter: its target's) and keep none
         cache.add_row(str(shared), "target's" if spec.drafter else "shared", "", nbytes(0), nbytes(0))
     if len(kv.by_kind) > 1 or shared:
@@ -150,7 +150,11 @@ def size_tables(r: SizeResult) -> Group:
                   + (" MLA: one compressed latent + the shared rope key per token per layer." if spec.attention.kind
                      == "mla" else "")
                   + (f" linear: no per-token cache, a fixed state of {nbytes(_state(kv))} per sequence (the fp32 "
-                     f"recurrent state and the conv's last inputs, all linear layers)." if _state(kv) else "")
+                     f"recurrent state and the conv's last inputs, all linear layers)." if _state(kv) and not c else "")
+                  + (f" csa / hca: one compressed entry per {c.csa_rate} / {c.hca_rate} tokens (indexer: a CSA "
+                     f"layer's entries for its top-{c.index_topk} selection), per token its share; a fixed state of "
+                     f"{nbytes(_state(kv))} per sequence (the tokens each compressor has not yet folded into an entry, "
+                     f"and CSA's overlapping window)." if c else "")
                   + (f" shared: the last {shared} layers reuse the K and V of the last earlier layer of their kind "
                      "and cache none." if shared and not spec.drafter else "")
                   + (f" target's: a drafter's {shared} layers read the K and V of its target model's last layer of "

@@ -1,0 +1,255 @@
+"""DeepSeek-V4 (AttentionSpec.compressed) against transformers' own DeepseekV4ForCausalLM.
+
+Shrunk configs of DeepseekV4Config (every layer kind, both compressors at rates the test reaches, an
+indexer that selects fewer entries than there are) run on the meta device: parameters against numel(),
+prefill and decode FLOPs against FlopCounterMode, and the cache each layer holds against
+archcalc's.  On the CPU, with real values, HF's own masks and the indexer's own selection say which
+compressed entries each query reads: archcalc's causal pairs.  The released shape (the fixture
+tests/data/hf/deepseek-v4-flash.json and the config class's defaults) is pinned at full size.
+Every difference is HF's and named where it is asserted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from archcalc.cost.totals import size
+from archcalc.errors import InputError
+from archcalc.ops.conventions import CONVENTIONS
+from archcalc.ops.workload import Workload
+from archcalc.spec.catalog import load_model
+from archcalc.spec.hf import spec_dict_from_config
+from archcalc.spec.model import ModelSpec
+
+DTYPE = torch.bfloat16
+FIXTURE = Path(__file__).parents[1] / "data" / "hf" / "deepseek-v4-flash.json"
+LAYERS = {"sliding": "sliding_attention", "csa": "compressed_sparse_attention", "hca": "heavily_compressed_attention"}
+# A window past every prefill below (decode stays inside it: see test_decode_step), a CSA rate of 4 and an HCA rate
+# of 8, and an indexer keeping 3 entries: a prefill of 13 tokens closes 3 CSA entries (so the top 3 of up to 3),
+# 21 tokens 5 (the selection bites)
+SHRUNK = dict(vocab_size=100, hidden_size=64, moe_intermediate_size=32, num_attention_heads=4, head_dim=32,
+              q_lora_rank=24, num_experts_per_tok=2, n_routed_experts=4, n_shared_experts=1, sliding_window=32,
+              o_groups=2, o_lora_rank=16, index_n_heads=2, index_head_dim=16, index_topk=3, hc_mult=3,
+              partial_rotary_factor=0.25, pad_token_id=0,
+              compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 8})
+VARIANTS = {
+    "every kind": ["sliding", "hca", "csa", "csa", "hca", "sliding"],
+    "the release's order": ["sliding", "sliding", "csa", "hca", "csa"],
+    "hca only": ["hca", "hca", "sliding"],
+}
+
+
+def _config(kinds: list[str], **over):
+    return AutoConfig.for_model("deepseek_v4", **{**SHRUNK, "num_hidden_layers": len(kinds),
+                                                  "layer_types": [LAYERS[k] for k in kinds], **over})
+
+
+def _spec(config) -> ModelSpec:
+    data, report = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
+    assert report.warnings == []
+    return ModelSpec.model_validate({"name": "v4", **data})
+
+
+def _model(config, device: str = "meta") -> torch.nn.Module:
+    with torch.device(device):
+        return AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                experts_implementation="batched_mm", dtype=DTYPE).eval()
+
+
+def _stream_reads(model: torch.nn.Module, tokens: int) -> int:
+    """mHC's read of its n streams is an elementwise product and a sum in HF (DeepseekV4HyperConnection:
+    (pre · streams).sum), which FlopCounterMode does not see; archcalc counts it as the contraction it is
+    (layers.hc.read), 2·n·D FLOPs a token in each of the 2L modules.  n·D from HF's own fn (its in_features)."""
+    return sum(2 * tokens * m.fn.shape[1] for m in model.modules() if type(m).__name__ == "DeepseekV4HyperConnection")
+
+
+@pytest.mark.parametrize("tokens", [1, 5, 13, 21])
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_params_and_prefill_flops_equal_hf(variant, tokens):
+    config = _config(VARIANTS[variant])
+    spec, model = _spec(config), _model(config)
+    ours = size(spec, Workload.forward(tokens), CONVENTIONS["torch"])
+    assert ours.params.total == sum(p.numel() for p in model.parameters())
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True)
+    assert ours.flops.forward - _stream_reads(model, tokens) == counter.get_total_flops()
+
+
+@pytest.mark.parametrize("tokens", [12, 20])
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_decode_step_flops_equal_hf(variant, tokens):
+    """A token after a prefill of `tokens`, through the cache the prefill returned: the window's keys, every entry
+    held (a step closing a window adds one: 12 → 13 closes none, 20 → 21 none of 8 but one of 4), the indexer over
+    all of them.  Inside the window, so HF's window-capped decode keys are the context (the torch convention does
+    not cap windows)."""
+    config = _config(VARIANTS[variant])
+    spec, model = _spec(config), _model(config)
+    assert tokens + 1 < config.sliding_window
+    ids = torch.zeros(1, tokens, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        cache = model(input_ids=ids, use_cache=True).cache
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids[:, :1], cache=cache, use_cache=True)
+    ours = size(spec, Workload.decode(tokens + 1), CONVENTIONS["torch"])
+    assert ours.flops.forward - _stream_reads(model, 1) == counter.get_total_flops()
+
+
+def _held(t: torch.Tensor | None) -> int:
+    return 0 if t is None else t.numel() * t.element_size()
+
+
+@pytest.mark.parametrize("tokens", [3, 13, 21, 40])
+def test_cache_equals_hf_layer_by_layer(tokens):
+    """HF's DynamicCache after a prefill, layer by layer, against archcalc's at that context.
+
+    The window: a layer keeps min(tokens, window − 1) keys (DynamicSlidingWindowLayer; archcalc allocates the
+    window, as a static cache does: one token more past it), one K=V tensor in a CSA or HCA layer; a layer with no
+    compressor goes through the plain sliding layer, which stores the same tensor as its keys and as its values:
+    twice what archcalc (and an engine) keeps.  The entries: tokens // rate of d (and of d_I for a CSA layer's
+    indexer), at the cache's dtype, exactly archcalc's.  The state: archcalc allocates what a sequence may hold,
+    rate − 1 waiting tokens' values and gates and CSA's overlapping window; HF holds the tokens waiting now
+    (tokens mod rate) and the overlap once a window has closed, its gate in fp32 (the fp32 position bias is added
+    before it is kept)."""
+    config = _config(VARIANTS["every kind"])
+    spec, model = _spec(config), _model(config)
+    window, rates = config.sliding_window, config.compress_rates
+    with torch.no_grad():
+        cache = model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True).cache
+    ours = {k.kind: k for k in size(spec, Workload(new_tokens=tokens, context=tokens), CONVENTIONS["torch"]).kv.by_kind}
+    d, di = config.head_dim, config.index_head_dim
+    kinds = [{"sliding_attention": "none", "compressed_sparse_attention": "csa",
+              "heavily_compressed_attention": "hca"}[t] for t in config.layer_types]
+    assert [type(layer).__name__ for layer in cache.layers] == [
+        {"none": "DynamicSlidingWindowLayer", "csa": "DeepseekV4CSACache", "hca": "DeepseekV4HCACache"}[k]
+        for k in kinds]
+    kept = min(tokens, window - 1)
+    local_per_layer = ours["local"].bytes / ours["local"].layers
+    assert local_per_layer == min(tokens, window) * d * DTYPE.itemsize
+    for kind, layer in zip(kinds, cache.layers):
+        twice = layer.values is not layer.keys
+        assert twice == (kind == "none")
+        assert _held(layer.keys) * (1 + twice) == kept * d * DTYPE.itemsize * (1 + twice)
+        if kind == "none":
+            continue
+        rate = rates[LAYERS[kind]]
+        names = {"compressor": (kind, d), **({"indexer": ("indexer", di)} if kind == "csa" else {})}
+        for name, (ours_kind, width) in names.items():
+            k = ours[ours_kind]
+            assert _held(layer.compressed_kv[name]) == tokens // rate * width * DTYPE.itemsize
+            assert (k.bytes - k.state_bytes) / k.layers == tokens // rate * width * DTYPE.itemsize
+            series = 2 if kind == "csa" else 1
+            waiting = _held(layer.buffer_kv[name]) + _held(layer.buffer_gate[name])
+            assert waiting == tokens % rate * 2 * series * width * DTYPE.itemsize
+            overlap = (_held(layer.overlap_kv[name]) + _held(layer.overlap_gate[name])) if kind == "csa" else 0
+            closed = tokens >= rate and kind == "csa"
+            assert overlap == closed * rate * width * (DTYPE.itemsize + 4)  # the gate's fp32
+            assert waiting <= (rate - 1) * 2 * series * width * DTYPE.itemsize
+            state = ((rate - 1) * 2 * series * width + (kind == "csa") * 2 * rate * width) * DTYPE.itemsize
+            assert k.state_bytes / k.layers == state
+
+
+def _visible_entries(config, tokens: int) -> dict[str, int]:
+    """The (query, entry) pairs HF lets through in a CSA and in an HCA layer of a real CPU forward: an HCA layer's
+    block_bias (its causal mask over the entries: 0 where a query may read), a CSA layer's indexer's selection (its
+    top-k among the entries a query may see; -1 where it has fewer)."""
+    torch.manual_seed(0)
+    model = _model(config, "cpu")
+    seen = {}
+
+    def hca(module, args, out):
+        bias = out[1]
+        seen["hca"] = int((bias == 0).sum()) if bias is not None else out[0].shape[2]
+
+    def indexer(module, args, out):
+        seen["csa"] = int((out >= 0).sum())
+
+    csa_layer = next(m for m in model.modules() if type(m).__name__ == "DeepseekV4CSACompressor")
+    hca_layer = next(m for m in model.modules() if type(m).__name__ == "DeepseekV4HCACompressor")
+    hooks = [hca_layer.register_forward_hook(hca), csa_layer.indexer.register_forward_hook(indexer)]
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.randint(1, config.vocab_size, (1, tokens)), use_cache=True)
+    finally:
+        for h in hooks:
+            h.remove()
+    return seen
+
+
+@pytest.mark.parametrize("tokens", [13, 21, 40])
+def test_causal_entry_pairs_are_hf_s_masks_and_selection(tokens):
+    """archcalc's causal convention reads, per query, the entries HF lets it: in an HCA layer the ones whose window
+    has closed by its position, in a CSA layer the indexer's top-k of those.  FLOPs a pair: 2·H·(d + d)."""
+    config = _config(VARIANTS["every kind"])
+    spec = _spec(config)
+    seen = _visible_entries(config, tokens)
+    ops_ = {op.name: op for op in size(spec, Workload.forward(tokens), CONVENTIONS["causal"]).ops}
+    per_pair = 2 * config.num_attention_heads * 2 * config.head_dim
+    for kind in ("csa", "hca"):
+        op = ops_[f"layers.attn.core.{kind}"]
+        assert op.flops == seen[kind] * per_pair
+
+
+def test_the_release_is_284b_with_13b_active():
+    """The fixture (DeepSeek-V4-Flash's config.json, slimmed; tests/data/hf/SOURCES.md) at full size on the meta
+    device: numel() is archcalc's total, and DeepSeek's model card says 284B total, 13B activated (the layers'
+    active parameters: without the embedding and the output head)."""
+    spec = load_model(str(FIXTURE))[0]
+    raw = json.loads(FIXTURE.read_text())
+    config = AutoConfig.for_model(raw.pop("model_type"), **raw)
+    model = _model(config)
+    p = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params
+    assert p.total == sum(t.numel() for t in model.parameters())
+    assert round(p.total / 1e9) == 284
+    assert round((p.active - p.by_component["embedding"] - p.by_component["lm_head"]) / 1e9) == 13
+
+
+def test_the_config_class_defaults_are_the_release_but_its_layer_order():
+    """DeepseekV4Config's defaults (its checkpoint: DeepSeek-V4-Flash-Base) read as the fixture, but for the order
+    of the layers: the class starts with three HCA layers and then alternates, the release with two sliding ones;
+    a config.json that names no layer types gets the class's (archcalc's own rule for them)."""
+    default = _spec(AutoConfig.for_model("deepseek_v4"))
+    fixture = load_model(str(FIXTURE))[0]
+    c = fixture.attention.compressed
+    assert c.layers[:4] == ["none", "none", "csa", "hca"]
+    assert default.attention.compressed.layers[:5] == ["hca", "hca", "hca", "csa", "hca"]
+    bare = ModelSpec.model_validate({"name": "v4", **spec_dict_from_config({"model_type": "deepseek_v4"}, "c.json")[0]})
+    assert bare.attention.compressed == default.attention.compressed
+    same = {"name", "attention"}
+    assert default.model_dump(exclude=same) == fixture.model_dump(exclude=same | {"max_context"}) | {
+        "max_context": default.max_context}
+    assert default.attention.model_dump(exclude={"compressed"}) == fixture.attention.model_dump(exclude={"compressed"})
+
+
+def test_legacy_keys_read_as_their_modern_names():
+    """compress_ratios (the release's rate per layer, its MTP layer's last) and compress_rate_csa / _hca say what
+    layer_types and compress_rates say."""
+    modern = _spec(_config(VARIANTS["every kind"]))
+    raw = json.loads(_config(VARIANTS["every kind"]).to_json_string())
+    legacy = {k: v for k, v in raw.items() if k not in ("layer_types", "compress_rates")}
+    legacy |= {"compress_ratios": [{"sliding": 0, "csa": 4, "hca": 128}[k] for k in VARIANTS["every kind"]] + [0],
+               "compress_rate_csa": 4, "compress_rate_hca": 8}
+    assert ModelSpec.model_validate({"name": "v4", **spec_dict_from_config(legacy, "config.json")[0]}) == modern
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"num_key_value_heads": 2}, "num_key_value_heads"),
+    ({"compress_ratios": [0, 4, 7]}, "compress_ratios"),
+    ({"layer_types": ["sliding_attention"]}, "layer_types"),
+    ({"compress_rates": {"compressed_sparse_attention": "4"}}, "compress_rates.compressed_sparse_attention"),
+    ({"o_groups": 3}, "o_groups"),
+    ({"first_k_dense_replace": 1}, "first_k_dense_replace"),
+    ({"mlp_layer_types": ["moe", "dense", "moe"]}, "mlp_layer_types"),
+])
+def test_bad_configs_say_which_key(tmp_path, change, field):
+    raw = {"model_type": "deepseek_v4", **json.loads(_config(["sliding", "csa", "hca"]).to_json_string()), **change}
+    if "compress_ratios" in change:
+        del raw["layer_types"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(InputError, match=field):
+        load_model(str(path))
