@@ -25,6 +25,7 @@ from archcalc.ops.workload import Workload
 from archcalc.spec.catalog import load_model
 from archcalc.spec.hf import spec_dict_from_config
 from archcalc.spec.model import ModelSpec
+from tests.spec.test_hf_oracle import _elementwise_stream_reads
 
 DTYPE = torch.bfloat16
 FIXTURE = Path(__file__).parents[1] / "data" / "hf" / "deepseek-v4-flash.json"
@@ -61,13 +62,6 @@ def _model(config, device: str = "meta") -> torch.nn.Module:
                                                 experts_implementation="batched_mm", dtype=DTYPE).eval()
 
 
-def _stream_reads(model: torch.nn.Module, tokens: int) -> int:
-    """mHC's read of its n streams is an elementwise product and a sum in HF (DeepseekV4HyperConnection:
-    (pre · streams).sum), which FlopCounterMode does not see; archcalc counts it as the contraction it is
-    (layers.hc.read), 2·n·D FLOPs a token in each of the 2L modules.  n·D from HF's own fn (its in_features)."""
-    return sum(2 * tokens * m.fn.shape[1] for m in model.modules() if type(m).__name__ == "DeepseekV4HyperConnection")
-
-
 @pytest.mark.parametrize("tokens", [1, 5, 13, 21])
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_params_and_prefill_flops_equal_hf(variant, tokens):
@@ -77,7 +71,7 @@ def test_params_and_prefill_flops_equal_hf(variant, tokens):
     assert ours.params.total == sum(p.numel() for p in model.parameters())
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True)
-    assert ours.flops.forward - _stream_reads(model, tokens) == counter.get_total_flops()
+    assert ours.flops.forward - _elementwise_stream_reads(model, tokens) == counter.get_total_flops()
 
 
 @pytest.mark.parametrize("tokens", [12, 20])
@@ -96,7 +90,7 @@ def test_decode_step_flops_equal_hf(variant, tokens):
         with FlopCounterMode(display=False) as counter:
             model(input_ids=ids[:, :1], cache=cache, use_cache=True)
     ours = size(spec, Workload.decode(tokens + 1), CONVENTIONS["torch"])
-    assert ours.flops.forward - _stream_reads(model, 1) == counter.get_total_flops()
+    assert ours.flops.forward - _elementwise_stream_reads(model, 1) == counter.get_total_flops()
 
 
 def _held(t: torch.Tensor | None) -> int:
