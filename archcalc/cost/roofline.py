@@ -177,6 +177,10 @@ def prefill_workload(prompt: int, batch: int, **dtypes) -> Workload:
 # ---- decode over many tokens, in closed form ----------------------------------------------
 
 
+# The most cuts decode_time makes where compressed layers' entries grow (each piece costs two op lists)
+MAX_ENTRY_CUTS = 1024
+
+
 def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates, tp: int = 1, **dtypes) -> float:
     """Seconds to generate `gen` tokens per sequence after a `prompt`-token
     prefill: Σ over contexts c = prompt+1 … prompt+gen of the decode step
@@ -195,11 +199,24 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     its rows grow with c, and under rates whose matmul efficiency depends on the rows (typical, calibrated) its
     time is not affine: the sum takes the chord between the range's ends (tests/spec/test_new_families.py bounds
     the difference from the step-by-step sum).
+
+    A compressed layer's entries (AttentionDims.stride m: DeepSeek-V4) grow by one at every multiple of m, a
+    step, not a line: the range is cut there too (the closing step a piece of its own), exact, up to
+    MAX_ENTRY_CUTS cuts; past that (a long generation
+    over CSA's 4-token entries) each piece takes its chord, off by less than one entry's read a step and op
+    (tests/properties/test_spec_space.py: exact below the cap, bounded above it).
     """
     lo, hi = prompt + 1, prompt + gen
     attention = [op for op in _decode_ops(spec, lo, batch, rates, tp, dtypes) if op.kind == "attention"]
-    # A window (or DeepSeek Sparse Attention's topk) stops the keys a step reads from growing at c = w.
-    windows = {op.dims.window for op in attention} | {op.dims.topk for op in attention}
+    # A window (or a top-k: DeepSeek Sparse Attention's keys, a CSA layer's entries, m tokens each) stops the keys
+    # a step reads from growing at c = w.
+    windows = {op.dims.window for op in attention} | {op.dims.topk * op.dims.stride for op in attention
+                                                       if op.dims.topk}
+    # A step at c = k·m closes an entry (its compressor folds a window, its core appends it), the next reads it:
+    # a piece of its own, [k·m, k·m + 1).
+    entries = {c + closing for m in {op.dims.stride for op in attention if op.dims.stride > 1}
+               for c in range((lo // m + 1) * m, hi + 1, m) for closing in (0, 1)}
+    windows |= entries if len(entries) <= MAX_ENTRY_CUTS else set()
     # A chunked layer's step restarts at each chunk: the query at context c sees (c − 1) mod C + 1 keys,
     # affine between c = k·C + 1 and the next chunk's first step.
     chunks = {c for op in attention if op.dims.chunked

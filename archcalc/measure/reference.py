@@ -831,6 +831,8 @@ class ReferenceModel(nn.Module):
                 or (spec.ffn.moe is not None and spec.ffn.moe.router_mlp is not None)):  # ZAYA1: transformers pins it
             raise ValueError("the reference model has no compressed convolutional attention, key scales, residual "
                              "scaling or router MLP (ZAYA1)")
+        if a.compressed is not None:  # DeepSeek-V4: pinned by transformers' own modules (tests/spec/test_deepseek_v4.py)
+            raise ValueError("the reference model has no compressed sparse attention (DeepSeek-V4)")
         if spec.drafter is not None:  # Gemma 4's assistant: pinned by transformers' own modules (test_hf_oracle.py)
             raise ValueError("the reference model has no drafter (a model that reads its target's cache)")
         if spec.attention.grouped or spec.attention.v_norm or spec.per_layer_input is not None:

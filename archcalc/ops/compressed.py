@@ -78,8 +78,8 @@ def _compressor(spec: ModelSpec, wl: Workload, name: str, width: int, rate: int,
         replace(_fp32(bias), shapes=((rate, series * width),)),
         ops.elementwise(f"{name}.pool", "attention", wl, series * rate * width, POOL_FLOPS, count=n, tokens=entries),
         ops.norm(f"{name}.norm", wl, width, "rmsnorm", False, count=n, tokens=entries),
-        ops.elementwise(f"{name}.rope", "position", wl, spec.rope_dim, ops.ROPE_FLOPS, count=n, tokens=entries,
-                        fn="rope"),
+        ops.elementwise(f"layers.attn.rope.{name.rsplit('.', 1)[1]}_entries", "position", wl, spec.rope_dim,
+                        ops.ROPE_FLOPS, count=n, tokens=entries, fn="rope"),
     ]
 
 

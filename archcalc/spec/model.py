@@ -336,6 +336,12 @@ class AttentionSpec(_Frozen):
         NumericRule(lambda a: a.experts is None or a.n_heads % a.experts.top_k == 0,
                     lambda a: f"n_heads ({a.n_heads}) must be divisible by experts.top_k ({a.experts.top_k}): "
                               "each routed expert holds n_heads / top_k query heads", "n_heads divisible by top_k"),
+        NumericRule(lambda a: a.compressed is None or a.n_kv_heads == 1,
+                    lambda a: f"attention.compressed (DeepSeek-V4) has one K=V head: n_kv_heads must be 1, not "
+                              f"{a.n_kv_heads}", "one KV head with compressed"),
+        NumericRule(lambda a: a.o_groups is None or a.n_heads % a.o_groups == 0,
+                    lambda a: f"n_heads ({a.n_heads}) must be divisible by o_groups ({a.o_groups})",
+                    "n_heads divisible by o_groups"),
         NumericRule(lambda a: a.global_kv_heads is None or a.n_heads % a.global_kv_heads == 0,
                     lambda a: f"n_heads ({a.n_heads}) must be divisible by global_kv_heads ({a.global_kv_heads})",
                     "n_heads divisible by global_kv_heads"),
@@ -436,18 +442,16 @@ class AttentionSpec(_Frozen):
                 self.compressed is not None):
             raise ValueError("o_groups and o_lora_rank (the grouped output projection) go together, with compressed")
         if self.compressed is not None and (
-                self.kind != "mha" or self.n_kv_heads != 1 or self.q_lora_rank is None or self.sliding_window is None
+                self.kind != "mha" or self.q_lora_rank is None or self.sliding_window is None
                 or self.layer_types is not None or self.grouped or self.bias or self.qk_norm != "none"
                 or self.v_head_dim is not None or self.output_gate or self.head_gate is not None or self.sub_norm
                 or self.differential or self.experts is not None or self.cca is not None or self.kv_conv is not None
                 or self.relative is not None or self.dynamic_mask is not None or self.indexer is not None
                 or self.query_scale or self.key_scale or self.softcap is not None or self.nope_layers
                 or self.o_bias_layers):
-            raise ValueError("attention.compressed (DeepSeek-V4) goes with kind mha, n_kv_heads 1, a q_lora_rank, a "
+            raise ValueError("attention.compressed (DeepSeek-V4) goes with kind mha, a q_lora_rank, a "
                              "sliding_window on every layer (no layer_types), and none of the other attention options "
                              "but sinks")
-        if self.compressed is not None and self.n_heads % self.o_groups:
-            raise ValueError(f"n_heads ({self.n_heads}) must be divisible by o_groups ({self.o_groups})")
         if self.kv_shared_layers and not isinstance(self.layer_types, list):
             raise ValueError("kv_shared_layers needs layer_types as a list: which earlier layer each shared "
                              "layer reads depends on its kind")
@@ -1497,6 +1501,9 @@ class ModelSpec(_Frozen):
         data.update(n_layers=last - first, mtp=None, vision=None)
         att, f = data["attention"], data.setdefault("ffn", {})
         att["layer_types"] = kinds
+        if self.attention.compressed is not None:  # every layer local (no layer_types); its compressors cut with it
+            att.pop("layer_types")
+            att["compressed"]["layers"] = self.attention.compressed.layers[first:last]
         att.pop("nope_layers", None)
         if first > 0 and not self.norm.first_layer:  # only layer 0 goes without its norm
             data["norm"]["first_layer"] = True

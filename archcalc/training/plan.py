@@ -136,6 +136,7 @@ def unplanned(spec: ModelSpec) -> str | None:
         (spec.loop is not None or spec.shared_block is not None,
          "layers run more than once with the same weights (a loop, a shared block)"),
         (a.differential, "differential attention (two attention calls a layer)"),
+        (a.compressed is not None, "compressed sparse attention (DeepSeek-V4's compressors and indexer)"),
         (a.separate_gate or not r.mix or r.head,
          "separate gate projection or hyper-connections without the stream mix or with a learned head (HY-V4)"),
         (a.dynamic_mask is not None, "dynamic mask attention (Doge)"),

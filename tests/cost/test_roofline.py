@@ -66,12 +66,26 @@ def test_sum_of_max_of_two_lines_matches_brute_force():
 
 
 @pytest.mark.parametrize("name, prompt", [("gemma-2-9b", 4000), ("mixtral-8x7b", 100), ("deepseek-v2-lite", 50),
-                                          ("gpt2", 10)])
+                                          ("gpt2", 10), ("deepseek-v4-flash", 30)])
 def test_closed_form_decode_equals_the_step_by_step_sum(name, prompt):
-    """Context grows by one each step; gemma-2's 4096 window is crossed mid-way."""
+    """Context grows by one each step; gemma-2's 4096 window is crossed mid-way, DeepSeek-V4's of 128 too, and its
+    CSA entries (one per 4 tokens) grow 50 times and its HCA entries (one per 128) once."""
     spec, gen, batch = spec_of(name), 200, 3
     brute = sum(step(spec, Workload.decode(c, batch), PEAK).time for c in range(prompt + 1, prompt + gen + 1))
     assert decode_time(spec, prompt, gen, batch, PEAK) == pytest.approx(brute, rel=1e-12)
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+def test_a_long_compressed_decode_takes_chords_close_to_the_steps(batch):
+    """Past MAX_ENTRY_CUTS cuts (3,000 tokens over DeepSeek-V4-Flash's 4-token CSA entries: 750 entries, 1,500
+    cuts) the closed form takes each piece's chord: within 1e-4 of the step-by-step sum (2e-5 at batch 64)."""
+    from archcalc.cost.roofline import MAX_ENTRY_CUTS
+
+    spec, prompt, gen = spec_of("deepseek-v4-flash"), 10_000, 3_000
+    assert 2 * gen // spec.attention.compressed.csa_rate > MAX_ENTRY_CUTS
+    brute = sum(step(spec, Workload.decode(c, batch), PEAK).time for c in range(prompt + 1, prompt + gen + 1))
+    closed = decode_time(spec, prompt, gen, batch, PEAK)
+    assert closed == pytest.approx(brute, rel=1e-4) and closed != pytest.approx(brute, rel=1e-12)
 
 
 def test_decode_is_memory_bound_and_reads_the_weights():

@@ -851,7 +851,7 @@ def recurrent_specs(draw) -> ModelSpec:
     if "gate_scale" in parts:
         att |= {"output_gate": True, "gate_scale": True, "gate_bias": False}
     if "scales" in parts and spec.ffn.gated:
-        data["ffn"]["scales"] = True
+        data.setdefault("ffn", {})["scales"] = True
     return ModelSpec.model_validate(data)
 
 
@@ -882,8 +882,36 @@ def test_a_recurrent_loop_is_its_layers_unrolled_with_weights_stored_once(spec, 
     json.dumps(r.to_dict(ops=True), allow_nan=False)
 
 
+# ---- DeepSeek-V4's compressed attention (transformers pins it: tests/spec/test_deepseek_v4.py) ----
+
+
+@st.composite
+def compressed_specs(draw) -> ModelSpec:
+    """A drawn MQA spec with a window on every layer, turned into DeepSeek-V4's attention: a query latent, the
+    grouped output projection and a compressor a layer (none, CSA or HCA) at drawn rates, with an indexer of a
+    drawn top-k."""
+    spec = draw(model_specs(max_layers=6, attention="mqa", window="all", qk_norm="none", attn_bias="none",
+                            output_gate=False, attn_softcap=False, nope=False,
+                            position=draw(st.sampled_from(["rope", "rope_partial"]))))
+    data = spec.model_dump(exclude_defaults=True)
+    heads = spec.attention.n_heads
+    csa = draw(st.integers(2, 6))
+    # the attention options DeepSeek-V4's goes with: its heads, the window, sinks
+    data["attention"] = {k: v for k, v in data["attention"].items()
+                         if k in ("n_heads", "n_kv_heads", "head_dim", "sliding_window", "sinks")}
+    data["attention"] |= {
+        "q_lora_rank": draw(st.integers(1, 12)), "o_groups": draw(st.sampled_from([g for g in (1, 2, 4) if heads % g == 0])),
+        "o_lora_rank": draw(st.integers(1, 8)),
+        "compressed": {"layers": draw(st.lists(st.sampled_from(["none", "csa", "hca"]), min_size=spec.n_layers,
+                                               max_size=spec.n_layers)),
+                       "csa_rate": csa, "hca_rate": draw(st.integers(csa + 1, 20)), "index_heads": draw(st.integers(1, 3)),
+                       "index_head_dim": draw(st.integers(1, 8)), "index_topk": draw(st.integers(1, 6))}}
+    return ModelSpec.model_validate(data)
+
+
 @settings(max_examples=60)
-@given(spec=st.one_of(model_specs(max_layers=6), linear_specs(), sparse_specs(), conv_specs()), data=st.data())
+@given(spec=st.one_of(model_specs(max_layers=6), linear_specs(), sparse_specs(), conv_specs(), compressed_specs()),
+       data=st.data())
 def test_cutting_the_layers_keeps_every_layer(spec, data):
     """ModelSpec.cut (pipeline stages, an MTP module's layer): cut at any point, the two halves hold
     exactly the model's layer ops (parameters, FLOPs, cache bytes per token), each layer keeping its
@@ -907,3 +935,43 @@ def test_cutting_the_layers_keeps_every_layer(spec, data):
     assert sum((h.layer_attention for h in halves), ()) == spec.layer_attention
     assert sum((h.layer_ffn for h in halves), ()) == spec.layer_ffn
     assert sum((h.layer_rope for h in halves), ()) == spec.layer_rope
+
+
+@given(t=st.integers(1, 60), past=st.integers(0, 60), stride=st.integers(2, 9), topk=st.none() | st.integers(1, 8))
+def test_entry_pairs_count_what_each_query_sees(t, past, stride, topk):
+    """The causal pairs of a compressed layer: the query at position p sees the (p + 1) // stride entries closed by
+    then, at most topk; counted one query at a time here."""
+    from archcalc.ops.op import entry_pairs
+
+    s = past + t
+    seen = sum(min((p + 1) // stride, topk if topk is not None else s) for p in range(past, s))
+    assert entry_pairs(t, s, stride, topk, CONVENTIONS["causal"]) == seen
+    assert entry_pairs(t, s, stride, topk, CONVENTIONS["torch"]) == t * (s // stride)
+
+
+@given(spec=compressed_specs(), wl=workloads(), convention=conventions, more=st.integers(1, 50))
+def test_compressed_layers_cache_an_entry_per_stride_and_a_fixed_state(spec, wl, convention, more):
+    """Each compressed kind caches context // rate entries a layer (its bytes_per_token an entry's share); the
+    state is the same at any context; a longer context never costs less; and every number is finite."""
+    r = sized(spec, wl, convention)
+    longer = sized(spec, replace(wl, context=wl.context + more), convention)
+    c = spec.attention.compressed
+    rates = {"csa": c.csa_rate, "indexer": c.csa_rate, "hca": c.hca_rate}
+    for k, k2 in zip(r.kv.by_kind, longer.kv.by_kind, strict=True):
+        assert (k.kind, k.layers, k.state_bytes) == (k2.kind, k2.layers, k2.state_bytes)
+        if k.kind in rates:
+            per_entry = k.bytes_per_token * rates[k.kind]
+            assert k.bytes == wl.batch * (wl.context // rates[k.kind] * per_entry + k.state_bytes)
+            assert k.layers == c.count("csa" if k.kind == "indexer" else k.kind) and k.state_bytes > 0
+    assert longer.kv.bytes >= r.kv.bytes and longer.flops.forward >= r.flops.forward
+    json.dumps(r.to_dict(ops=True), allow_nan=False)
+
+
+@settings(max_examples=30)
+@given(spec=compressed_specs(), prompt=st.integers(1, 40), gen=st.integers(1, 30), batch=st.integers(1, 3))
+def test_compressed_decode_time_closed_form_equals_the_step_by_step_sum(spec, prompt, gen, batch):
+    """The closed form cuts where a compressed layer's entries grow (each closing step a piece of its own); past
+    MAX_ENTRY_CUTS cuts it takes chords (tests/cost/test_roofline.py bounds them on DeepSeek-V4-Flash)."""
+    rates = rate_sets(H100, Workload.decode(prompt + 1, batch))[0]
+    steps = [step(spec, Workload.decode(c, batch), rates).time for c in range(prompt + 1, prompt + gen + 1)]
+    assert decode_time(spec, prompt, gen, batch, rates) == pytest.approx(sum(steps), rel=1e-9)

@@ -404,6 +404,10 @@ def test_every_bundled_spec_and_device_plans_without_error():
     for name in bundled_names("specs"):
         spec = spec_of(name)
         for engine in ENGINES:
+            if spec.attention.compressed is not None and engine != "plain":  # DeepSeek-V4: refused in one line
+                with pytest.raises(InputError, match="use --engine plain"):
+                    Planner(spec, H100, Deployment(engine=engine))
+                continue
             p = Planner(spec, H100, Deployment(engine=engine))
             plan = p.plan(min(8192, spec.max_context), 2)
             assert plan.total > 0 and plan.binding in ("reserve", "weights", "activations", "kv_cache")
@@ -416,7 +420,8 @@ def test_plain_plan_kv_is_what_size_reports():
     """fit's plain engine and size share the cache rule: the same bytes."""
     from conftest import sized
 
-    for name, ctx, batch in (("gemma-3-27b", CTX_128K, 1), ("mistral-7b-v0.1", 32_768, 3), ("deepseek-v3", 4096, 2)):
+    for name, ctx, batch in (("gemma-3-27b", CTX_128K, 1), ("mistral-7b-v0.1", 32_768, 3), ("deepseek-v3", 4096, 2),
+                             ("deepseek-v4-flash", 100_001, 3)):
         spec = spec_of(name)
         assert planner(spec).plan(ctx, batch).kv_bytes == sized(spec, context=ctx, batch=batch).kv.bytes
 

@@ -48,9 +48,13 @@ CONTEXT, BATCH = 3000, 2
 def varies_for(spec: ModelSpec) -> list[str]:
     """Fields worth varying in this spec, around its own values."""
     a, D = spec.attention, spec.d_model
-    out = [f"d_model={D // 2}:{2 * D}:{D // 4}", f"n_layers=1..{spec.n_layers + 3}", "vocab_size=1000,32000,50257"]
+    # (DeepSeek-V4's compressor list pins its depth, and its one K=V head)
+    depth = f"n_layers={spec.n_layers}" if a.compressed else f"n_layers=1..{spec.n_layers + 3}"
+    out = [f"d_model={D // 2}:{2 * D}:{D // 4}", depth, "vocab_size=1000,32000,50257"]
     if not set(spec.layer_attention) - {"linear", "none"}:  # no attention layer (xLSTM): its heads a placeholder
         pass
+    elif a.compressed:
+        out.append(f"attention.n_heads={a.n_heads // 2},{a.n_heads},{a.n_heads + 3}")
     elif a.kind == "mha":
         out.append(f"attention.n_kv_heads=1,2,{spec.n_kv_heads},{a.n_heads}")
         out.append(f"attention.n_heads={a.n_heads // 2},{a.n_heads},{a.n_heads + 3}")
