@@ -215,7 +215,7 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     # A step at c = k·m closes an entry (its compressor folds a window, its core appends it), the next reads it:
     # a piece of its own, [k·m, k·m + 1).
     entries = {c + closing for m in {op.dims.stride for op in attention if op.dims.stride > 1}
-               for c in range((lo // m + 1) * m, hi + 1, m) for closing in (0, 1)}
+               for c in range(-(-lo // m) * m, hi + 1, m) for closing in (0, 1)}  # from the first at or past lo
     windows |= entries if len(entries) <= MAX_ENTRY_CUTS else set()
     # A chunked layer's step restarts at each chunk: the query at context c sees (c − 1) mod C + 1 keys,
     # affine between c = k·C + 1 and the next chunk's first step.
