@@ -947,6 +947,9 @@ def test_entry_pairs_count_what_each_query_sees(t, past, stride, topk):
     seen = sum(min((p + 1) // stride, topk if topk is not None else s) for p in range(past, s))
     assert entry_pairs(t, s, stride, topk, CONVENTIONS["causal"]) == seen
     assert entry_pairs(t, s, stride, topk, CONVENTIONS["torch"]) == t * (s // stride)
+    # one decode query's view is its own: every convention that caps windows (and top-k) agrees with causal
+    one = entry_pairs(1, s, stride, topk, CONVENTIONS["causal"])
+    assert all(entry_pairs(1, s, stride, topk, c) == one for c in CONVENTIONS.values() if c.cap_windows)
 
 
 @given(spec=compressed_specs(), wl=workloads(), convention=conventions, more=st.integers(1, 50))

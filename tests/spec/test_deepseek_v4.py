@@ -188,6 +188,32 @@ def test_causal_entry_pairs_are_hf_s_masks_and_selection(tokens):
         assert op.flops == seen[kind] * per_pair
 
 
+def test_a_decode_step_reads_the_entries_hf_s_indexer_selects():
+    """A decode step after 21 tokens (5 CSA entries, 2 HCA ones; the step closes none): the CSA core reads the
+    entries its indexer picks (-1 where there are fewer than index_topk: here 3 of 5), an HCA core every entry
+    held (HF's compressor hands them all over), d values each at the cache's dtype."""
+    config = _config(VARIANTS["every kind"])
+    torch.manual_seed(0)
+    model, picked = _model(config, "cpu"), []
+    csa = next(m for m in model.modules() if type(m).__name__ == "DeepseekV4CSACompressor")
+    hca = next(m for m in model.modules() if type(m).__name__ == "DeepseekV4HCACompressor")
+    held = []
+    hooks = [csa.indexer.register_forward_hook(lambda m, a, out: picked.append(int((out >= 0).sum()))),
+             hca.register_forward_hook(lambda m, a, out: held.append(out[0].shape[2]))]
+    try:
+        with torch.no_grad():
+            cache = model(input_ids=torch.randint(1, 100, (1, 21)), use_cache=True).cache
+            model(input_ids=torch.randint(1, 100, (1, 1)), cache=cache, use_cache=True)
+    finally:
+        for h in hooks:
+            h.remove()
+    ops_ = {op.name: op for op in size(_spec(config), Workload.decode(22), CONVENTIONS["causal"]).ops}
+    entry = config.head_dim * DTYPE.itemsize
+    assert (picked[-1], held[-1]) == (config.index_topk, 22 // 8)
+    assert ops_["layers.attn.core.csa"].kv_bytes == picked[-1] * entry
+    assert ops_["layers.attn.core.hca"].kv_bytes == held[-1] * entry
+
+
 def test_the_release_is_284b_with_13b_active():
     """The fixture (DeepSeek-V4-Flash's config.json, slimmed; tests/data/hf/SOURCES.md) at full size on the meta
     device: numel() is archcalc's total, and DeepSeek's model card says 284B total, 13B activated (the layers'
