@@ -99,6 +99,7 @@ class KVLayerKind:
     bytes_per_token: float  # one token, all layers of this kind (0 for linear layers; a compressed entry / stride)
     bytes: float  # at the workload's context × batch, windows capped, fixed states included
     state_bytes: float = 0  # the fixed state of one sequence, all layers of this kind (linear layers)
+    stride: int = 1  # tokens a cached entry stands for (a compressed layer's: DeepSeek-V4)
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,7 @@ def kv_cache(ops: list[Op], context: int, batch: int, kv_dtype: str) -> KVCache:
             # one token, no window capping it (a compressed layer's entry shared by its `stride` tokens)
             bytes_per_token=opsmod.cache_bytes(op, op.dims.stride, 1, kv_dtype) / op.dims.stride * op.count,
             bytes=opsmod.cache_bytes(op, context, batch, kv_dtype) * op.count + batch * state,
-            state_bytes=state,
+            state_bytes=state, stride=op.dims.stride,
         ))
     return KVCache(kv_dtype, sum(k.bytes_per_token for k in kinds), sum(k.bytes for k in kinds), kinds)
 

@@ -77,7 +77,8 @@ def fit_json(plan: FitPlan, solutions: dict[str, Solution], warnings: list[str] 
                 "bytes": plan.kv_bytes,
                 "by_layer_kind": [{"kind": k.kind, "layers": k.layers, "charged_layers": k.charged_layers,
                                    "window": k.window, "cells": k.cells, "bytes_per_token": k.token_bytes,
-                                   "state_bytes": k.state_bytes, "bytes": k.bytes} for k in plan.kv],
+                                   "state_bytes": k.state_bytes, "tokens_per_cell": k.stride, "bytes": k.bytes}
+                                  for k in plan.kv],
             },
             "activations": {"bytes": act.bytes, "chunk_tokens": act.chunk.tokens, "dtype": act.chunk.act_dtype,
                             "residual": act.residual, "largest_op": act.largest_op,

@@ -63,7 +63,8 @@ def size_json(r: SizeResult, ops: bool = False) -> dict:
             "kv_shared_layers": r.spec.attention.kv_shared_layers,  # layers with no cache: they reuse K/V
             "by_layer_kind": [{"kind": k.kind, "layers": k.layers, "window": k.window,
                                "bytes_per_token": k.bytes_per_token, "bytes": k.bytes,
-                               "state_bytes_per_sequence": k.state_bytes} for k in kv.by_kind],
+                               "state_bytes_per_sequence": k.state_bytes, "tokens_per_entry": k.stride}
+                              for k in kv.by_kind],
         },
         "warnings": list(r.warnings),
         **({"ops": [op_json(op) for op in r.ops]} if ops else {}),

@@ -70,6 +70,7 @@ class LayerKV:
     cells: int  # token slots per layer, all sequences together
     token_bytes: float  # one token slot in one layer
     state_bytes: float = 0  # one layer's fixed state, all sequences together
+    stride: int = 1  # tokens a cell stands for (a compressed layer's entry: DeepSeek-V4)
 
     @property
     def bytes(self) -> float:
@@ -196,7 +197,7 @@ class Engine:
     def kv_layers(self, kinds: list[AttnKind], context: int, batch: int, dep: Deployment) -> list[LayerKV]:
         return [LayerKV(k.kind, k.layers, k.layers, k.window,
                         0 if k.kind == "linear" else batch * cached_tokens(context, k.window, k.stride), k.token_bytes,
-                        batch * k.state_bytes) for k in kinds]
+                        batch * k.state_bytes, k.stride) for k in kinds]
 
     def chunk(self, context: int, batch: int, dep: Deployment) -> Chunk:
         return Chunk(batch * context, batch, "bf16", f"the whole prefill, {batch:,} × {context:,} tokens in one step")
