@@ -228,6 +228,27 @@ def test_the_release_is_284b_with_13b_active():
     assert round((p.active - p.by_component["embedding"] - p.by_component["lm_head"]) / 1e9) == 13
 
 
+def test_the_hub_s_fp4_experts_are_ours_and_the_mtp_layer_s():
+    """The Hub's safetensors metadata of deepseek-ai/DeepSeek-V4-Flash counts 141,733,920,768 I8 elements (a model
+    index's test quotes the Hub API's answer: index id 56130355447): its routed experts in FP4, two values a byte.
+    They are the experts of the 43 layers archcalc counts and of the release's one MTP layer (not in transformers'
+    model; a layer's experts, the same shape), halved."""
+    spec = load_model(str(FIXTURE))[0]
+    experts = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.by_component["experts"]
+    assert experts % spec.n_layers == 0 and (experts + experts // spec.n_layers) // 2 == 141_733_920_768
+
+
+def test_at_1m_tokens_the_cache_and_a_step_are_near_the_card_s_share_of_v3_2_s():
+    """DeepSeek's card: at a 1M-token context V4-Flash needs 7% of DeepSeek-V3.2's KV cache and 10% of its
+    single-token FLOPs.  archcalc, both caches at one dtype (bf16) and the causal convention: 8.0% and 12.4%.  The
+    card's caches keep their values at precisions of their own (not in either config.json), which archcalc does not
+    assume; the shares agree to within those."""
+    wl = Workload.decode(1_000_000)
+    v4, v32 = (size(load_model(n)[0], wl, CONVENTIONS["causal"]) for n in ("deepseek-v4-flash", "deepseek-v3.2"))
+    assert 0.06 < v4.kv.bytes / v32.kv.bytes < 0.09
+    assert 0.08 < v4.flops.forward / v32.flops.forward < 0.14
+
+
 def test_the_config_class_defaults_are_the_release_but_its_layer_order():
     """DeepseekV4Config's defaults (its checkpoint: DeepSeek-V4-Flash-Base) read as the fixture, but for the order
     of the layers: the class starts with three HCA layers and then alternates, the release with two sliding ones;
