@@ -201,10 +201,10 @@ def decode_time(spec: ModelSpec, prompt: int, gen: int, batch: int, rates: Rates
     the difference from the step-by-step sum).
 
     A compressed layer's entries (AttentionDims.stride m: DeepSeek-V4) grow by one at every multiple of m, a
-    step, not a line: the range is cut there too (the closing step a piece of its own), exact, up to
-    MAX_ENTRY_CUTS cuts; past that (a long generation
-    over CSA's 4-token entries) each piece takes its chord, off by less than one entry's read a step and op
-    (tests/properties/test_spec_space.py: exact below the cap, bounded above it).
+    step, not a line: the range is cut there too (the closing step a piece of its own), exact up to
+    MAX_ENTRY_CUTS cuts; past that (a long generation over CSA's 4-token entries) each piece takes its chord
+    (tests/properties/test_spec_space.py: exact below the cap; tests/cost/test_roofline.py: within 1e-4 above it
+    on DeepSeek-V4-Flash).
     """
     lo, hi = prompt + 1, prompt + gen
     attention = [op for op in _decode_ops(spec, lo, batch, rates, tp, dtypes) if op.kind == "attention"]

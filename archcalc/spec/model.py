@@ -277,7 +277,7 @@ class AttentionSpec(_Frozen):
     nope_layers: list[LayerIndex] | None = None
     # Multi-head latent attention (DeepSeek-V2/V3).  The cache holds
     # kv_lora_rank + qk_rope_head_dim values per token per layer.
-    q_lora_rank: Width | None = None  # None: a direct D -> H·(nope+rope) query projection
+    q_lora_rank: Width | None = None  # None: a direct D -> H·(nope+rope) query projection (mha: with compressed)
     kv_lora_rank: Width | None = None
     qk_nope_head_dim: Width | None = None
     qk_rope_head_dim: Width | None = None
@@ -368,8 +368,8 @@ class AttentionSpec(_Frozen):
             if self.n_kv_heads is not None or self.head_dim is not None:
                 raise ValueError("kind mla takes qk_nope/qk_rope/v_head_dim, not n_kv_heads or head_dim")
         else:
-            extra = [f for f in (*mla_fields, *("q_lora_rank",) * (self.compressed is None))
-                     if getattr(self, f) is not None and f != "v_head_dim"]
+            latent = () if self.compressed is not None else ("q_lora_rank",)  # DeepSeek-V4's query latent: mha
+            extra = [f for f in (*mla_fields, *latent) if getattr(self, f) is not None and f != "v_head_dim"]
             if extra:
                 raise ValueError(f"{', '.join(extra)} only apply to kind mla")
         if self.indexer is not None and self.indexer.kind == "block" and (self.kind != "mha" or self.grouped):
@@ -1192,6 +1192,8 @@ class ModelSpec(_Frozen):
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
         a = self.attention
+        if a.compressed is not None and self.position.kind != "rope":
+            raise ValueError("attention.compressed (DeepSeek-V4) rotates its keys and entries: position.kind rope")
         if a.layer_types is not None and a.sliding_window is None and "local" in self.layer_attention:
             raise ValueError("attention.layer_types has local layers but attention.sliding_window is not set")
         if a.layer_types is not None and a.chunk_size is None and "chunked" in self.layer_attention:

@@ -196,8 +196,8 @@ class Engine:
 
     def kv_layers(self, kinds: list[AttnKind], context: int, batch: int, dep: Deployment) -> list[LayerKV]:
         return [LayerKV(k.kind, k.layers, k.layers, k.window,
-                        0 if k.kind == "linear" else batch * cached_tokens(context, k.window, k.stride), k.token_bytes,
-                        batch * k.state_bytes, k.stride) for k in kinds]
+                        0 if k.kind == "linear" else batch * cached_tokens(context, k.window, k.stride),
+                        k.token_bytes, batch * k.state_bytes, k.stride) for k in kinds]
 
     def chunk(self, context: int, batch: int, dep: Deployment) -> Chunk:
         return Chunk(batch * context, batch, "bf16", f"the whole prefill, {batch:,} × {context:,} tokens in one step")

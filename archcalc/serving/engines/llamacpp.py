@@ -69,7 +69,8 @@ class LlamaCppEngine(Engine):
 
     def check(self, spec, dep):
         if spec.attention.compressed is not None:
-            raise InputError(None, "--engine", "llama.cpp's cache for DeepSeek-V4's compressed attention is not modelled; use --engine plain")
+            raise InputError(None, "--engine", "llama.cpp's cache for DeepSeek-V4's compressed attention is not "
+                                               "modelled; use --engine plain")
         if dep.tensor_split is not None and len(dep.tensor_split) != dep.tensor_parallel:
             raise InputError(None, "--tensor-split", f"{len(dep.tensor_split)} proportions for {dep.tensor_parallel} "
                                                      f"GPUs; give one per GPU of the instance (--gpus "

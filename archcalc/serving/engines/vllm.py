@@ -374,7 +374,8 @@ class VllmEngine(Engine):
     def check(self, spec, dep):
         vllm_partition(spec.n_layers, dep.pp)  # --pp within 1 to the layers
         if spec.attention.compressed is not None:
-            raise InputError(None, "--engine", "vLLM's paging of DeepSeek-V4's compressed caches (its compressor states and entry pools) is not modelled; use --engine plain")
+            raise InputError(None, "--engine", "vLLM's paging of DeepSeek-V4's compressed caches (its compressor "
+                                               "states and entry pools) is not modelled; use --engine plain")
         if dep.mtp and dep.pp > 1:
             raise InputError(None, "--mtp", "MTP modules under pipeline parallelism are not modelled; use --pp 1")
         rules = vllm_rules(dep)

@@ -245,7 +245,7 @@ V4_MLP_TYPES = ("hash_moe", "moe")
 
 def _v4_layers(r: ConfigReader, n: int) -> list[str]:
     """Each layer's compressor: layer_types, else the legacy compress_ratios (the release's, which lists the MTP
-    layer too: the first n entries), else DeepseekV4Config's rule (two HCA layers, then CSA and HCA in turn)."""
+    layer too: the first n entries), else DeepseekV4Config's rule (two HCA layers, then HCA and CSA in turn)."""
     if r.has("layer_types"):
         types = r.get("layer_types")
         bad = [t for t in types if t not in V4_LAYER_TYPES]
@@ -268,7 +268,7 @@ def _v4_rates(r: ConfigReader) -> tuple[int, int]:
     for kind, legacy, default in (("compressed_sparse_attention", "compress_rate_csa", 4),
                                   ("heavily_compressed_attention", "compress_rate_hca", 128)):
         value = given.get(kind, default) if not r.has(legacy) else r.get(legacy)
-        rates.append(checked(r.path, f"{r.prefix}compress_rates.{kind}", "compress_rate_csa", value))
+        rates.append(checked(r.path, f"{r.prefix}compress_rates.{kind}", legacy, value))  # a rate's type and range
     return rates[0], rates[1]
 
 
