@@ -7,7 +7,9 @@ only for MTP speculative decoding.  size reports them apart, never in the totals
 previous hidden state (enorm, hnorm), a bias-free 2D -> D projection of their concatenation
 (eh_proj, Qwen3-Next's fc), one decoder layer of the kind of the model's last layer, and a final
 norm; DeepSeek's and GLM's checkpoints also store each module's own copy of the embedding and of
-the output head.
+the output head.  DeepSeek-V4's (its inference/model.py, MTPBlock) project the two with e_proj and h_proj, D -> D
+each (eh_proj's parameters and FLOPs), run a layer with the compressor MTPSpec.compressor names, and merge the
+mHC streams by a head of their own (MTPSpec.hc_head); the embedding and head are the model's.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ def mtp_ops(spec: ModelSpec) -> list[Op]:
     wl = Workload()  # one token: only the parameters are read (weight bytes at any dtype: totals.weight_bytes)
     D, V = spec.d_model, spec.vocab_size
     last = spec.cut(spec.n_layers - 1, spec.n_layers)  # one layer of the kind of the model's last
-    layer = [op for op in model_ops(last, wl) if op.name.startswith("layers.")]
+    if m.compressor is not None:  # DeepSeek-V4: the compressor its own
+        c = last.attention.compressed.model_copy(update={"layers": [m.compressor]})
+        last = last.model_copy(update={"attention": last.attention.model_copy(update={"compressed": c})})
+    layer = [op for op in model_ops(last, wl) if op.name.startswith(("layers.", "hc.head") if m.hc_head else "layers.")]
     out = [replace(op, name=f"mtp.{op.name}") for op in layer]
     out += [ops.norm(f"mtp.{name}", wl, D, spec.norm.kind, spec.norm.bias, weight=spec.norm.weight)
             for name in ("enorm", "hnorm", "final_norm")]

@@ -1065,6 +1065,10 @@ class MTPSpec(_Frozen):
 
     layers: Layers = 1
     copies: bool = False  # each module stores its own embedding and head (DeepSeek-V3, GLM-4.5)
+    # DeepSeek-V4's modules: the compressor of their layer (the release's last compress_ratios entry: none), and a
+    # head of their own merging the mHC streams (hc_head_fn, hc_head_base, hc_head_scale: n·(n·D) + n + 1)
+    compressor: CompressorKind | None = None
+    hc_head: bool = False
 
 
 class DrafterSpec(_Frozen):
@@ -1192,6 +1196,10 @@ class ModelSpec(_Frozen):
     @model_validator(mode="after")
     def _check(self) -> ModelSpec:
         a = self.attention
+        if self.mtp is not None and ((self.mtp.compressor is not None) != (a.compressed is not None)
+                                     or self.mtp.hc_head and not self.residual.head):
+            raise ValueError("mtp.compressor goes with attention.compressed, mtp.hc_head with residual.head "
+                             "(DeepSeek-V4)")
         if a.compressed is not None and self.position.kind != "rope":
             raise ValueError("attention.compressed (DeepSeek-V4) rotates its keys and entries: position.kind rope")
         if a.layer_types is not None and a.sliding_window is None and "local" in self.layer_attention:

@@ -228,14 +228,48 @@ def test_the_release_is_284b_with_13b_active():
     assert round((p.active - p.by_component["embedding"] - p.by_component["lm_head"]) / 1e9) == 13
 
 
-def test_the_hub_s_fp4_experts_are_ours_and_the_mtp_layer_s():
-    """The Hub's safetensors metadata of deepseek-ai/DeepSeek-V4-Flash counts 141,733,920,768 I8 elements (a model
-    index's test quotes the Hub API's answer: index id 56130355447): its routed experts in FP4, two values a byte.
-    They are the experts of the 43 layers archcalc counts and of the release's one MTP layer (not in transformers'
-    model; a layer's experts, the same shape), halved."""
+# DeepSeek-V4-Flash's release as the Hub's safetensors metadata counts its stored elements by type (a model
+# index's test quotes the Hub API's answer: index id 56130355447).  Its F32 tensors are not in that answer.
+HUB_BY_TYPE = {"BF16": 1_415_259_264, "F8_E8M0": 8_858_737_664, "F8_E4M3": 6_023_020_544, "I8": 141_733_920_768}
+# What DeepSeek stores in FP8 (E4M3, an E8M0 scale per 128 × 128 block) and in F32 (its inference/model.py builds
+# the mHC parameters, the position biases and the sinks in fp32), by archcalc's op names (mtp.*: the MTP layer's)
+RELEASE_FP8 = ("layers.attn.q_a", "layers.attn.q_b", "layers.attn.kv", "layers.attn.o_a", "layers.attn.o_b",
+               "layers.moe.shared.up", "layers.moe.shared.down", "layers.attn.csa.kv_gate", "eh_proj")
+RELEASE_F32 = ("layers.mhc.coeffs", "layers.mhc.sinkhorn", "hc.head", "hc.head_gates", "layers.attn.core.local",
+               "layers.attn.csa.position_bias", "layers.attn.hca.position_bias", "layers.attn.indexer.position_bias")
+
+
+def test_the_release_s_stored_tensors_are_ours_type_by_type():
+    """Every stored element of DeepSeek-V4-Flash's release (the 43 layers and the MTP layer, its embedding and head)
+    by type, from archcalc's ops: the routed experts in FP4 (MXFP4: I8 bytes of two values, an E8M0 scale per 32),
+    the attention's projections, the shared experts, the CSA compressors and the MTP projection in FP8 (an E8M0
+    scale per 128 × 128 block of each matrix), the rest BF16 but what DeepSeek keeps in F32.  Four counts, each
+    exact: the I8 pins the experts, the E4M3 and the scales which matrices are FP8 and their shapes, the BF16
+    everything else."""
+    import math
+
+    from archcalc.ops.layers import model_ops
+    from archcalc.ops.mtp import mtp_ops
+
     spec = load_model(str(FIXTURE))[0]
-    experts = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.by_component["experts"]
-    assert experts % spec.n_layers == 0 and (experts + experts // spec.n_layers) // 2 == 141_733_920_768
+    ops_ = model_ops(spec, Workload.forward(1)) + mtp_ops(spec)
+
+    def named(op, names):
+        return op.name.removeprefix("mtp.") in names
+
+    def blocks(op):  # 128 × 128 blocks of each stored matrix (a fused op's parts are matrices of their own)
+        return sum(math.ceil(n / 128) * math.ceil(op.dims.k / 128) for n in (op.dims.parts or (op.dims.n,)))
+
+    experts = sum(op.params * op.count for op in ops_ if op.component == "experts")
+    fp8 = [op for op in ops_ if named(op, RELEASE_FP8)]
+    # each in the layers and the MTP layer, but the CSA compressor (the MTP layer has none) and eh_proj (MTP's own)
+    assert len(fp8) == 2 * (len(RELEASE_FP8) - 2) + 2
+    f32 = sum(op.params * op.count for op in ops_ if named(op, RELEASE_F32))
+    total = sum(op.params * op.count for op in ops_)
+    assert experts % 2 == 0 and experts // 2 == HUB_BY_TYPE["I8"]
+    assert sum(op.params * op.count for op in fp8) == HUB_BY_TYPE["F8_E4M3"]
+    assert experts // 32 + sum(blocks(op) * op.count for op in fp8) == HUB_BY_TYPE["F8_E8M0"]
+    assert total - experts - HUB_BY_TYPE["F8_E4M3"] - f32 == HUB_BY_TYPE["BF16"]
 
 
 def test_at_1m_tokens_the_cache_and_a_step_are_near_the_card_s_share_of_v3_2_s():

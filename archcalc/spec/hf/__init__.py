@@ -101,7 +101,7 @@ FAMILY_DEFAULTS = {
                     "n_routed_experts": 256, "n_shared_experts": 1, "max_position_embeddings": 1048576,
                     "rope_theta": 10000.0, "sliding_window": 128, "o_groups": 8, "o_lora_rank": 1024,
                     "index_n_heads": 64, "index_head_dim": 128, "index_topk": 512, "hc_mult": 4,
-                    "hc_sinkhorn_iters": 20},
+                    "hc_sinkhorn_iters": 20, "num_nextn_predict_layers": 1},
     # HYV4Config's (no released config.json found)
     "hy_v4": {"vocab_size": 120832, "hidden_size": 2816, "intermediate_size": 6912, "moe_intermediate_size": 768,
               "num_hidden_layers": 34, "num_attention_heads": 32, "n_routed_experts": 256, "n_shared_experts": 1,

@@ -314,10 +314,17 @@ def _deepseek_v4(r: ConfigReader) -> dict:
             ("scoring_func", "the router's activation: no parameter, FLOP or byte changes"),
             ("topk_method", "how the router picks: no parameter, FLOP or byte changes"),
             ("expert_dtype", "the released experts' storage type: size it with --dtype or --weights"),
-            ("num_nextn_predict_layers", "the released MTP layer, which transformers does not build: not counted")):
+):
         r.ignore(key, reason)
+    # the release's MTP layer (not built by transformers; size reports it apart): compress_ratios' entry after the
+    # layers, where the file lists one, says its compressor
+    mtp = _mtp(r)
+    if mtp is not None:
+        ratios = r.cfg.get("compress_ratios") if not r.has("layer_types") else None
+        mtp |= {"copies": False, "hc_head": True,
+                "compressor": V4_RATIOS[ratios[n]] if ratios is not None and len(ratios) > n else "none"}
     residual = {"kind": "mhc", "streams": r.get("hc_mult"), "sinkhorn_iters": r.get("hc_sinkhorn_iters"),
                 "head": True}
     pos = {"kind": "rope", "theta": float(r.get("rope_theta")), "rotary_fraction": fraction}
     return {**spec, "max_context": r.get("max_position_embeddings"), "attention": att, "position": pos,
-            "residual": residual, "ffn": {"activation": _activation(r, True, "silu"), "moe": moe}}
+            "residual": residual, "mtp": mtp, "ffn": {"activation": _activation(r, True, "silu"), "moe": moe}}
