@@ -22,6 +22,11 @@
   releases): e4m3 weights, one fp32 scale_inv per 128 × 128 block,
   ceil(N/128)·ceil(K/128) of them (inference/model.py); the same linears as
   above, everything else bf16;
+- fp8-block-mxfp4: DeepSeek-V4's release format (its config.json's quantization_config: fp8, weight_block_size
+  [128, 128], scale_fmt ue8m0, expert_dtype fp4): the routed experts in MXFP4 as above; the other linears e4m3
+  with one E8M0 scale (a byte) per 128 × 128 block; what the architecture keeps in fp32 (mHC's coefficients,
+  position biases, sinks) fp32; everything else bf16.  The Hub's counts of the release's tensors by type pin it
+  (tests/spec/test_deepseek_v4.py);
 - nvfp4: NVIDIA ModelOpt's NVFP4 (nvidia/*-FP4 checkpoints): E2M1 values two to a
   byte, an E4M3 scale per 16 inputs of each output, and two fp32 scalars per
   matrix (weight_scale_2, the global scale, and the activation's input_scale):
@@ -101,7 +106,7 @@ GROUPED = {f"{tool}{'' if g == 128 else f':g{g}'}": (tool, g) for tool in ("awq"
 FP8_BLOCK = 128  # weight_block_size [128, 128]
 NVFP4_GROUP = 16  # inputs per E4M3 scale (ModelOpt's group_size; vLLM: "NVFP4 only supports group_size=16")
 # --weights choices
-WEIGHT_FORMATS = (*(f"gguf:{m}" for m in MIXES), "mxfp4", *GROUPED, "fp8-block", "nvfp4")
+WEIGHT_FORMATS = (*(f"gguf:{m}" for m in MIXES), "mxfp4", *GROUPED, "fp8-block", "fp8-block-mxfp4", "nvfp4")
 # HF model_types whose attention stores Q, K and V as one matrix (query_key_value, c_attn, Wqkv,
 # qkv_proj): one tensor in their checkpoints and in the GGUF files convert_hf_to_gguf writes
 # (attn_qkv).  Pinned on transformers' module tree (tests/spec/test_hf_oracle.py).
@@ -294,6 +299,15 @@ def checkpoint_types(spec: ModelSpec, ops: list[Op], fmt: str) -> list[tuple[Ten
     """Every weight tensor of the checkpoint with the type `fmt` stores it in."""
     if fmt == "mxfp4":
         return [(t, "mxfp4" if t.name.endswith("_exps.weight") else "bf16") for t in tensors(spec, ops)]
+    if fmt == "fp8-block-mxfp4":
+        def kind(t: Tensor) -> str:
+            op = ops[t.op]
+            if t.name.endswith("_exps.weight"):
+                return "mxfp4"
+            if t.role not in UNQUANTIZED_ROLES and op.quantizable:
+                return "fp8_b128_e8m0"
+            return "f32" if op.stored_dtype == "fp32" else "bf16"
+        return [(t, kind(t)) for t in tensors(spec, ops)]
     if fmt in GROUPED or fmt in ("fp8-block", "nvfp4"):
         quantized, kept = (f"int4_g{GROUPED[fmt][1]}", "f16") if fmt in GROUPED else \
             ({"fp8-block": "fp8_b128", "nvfp4": "nvfp4_g16"}[fmt], "bf16")
@@ -319,6 +333,8 @@ def tensor_bytes(t: Tensor, kind: str) -> float:
         return t.elements / 2 + -(-t.row // int(kind[6:])) * t.outputs * t.matrices * 2.5
     if kind == "fp8_b128":  # 1-byte values + an fp32 scale per 128 x 128 block
         return t.elements + -(-t.row // FP8_BLOCK) * -(-t.outputs // FP8_BLOCK) * t.matrices * 4
+    if kind == "fp8_b128_e8m0":  # 1-byte values + an E8M0 (one-byte) scale per 128 x 128 block
+        return t.elements + -(-t.row // FP8_BLOCK) * -(-t.outputs // FP8_BLOCK) * t.matrices
     if kind == "nvfp4_g16":  # two E2M1 values a byte + an E4M3 scale per 16 inputs + two fp32 scalars a matrix
         return t.elements / 2 + t.row // NVFP4_GROUP * t.outputs * t.matrices + 8 * t.matrices
     per_block, size = GGML_TYPES[kind]

@@ -37,8 +37,10 @@ def compressed_attention_ops(spec: ModelSpec, wl: Workload, conv: ops.FlopsConve
         ops.norm("layers.attn.kv_norm", wl, d, "rmsnorm", False, count=L),
         # the queries, the shared key, and the output's rotation back (its values carry the key's rotation)
         _rope(wl, "layers.attn.rope", (2 * H + 1) * spec.rope_dim, L),
-        ops.attention("layers.attn.core.local", wl, conv, n_heads=H, kv_heads=1, qk_dim=d, v_dim=d, kv_width=d,
-                      window=a.sliding_window, layer_kind="local", count=L, params=H if a.sinks else 0),
+        # (its sinks fp32, as transformers and DeepSeek's release keep them)
+        _fp32(ops.attention("layers.attn.core.local", wl, conv, n_heads=H, kv_heads=1, qk_dim=d, v_dim=d,
+                            kv_width=d, window=a.sliding_window, layer_kind="local", count=L,
+                            params=H if a.sinks else 0)),
     ]
     for kind, rate in (("csa", c.csa_rate), ("hca", c.hca_rate)):
         n = c.count(kind)
@@ -68,13 +70,15 @@ def _compressor(spec: ModelSpec, wl: Workload, name: str, width: int, rate: int,
     """A compressor at `width` (d, or the indexer's d_I) in n layers: each token's value and gate (D -> c·width
     each: one matmul of two parts), a learned position bias (rate × c·width, fp32) added to the gates, the
     softmax-weighted sum of each closed window's c·rate slots, its RMSNorm (a weight of width) and RoPE on its
-    trailing rotated dims.  The rest of a window waits in the cache (_with_state)."""
+    trailing rotated dims.  The rest of a window waits in the cache (_with_state).  DeepSeek's release stores the
+    CSA compressors' projections in FP8 and the HCA compressors' and the indexer's in BF16 (the Hub's counts by type:
+    tests/spec/test_deepseek_v4.py): only the CSA ones are quantizable here."""
     entries, D = _closed(wl, rate), spec.d_model
     bias = ops.elementwise(f"{name}.position_bias", "attention", wl, series * width, 1, count=n,
                            tokens=entries * rate, params=rate * series * width)
     return [
         ops.matmul(f"{name}.kv_gate", "attention", wl, D, 2 * series * width, count=n, tp="replicated",
-                   parts=(series * width, series * width)),
+                   parts=(series * width, series * width), quantizable=name.endswith(".csa")),
         replace(_fp32(bias), shapes=((rate, series * width),)),
         ops.elementwise(f"{name}.pool", "attention", wl, series * rate * width, POOL_FLOPS, count=n, tokens=entries),
         ops.norm(f"{name}.norm", wl, width, "rmsnorm", False, count=n, tokens=entries),
@@ -102,8 +106,10 @@ def _indexer_ops(spec: ModelSpec, wl: Workload, conv: ops.FlopsConvention, n: in
     score = ops.attention("layers.attn.indexer.core", wl, conv, n_heads=Hi, kv_heads=1, qk_dim=di, v_dim=0,
                           kv_width=di, window=None, layer_kind="indexer", count=n, stride=rate)
     return _compressor(spec, wl, "layers.attn.indexer", di, rate, 2, n) + [
-        ops.matmul("layers.attn.indexer.q", "attention", wl, a.q_lora_rank, Hi * di, count=n, tp="replicated"),
-        ops.matmul("layers.attn.indexer.weights", "attention", wl, D, Hi, count=n, tp="replicated"),
+        ops.matmul("layers.attn.indexer.q", "attention", wl, a.q_lora_rank, Hi * di, count=n, tp="replicated",
+                   quantizable=False),
+        ops.matmul("layers.attn.indexer.weights", "attention", wl, D, Hi, count=n, tp="replicated",
+                   quantizable=False),
         _rope(wl, "layers.attn.rope.indexer", Hi * spec.rope_dim, n, tp="replicated"),
         _with_state(score, rate, 2, di),
     ]

@@ -1005,15 +1005,16 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     n, m = r.streams, wl.tokens
     if r.kind == "mhc":
         # φ: the flattened n·D state -> n² + 2n coefficient logits (2n without the mix: HY-V4), with a bias
-        # b; kept in fp32 (paper §4.3).  Its RMS norm has no weight (absorbed in φ).
+        # b; kept in fp32 (paper §4.3), as are the scales α (transformers' HY-V4 and DeepSeek-V4 modules: float32).
+        # Its RMS norm has no weight (absorbed in φ).
         coeffs = n * n * r.mix + 2 * n
         mixing = [_stream_logits("layers.mhc.coeffs", wl, n * D, coeffs, U),
                   ops.elementwise("layers.mhc.rms", "residual", wl, n * D, 2, count=U)]  # square, sum
         if r.mix:  # exp, then t × (column + row normalisation: a sum and a divide each); α_pre, α_post, α_res
-            mixing.append(ops.elementwise("layers.mhc.sinkhorn", "residual", wl, n * n, 4 * r.sinkhorn_iters + 1,
-                                          count=U, params=3))
+            mixing.append(_fp32(ops.elementwise("layers.mhc.sinkhorn", "residual", wl, n * n,
+                                                4 * r.sinkhorn_iters + 1, count=U, params=3)))
         else:  # the read and write weights: sigmoid(scale · logit + b) (+ ε; the write's times a magnitude)
-            mixing.append(ops.elementwise("layers.mhc.gates", "residual", wl, 2 * n, 7, count=U, params=2))
+            mixing.append(_fp32(ops.elementwise("layers.mhc.gates", "residual", wl, 2 * n, 7, count=U, params=2)))
         static = ()
     elif r.dynamic:
         # A per-stream RMSNorm (part of the mechanism, whatever norm.kind says),
@@ -1039,7 +1040,7 @@ def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     # HY-V4's hc_head: n weights from the RMS-normed n·D state (fp32, a bias each, one scale), the weighted sum
     return out + [_stream_logits("hc.head", wl, n * D, n, 1),
                   ops.elementwise("hc.head_rms", "residual", wl, n * D, 2),
-                  ops.elementwise("hc.head_gates", "residual", wl, n, 6, params=1),
+                  _fp32(ops.elementwise("hc.head_gates", "residual", wl, n, 6, params=1)),
                   ops.elementwise("hc.merge", "residual", wl, D, 2 * n - 1, inputs=n)]
 
 

@@ -272,6 +272,28 @@ def test_the_release_s_stored_tensors_are_ours_type_by_type():
     assert total - experts - HUB_BY_TYPE["F8_E4M3"] - f32 == HUB_BY_TYPE["BF16"]
 
 
+def test_the_release_format_stores_what_the_hub_counts():
+    """--weights fp8-block-mxfp4, the release's format, on the model and its MTP layer: its MXFP4 experts (16 bytes
+    of values and a scale a 32) and FP8 linears (a byte a value and a scale a block) are the Hub's I8, F8_E4M3 and
+    F8_E8M0 bytes together, its BF16 tensors the Hub's BF16, to the byte; what it keeps in fp32 (mHC's
+    coefficients and scales, the position biases, the sinks) is the rest, which the Hub's answer does not list."""
+    from archcalc.ops.checkpoints import checkpoint_size
+    from archcalc.ops.layers import model_ops
+    from archcalc.ops.mtp import mtp_ops
+
+    from dataclasses import replace
+
+    spec = load_model(str(FIXTURE))[0]
+    by_type: dict[str, float] = {}
+    mtp = [replace(op, name=op.name.removeprefix("mtp.")) for op in mtp_ops(spec)]  # a decoder layer's tensors
+    for ops_ in (model_ops(spec, Workload()), mtp):
+        for kind, n in checkpoint_size(spec, ops_, "fp8-block-mxfp4").bytes_by_type.items():
+            by_type[kind] = by_type.get(kind, 0) + n
+    assert set(by_type) == {"mxfp4", "fp8_b128_e8m0", "bf16", "f32"}
+    assert by_type["mxfp4"] + by_type["fp8_b128_e8m0"] == sum(HUB_BY_TYPE[t] for t in ("I8", "F8_E4M3", "F8_E8M0"))
+    assert by_type["bf16"] == 2 * HUB_BY_TYPE["BF16"]
+
+
 def test_at_1m_tokens_the_cache_and_a_step_are_near_the_card_s_share_of_v3_2_s():
     """DeepSeek's card: at a 1M-token context V4-Flash needs 7% of DeepSeek-V3.2's KV cache and 10% of its
     single-token FLOPs.  archcalc, both caches at one dtype (bf16) and the causal convention: 8.0% and 12.4%.  The

@@ -251,6 +251,8 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
         method = r.nested(q, "quant_method", "quantization_config", "?")
         fmt = {"awq": "awq", "gptq": "gptq"}.get(method) or ("fp8-block" if method == "fp8" and q.get("weight_block_size")
                                                               == [128, 128] else None)
+        if fmt == "fp8-block" and "fp4" in (q.get("expert_dtype"), r.cfg.get("expert_dtype")):
+            fmt = "fp8-block-mxfp4"  # DeepSeek-V4's release: FP4 experts beside its FP8 blocks
         if (method == "modelopt" and q.get("quant_algo") == "NVFP4") or \
                 (method == "compressed-tensors" and q.get("format") == "nvfp4-pack-quantized"):
             fmt = "nvfp4"
