@@ -350,3 +350,18 @@ def test_bad_configs_say_which_key(tmp_path, change, field):
     path.write_text(json.dumps(raw))
     with pytest.raises(InputError, match=field):
         load_model(str(path))
+
+
+@pytest.mark.parametrize("where", ["top level", "quantization_config"])
+def test_the_release_s_quantization_config_names_its_format(where):
+    """DeepSeek-V4's file says fp8 blocks with FP4 experts (expert_dtype at the top level; V4.1 moved it into
+    quantization_config): the report says to size it with --weights fp8-block-mxfp4."""
+    q = {"quant_method": "fp8", "weight_block_size": [128, 128], "scale_fmt": "ue8m0"}
+    raw = {**json.loads(FIXTURE.read_text()), "quantization_config": q}
+    if where == "top level":
+        raw["expert_dtype"] = "fp4"
+    else:
+        q["expert_dtype"] = "fp4"
+    report = spec_dict_from_config(raw, "config.json")[1]
+    assert report.warnings == []
+    assert report.ignored["quantization_config"].endswith("--weights fp8-block-mxfp4")
