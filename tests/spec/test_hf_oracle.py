@@ -1672,7 +1672,11 @@ def test_fuyu_is_its_persimmon_language_model_and_says_so():
 FP8_KEPT = ["lm_head", "embed_out", "head", "shared_expert_gate"]  # embed_out, head: GPT-NeoX's and RWKV's lm_head
 # ZAYA1's router is an MLP of nn.Linears (ZayaRouter: down_proj, router_mlp.fc1, fc2, out_proj), kept at 16 bits as
 # archcalc keeps every router; no FP8 ZAYA1 file was found to say what its quantization_config keeps
-FP8_KEPT_BY_NAME = {"zaya1-8b": [r"model\.layers\.\d+\.mlp\.gate"]}
+FP8_KEPT_BY_NAME = {"zaya1-8b": [r"model\.layers\.\d+\.mlp\.gate"],
+                    # DeepSeek-V4's release keeps its HCA compressors' and its indexers' projections bf16 (the Hub's
+                    # counts by type: tests/spec/test_deepseek_v4.py); its HCA layers are the odd ones from layer 3
+                    "deepseek-v4-flash": [r"model\.layers\.\d*[13579]\.self_attn\.compressor\.(kv|gate)_proj",
+                                          r"model\.layers\.\d+\.self_attn\.compressor\.indexer\..*"]}
 FP8_REFUSED = {"gpt-oss-20b": "FP8Experts asserts has_bias is False, and gpt-oss's experts have biases",
                "dbrx-instruct": "replace_with_fp8_linear reads num_local_experts or num_experts from the config, "
                                 "which DbrxConfig has not (its count is ffn_config.moe_num_experts)",
@@ -2279,10 +2283,11 @@ def test_dory_s_default_layers_are_its_config_class_s(layers):
 
 # Fixtures whose transformers model holds more bytes at bf16 than archcalc's weights at --dtype bf16: their
 # routers (and LongCat-Flash's zero experts' rows, ZERO_EXPERT_ROWS; Zamba's shared block and Nemotron-H's and
-# Kimi Linear's gates likewise) are built in fp32 by transformers, where archcalc counts every weight but those
+# Kimi Linear's gates likewise; DeepSeek-V4's norms, which its release stores bf16: the Hub's counts by type,
+# tests/spec/test_deepseek_v4.py) are built in fp32 by transformers, where archcalc counts every weight but those
 # the architecture itself keeps in fp32 (mHC's, Inkling's convs) at --dtype.  Which dtype the checkpoints and the
 # engines keep those routers in is not checked here; the list is asserted whole, so that a new difference shows.
-FP32_IN_TRANSFORMERS = {"deepseek-v2-lite", "deepseek-v3", "deepseek-v3.2", "dots-llm1", "ernie-4.5-21b-a3b", "glm-4.5-air",
+FP32_IN_TRANSFORMERS = {"deepseek-v2-lite", "deepseek-v3", "deepseek-v3.2", "deepseek-v4-flash", "dots-llm1", "ernie-4.5-21b-a3b", "glm-4.5-air",
                         "glm-4.6", "glm-4.7-flash", "glm-5", "kimi-linear-48b-a3b", "longcat-flash-chat", "mimo-v2-flash",
                         "nemotron-3-nano-30b-a3b", "zamba-7b-v1-phase1"}
 
