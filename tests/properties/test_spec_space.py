@@ -744,12 +744,14 @@ def conv_specs(draw) -> ModelSpec:
         att["kv_conv"] = draw(st.integers(2, 5))
     if "output_conv" in parts:
         data["residual"] = {"kind": "standard", "output_conv": draw(st.integers(2, 5))}
-    if "global_scale" in parts:
+    routed = "moe" in spec.layer_ffn  # the global scale and the shared experts' scores need routed layers
+    if "global_scale" in parts and routed:
         data["ffn"]["global_scale"] = True
-    if "router_shared" in parts and moe and moe.get("d_shared"):
+    if "router_shared" in parts and routed and moe.get("d_shared"):
         moe["router_shared"] = draw(st.integers(1, 3))
-    elif parts == {"router_shared"}:  # no shared experts to score: a part that applies
-        data["ffn"]["global_scale"] = True
+    if not (att.get("relative") or att.get("kv_conv") or data.get("residual", {}).get("output_conv")
+            or data["ffn"].get("global_scale") or (moe or {}).get("router_shared")):
+        att["kv_conv"] = 2  # none of the drawn parts applies to this model: one that does
     return ModelSpec.model_validate(data)
 
 

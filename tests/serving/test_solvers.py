@@ -212,7 +212,8 @@ def test_warnings_are_only_the_ones_that_apply():
 @pytest.mark.parametrize("dep, line", [
     (Deployment(block_size=24), "--block-size: 24; vLLM takes 1, 8, 16, 32, 64, 128, 256"),
     (Deployment(weights="awq:g7"), "--weights: 'awq:g7'; valid: gguf:Q4_0, gguf:Q8_0, gguf:Q6_K, gguf:Q4_K_M, "
-                                   "gguf:Q5_K_M, mxfp4, awq:g32, awq:g64, awq, gptq:g32, gptq:g64, gptq, fp8-block, nvfp4"),
+                                   "gguf:Q5_K_M, mxfp4, awq:g32, awq:g64, awq, gptq:g32, gptq:g64, gptq, fp8-block, "
+                                   "fp8-block-mxfp4, nvfp4"),
     (Deployment(weight_dtype="int3"), "--dtype: 'int3'; valid: fp32, bf16, fp16, fp8, int8, int4"),
     (Deployment(kv_dtype_v="q8_0"), "--kv-dtype-v: engine vllm does not take it; llamacpp does (--engine "
                                     "llamacpp)"),
