@@ -47,7 +47,7 @@ def compressed_attention_ops(spec: ModelSpec, wl: Workload, conv: ops.FlopsConve
         if not n:
             continue
         series = 2 if kind == "csa" else 1
-        out += _compressor(spec, wl, f"layers.attn.{kind}", d, rate, series, n)
+        out += _compressor(spec, wl, f"layers.attn.{kind}", d, rate, series, n, quantizable=kind == "csa")
         core = ops.attention(f"layers.attn.core.{kind}", wl, conv, n_heads=H, kv_heads=1, qk_dim=d, v_dim=d,
                              kv_width=d, window=None, layer_kind=kind, count=n, stride=rate,
                              topk=c.index_topk if kind == "csa" else None)
@@ -66,19 +66,20 @@ def _closed(wl: Workload, rate: int) -> int:
     return wl.batch * (wl.context // rate - (wl.context - wl.new_tokens) // rate)
 
 
-def _compressor(spec: ModelSpec, wl: Workload, name: str, width: int, rate: int, series: int, n: int) -> list[Op]:
+def _compressor(spec: ModelSpec, wl: Workload, name: str, width: int, rate: int, series: int, n: int, *,
+                quantizable: bool) -> list[Op]:
     """A compressor at `width` (d, or the indexer's d_I) in n layers: each token's value and gate (D -> c·width
     each: one matmul of two parts), a learned position bias (rate × c·width, fp32) added to the gates, the
     softmax-weighted sum of each closed window's c·rate slots, its RMSNorm (a weight of width) and RoPE on its
     trailing rotated dims.  The rest of a window waits in the cache (_with_state).  DeepSeek's release stores the
     CSA compressors' projections in FP8 and the HCA compressors' and the indexer's in BF16 (the Hub's counts by type:
-    tests/spec/test_deepseek_v4.py): only the CSA ones are quantizable here."""
+    tests/spec/test_deepseek_v4.py): `quantizable` for the CSA ones only."""
     entries, D = _closed(wl, rate), spec.d_model
     bias = ops.elementwise(f"{name}.position_bias", "attention", wl, series * width, 1, count=n,
                            tokens=entries * rate, params=rate * series * width)
     return [
         ops.matmul(f"{name}.kv_gate", "attention", wl, D, 2 * series * width, count=n, tp="replicated",
-                   parts=(series * width, series * width), quantizable=name.endswith(".csa")),
+                   parts=(series * width, series * width), quantizable=quantizable),
         replace(_fp32(bias), shapes=((rate, series * width),)),
         ops.elementwise(f"{name}.pool", "attention", wl, series * rate * width, POOL_FLOPS, count=n, tokens=entries),
         ops.norm(f"{name}.norm", wl, width, "rmsnorm", False, count=n, tokens=entries),
@@ -105,7 +106,7 @@ def _indexer_ops(spec: ModelSpec, wl: Workload, conv: ops.FlopsConvention, n: in
     Hi, di, rate = c.index_heads, c.index_head_dim, c.csa_rate
     score = ops.attention("layers.attn.indexer.core", wl, conv, n_heads=Hi, kv_heads=1, qk_dim=di, v_dim=0,
                           kv_width=di, window=None, layer_kind="indexer", count=n, stride=rate)
-    return _compressor(spec, wl, "layers.attn.indexer", di, rate, 2, n) + [
+    return _compressor(spec, wl, "layers.attn.indexer", di, rate, 2, n, quantizable=False) + [
         ops.matmul("layers.attn.indexer.q", "attention", wl, a.q_lora_rank, Hi * di, count=n, tp="replicated",
                    quantizable=False),
         ops.matmul("layers.attn.indexer.weights", "attention", wl, D, Hi, count=n, tp="replicated",
