@@ -56,7 +56,8 @@ def norm_final(f: Facts):
 @rule("norm.qk", summary="no QK-norm (nor attention soft-capping) at 8B+ active parameters")
 def norm_qk(f: Facts):
     a = f.spec.attention
-    if a.kind == "mla" or a.qk_norm != "none" or a.softcap:  # MLA's latents carry their own norms
+    # MLA's latents carry their own norms; DeepSeek-V4's queries and its K=V head are RMS-normed (compressed)
+    if a.kind == "mla" or a.compressed is not None or a.qk_norm != "none" or a.softcap:
         return None
     active = f.params.active
     if active < QK_NORM_SCALE:

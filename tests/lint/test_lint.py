@@ -307,6 +307,8 @@ EXPECTED = {
     "qwen2.5-0.5b": {"bias.linear": "info", "ffn.ratio": "info", "heads.tp": "info", "shape.aspect": "info",
                      "vocab.share": "info"},
     "mistral-7b-v0.1": {"ffn.ratio": "info"},
+    # (no norm.qk: its queries and its K=V head are RMS-normed, as DeepseekV4Attention's q_b_norm and kv_norm)
+    "deepseek-v4-flash": {"heads.dim": "warn", "heads.product": "info", "heads.tp": "info", "pos.partial": "info"},
 }
 
 
