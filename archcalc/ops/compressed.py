@@ -63,7 +63,7 @@ def compressed_attention_ops(spec: ModelSpec, wl: Workload, conv: ops.FlopsConve
 
 def _closed(wl: Workload, rate: int) -> int:
     """Entries the step closes over the batch: windows of `rate` tokens completed by its T tokens."""
-    return wl.batch * (wl.context // rate - (wl.context - wl.new_tokens) // rate)
+    return wl.batch * ops.entries_closed(wl.new_tokens, wl.context, rate)
 
 
 def _compressor(spec: ModelSpec, wl: Workload, name: str, width: int, rate: int, series: int, n: int, *,

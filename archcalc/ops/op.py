@@ -350,6 +350,11 @@ def _closed_entries(n: int, stride: int, topk: int | None) -> int:
     return stride * q * (q - 1) // 2 + q * (r + 1)
 
 
+def entries_closed(new_tokens: int, context: int, stride: int) -> int:
+    """Compressed entries (one per `stride` tokens) a step of T new tokens completes, ending at `context`."""
+    return context // stride - (context - new_tokens) // stride
+
+
 def entry_pairs(new_tokens: int, context: int, stride: int, topk: int | None, convention: FlopsConvention) -> int:
     """Query-entry pairs of one sequence in a compressed layer (AttentionDims.stride): causal, the entries each of
     the T queries may see (at most topk where an indexer selects); rectangle, all T × context // stride entries
@@ -407,7 +412,7 @@ def attention(name: str, wl: Workload, convention: FlopsConvention, *, n_heads: 
         keys_read = lesser(s, window + t - 1)
     dims = AttentionDims(b, t, s, n_heads, kv_heads, qk_dim, v_dim, window, kv_width, layer_kind, topk,
                          shared=shared, stride=stride)
-    appended = s // stride - (s - t) // stride if stride > 1 else t * (not shared)  # entries (tokens) the step adds
+    appended = entries_closed(t, s, stride) if stride > 1 else t * (not shared)  # entries (tokens) the step adds
     if eager and convention.eager_fallback and topk is None and not drafted:
         return _eager_attention(name, wl, dims, softcap, count, params)
     vector = pairs * n_heads * (SOFTMAX_FLOPS + (SOFTCAP_FLOPS if softcap else 0))
