@@ -313,8 +313,7 @@ def _deepseek_v4(r: ConfigReader) -> dict:
             ("hc_eps", "a floor in the mHC normalisation: no parameter, FLOP or byte changes"),
             ("scoring_func", "the router's activation: no parameter, FLOP or byte changes"),
             ("topk_method", "how the router picks: no parameter, FLOP or byte changes"),
-            ("expert_dtype", "the released experts' storage type (fp4): size it with --weights fp8-block-mxfp4"),
-):
+            ("expert_dtype", "the released experts' storage type (fp4): size it with --weights fp8-block-mxfp4")):
         r.ignore(key, reason)
     # the release's MTP layer (not built by transformers; size reports it apart): compress_ratios' entry after the
     # layers, where the file lists one, says its compressor
