@@ -20,7 +20,7 @@ from archcalc.ops.arrays import floor_int, lesser, nonzero
 from archcalc.ops.conventions import CONVENTIONS, DEFAULT_CONVENTION, FlopsConvention
 from archcalc.ops.op import Op
 from archcalc.ops.workload import Workload
-from archcalc.spec.model import BASE_ACTIVATION, LEARNED_ACTIVATION_PARAMS, ModelSpec
+from archcalc.spec.model import BASE_ACTIVATION, LEARNED_ACTIVATION_PARAMS, MLAGeometry, ModelSpec
 
 
 def model_ops(spec: ModelSpec, wl: Workload, convention: FlopsConvention | None = None) -> list[Op]:
@@ -190,25 +190,10 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
     if a.compressed is not None:  # DeepSeek-V4's own layout (ops/compressed.py)
         from archcalc.ops.compressed import compressed_attention_ops
         return out + compressed_attention_ops(spec, wl, conv)
+    if a.kind == "mla" and a.local_mla is not None:  # dots3-note: two geometries, each with its own ops
+        return out + _two_geometry_mla_ops(spec, wl, conv)
     if a.kind == "mla":
-        # MLA's latent norms are part of the mechanism: RMSNorm whatever norm.kind says (as in HF).
-        # each head's query (nope + rope), and with an output gate its d_v gate values (A.X-K2's q_gate_proj)
-        q_width = H * (dk + (dv if a.output_gate and not a.separate_gate else 0))
-        if a.q_lora_rank is not None:
-            q_in = a.q_lora_rank * (2 if a.q_lora_concat else 1)  # A.X-K2: [normed latent, latent]
-            out += [ops.matmul("layers.attn.q_a", "attention", wl, D, a.q_lora_rank, count=L, tp="replicated"),
-                    ops.norm("layers.attn.q_a_norm", wl, a.q_lora_rank, "rmsnorm", False, count=L),
-                    ops.matmul("layers.attn.q_b", "attention", wl, q_in, q_width, count=L)]
-        else:
-            out.append(ops.matmul("layers.attn.q", "attention", wl, D, q_width, count=L))
-        out += [
-            # One D -> latent + shared rope key projection; the latent is what the cache keeps.
-            ops.matmul("layers.attn.kv_a", "attention", wl, D, a.kv_lora_rank + a.qk_rope_head_dim, count=L,
-                       tp="replicated"),
-            ops.norm("layers.attn.kv_a_norm", wl, a.kv_lora_rank, "rmsnorm", False, count=L),
-            # Latent -> per-head K (nope part) and V: the non-absorbed form, as HF runs it.
-            ops.matmul("layers.attn.kv_b", "attention", wl, a.kv_lora_rank, H * (a.qk_nope_head_dim + dv), count=L),
-        ]
+        out += _mla_projections(spec, wl, a.mla_geometry(), L, "")
         kv_width = a.kv_lora_rank + a.qk_rope_head_dim
         rotated = (H + 1) * spec.rope_dim  # every query head and the one shared rope key
         if a.indexer is not None:
@@ -407,7 +392,8 @@ def _cores(spec: ModelSpec, wl: Workload, conv: FlopsConvention, kinds: dict[str
         "layers.attn.core" + f".{kind}" * several + ".shared" * shared, wl, conv,
         n_heads=H, kv_heads=K, qk_dim=dk, v_dim=dv, kv_width=kv_width,
         # (a block indexer's selection is not credited: its layers' cores are counted dense, an upper bound)
-        window=windows[kind], layer_kind=kind, topk=a.indexer.topk if a.indexer and a.indexer.kind == "dsa" else None,
+        window=windows[kind], layer_kind=kind,
+        topk=a.indexer.topk if a.indexer and a.indexer.kind == "dsa" and kind == "global" else None,
         softcap=a.softcap is not None, count=kinds[kind],
         params=H if a.sinks and (kind != "global" or a.global_sinks) else 0,
         eager=a.softcap is not None,  # transformers runs soft-capped attention eagerly (no SDPA option)
@@ -523,6 +509,58 @@ def _grouped_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         if a.head_gate is not None:
             out += _head_gate(spec, wl, g.suffix, H, dv, L)
         out.append(_out_proj(spec, wl, f"layers.attn.o{g.suffix}", H * dv, L))
+    return out
+
+
+def _mla_projections(spec: ModelSpec, wl: Workload, g: MLAGeometry, L: int, suffix: str) -> list[Op]:
+    """MLA's projections and latent norms in `L` layers of geometry `g`.  The latent norms are part of the
+    mechanism: RMSNorm whatever norm.kind says (as in HF).  The query: each head's nope + rope dims, and with an
+    output gate its d_v gate values (A.X-K2's q_gate_proj)."""
+    a, D, H = spec.attention, spec.d_model, g.n_heads
+    q_width = H * (g.qk_nope_head_dim + g.qk_rope_head_dim + (g.v_head_dim if a.output_gate and not a.separate_gate
+                                                                else 0))
+    if g.q_lora_rank is not None:
+        q_in = g.q_lora_rank * (2 if a.q_lora_concat else 1)  # A.X-K2: [normed latent, latent]
+        out = [ops.matmul(f"layers.attn.q_a{suffix}", "attention", wl, D, g.q_lora_rank, count=L, tp="replicated"),
+               ops.norm(f"layers.attn.q_a_norm{suffix}", wl, g.q_lora_rank, "rmsnorm", False, count=L),
+               ops.matmul(f"layers.attn.q_b{suffix}", "attention", wl, q_in, q_width, count=L)]
+    else:
+        out = [ops.matmul(f"layers.attn.q{suffix}", "attention", wl, D, q_width, count=L)]
+    out += [
+        # One D -> latent + shared rope key projection; the latent is what the cache keeps.
+        ops.matmul(f"layers.attn.kv_a{suffix}", "attention", wl, D, g.kv_lora_rank + g.qk_rope_head_dim, count=L,
+                   tp="replicated"),
+        ops.norm(f"layers.attn.kv_a_norm{suffix}", wl, g.kv_lora_rank, "rmsnorm", False, count=L),
+        # Latent -> per-head K (nope part) and V: the non-absorbed form, as HF runs it.
+        ops.matmul(f"layers.attn.kv_b{suffix}", "attention", wl, g.kv_lora_rank, H * (g.qk_nope_head_dim + g.v_head_dim),
+                   count=L),
+    ]
+    if a.rope_key_norm:  # dots3-note's k_rope_only_layernorm: over the one shared rope key (replicated, as kv_a)
+        out.append(ops.norm(f"layers.attn.k_rope_norm{suffix}", wl, g.qk_rope_head_dim, "rmsnorm", False, count=L))
+    return out
+
+
+def _two_geometry_mla_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
+    """MLA whose sliding layers have widths of their own (AttentionSpec.local_mla, dots3-note): each kind's
+    projections, RoPE, core, head gate and output projection, named with its suffix; the indexer on the global
+    layers only (transformers' indexed_attention layers)."""
+    a, kinds = spec.attention, spec.attention_layers
+    out = []
+    for kind, suffix in (("global", ".global"), ("local", ".local")):
+        L = kinds[kind]
+        if not nonzero(L):
+            continue
+        g = a.mla_geometry(local=kind == "local")
+        out += _mla_projections(spec, wl, g, L, suffix)
+        if kind == "global" and a.indexer is not None:
+            out += _indexer_ops(spec, wl, conv, L - len(a.indexer.shared_layers or ()))
+        if spec.position.kind == "rope":
+            out.append(_rope(wl, f"layers.attn.rope{suffix}", (g.n_heads + 1) * g.qk_rope_head_dim, L))
+        out += _cores(spec, wl, conv, {kind: L}, 1, g.qk_nope_head_dim + g.qk_rope_head_dim, g.v_head_dim,
+                      g.kv_lora_rank + g.qk_rope_head_dim, n_heads=g.n_heads)
+        if a.head_gate is not None:
+            out += _head_gate(spec, wl, suffix, g.n_heads, g.v_head_dim, L)
+        out.append(_out_proj(spec, wl, f"layers.attn.o{suffix}", g.n_heads * g.v_head_dim, L))
     return out
 
 

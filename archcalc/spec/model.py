@@ -240,6 +240,30 @@ class CompressedSpec(_Ruled):
         return self.layers.count(kind)
 
 
+class LocalMLASpec(_Frozen):
+    """The sliding layers' MLA geometry where it differs from the global layers' (dots3-note: 64 heads over a
+    latent of 1024 with nope heads of 192 on its sliding layers, 128 heads over 512 and 128 on its indexed ones).
+    A field left out is the global layers' value.  The sliding layers have no indexer."""
+
+    n_heads: Heads | None = None
+    q_lora_rank: Width | None = None
+    kv_lora_rank: Width | None = None
+    qk_nope_head_dim: Width | None = None
+    qk_rope_head_dim: Width | None = None
+    v_head_dim: Width | None = None
+
+
+class MLAGeometry(NamedTuple):
+    """One kind of MLA layer's widths (AttentionSpec.mla_geometry)."""
+
+    n_heads: int
+    q_lora_rank: int | None
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
 class AttentionSpec(_Frozen):
     """Self-attention.  kind "mha" covers MHA, GQA and MQA through n_kv_heads."""
 
@@ -322,6 +346,10 @@ class AttentionSpec(_Frozen):
     # o_lora_rank (a block-diagonal H·d_v -> o_groups·o_lora_rank), then o_groups·o_lora_rank -> D
     o_groups: Heads | None = None
     o_lora_rank: Width | None = None
+    local_mla: LocalMLASpec | None = None  # MLA on the sliding layers with widths of their own (dots3-note)
+    # an RMSNorm (weight of qk_rope_head_dim) over MLA's shared rope key before RoPE (dots3-note's
+    # k_rope_only_layernorm): qk_rope_head_dim parameters a layer
+    rope_key_norm: bool = False
 
     NUMERIC_RULES: ClassVar[tuple[NumericRule, ...]] = (
         # (no layer pairs n_heads with n_kv_heads where the sliding layers have heads of their own and the global
@@ -346,6 +374,12 @@ class AttentionSpec(_Frozen):
                     lambda a: f"n_heads ({a.n_heads}) must be divisible by global_kv_heads ({a.global_kv_heads})",
                     "n_heads divisible by global_kv_heads"),
     )
+
+    def mla_geometry(self, local: bool = False) -> MLAGeometry:
+        """The MLA widths of the global layers, or with `local` of the sliding ones (local_mla's overrides)."""
+        over = self.local_mla if local and self.local_mla is not None else LocalMLASpec()
+        return MLAGeometry(*(getattr(over, f) if getattr(over, f) is not None else getattr(self, f)
+                             for f in MLAGeometry._fields))
 
     @property
     def grouped(self) -> bool:
@@ -377,8 +411,17 @@ class AttentionSpec(_Frozen):
         if self.indexer is not None and self.indexer.kind == "dsa" and (self.kind != "mla" or self.q_lora_rank is None):
             raise ValueError("indexer (DeepSeek Sparse Attention) needs kind mla with q_lora_rank: its queries "
                              "come from the query latent")
-        if self.indexer is not None and (self.sliding_window is not None or self.chunk_size is not None):
-            raise ValueError("indexer with a sliding window or chunks is not supported")
+        if self.indexer is not None and (self.chunk_size is not None or self.sliding_window is not None
+                                         and not (self.indexer.kind == "dsa" and isinstance(self.layer_types, list))):
+            raise ValueError("indexer with chunks, or with a sliding window on every layer, is not supported (a dsa "
+                             "indexer beside sliding layers, listed in layer_types, runs on the global layers)")
+        if self.local_mla is not None and (self.kind != "mla" or self.sliding_window is None
+                                           or self.chunk_size is not None or self.output_gate
+                                           or self.q_lora_concat or self.sinks):
+            raise ValueError("local_mla (the sliding layers' MLA widths) goes with kind mla, a sliding_window, no "
+                             "chunks, and no output gate, q_lora_concat or sinks")
+        if self.rope_key_norm and self.kind != "mla":
+            raise ValueError("rope_key_norm normalises MLA's shared rope key: it needs kind mla")
         if self.sliding_window is not None and self.chunk_size is not None and self.layer_types is None:
             raise ValueError("sliding_window and chunk_size both set: give layer_types to say which layers use which")
         if isinstance(self.layer_types, str) and _parse_ratio(self.layer_types) is None:

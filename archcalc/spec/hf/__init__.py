@@ -29,7 +29,7 @@ from archcalc.spec.hf.hybrid import (
     _recurrent_gemma, _rwkv, _xlstm, _zamba, _zamba2,
 )
 from archcalc.spec.hf.llama import _doge, _dory, _hrm_text, _llama_like
-from archcalc.spec.hf.mla import _deepseek, _deepseek_v4, _longcat_flash, _mla_dense
+from archcalc.spec.hf.mla import _deepseek, _deepseek_v4, _dots3_note, _longcat_flash, _mla_dense
 from archcalc.spec.hf.gemma import (
     GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _drafter_text, _gemma3n, _gemma4, _gemma4_drafter, _gemma4_unified,
 )
@@ -131,7 +131,6 @@ FAMILY_DEFAULTS = {
 # model_types transformers builds as causal LMs that archcalc refuses, with what it lacks for them (the others
 # outside FAMILIES get the list of those it reads)
 REFUSED = {
-    **dict.fromkeys(("dots3_note", "dots3_note_text"), "dots3-note's indexed attention is not modelled yet"),
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), "Qwen4-Exp's QSA indexer and gated residuals are not modelled yet"),
     "blt": "the Byte Latent Transformer's patcher, local encoder and decoder are not modelled yet",
     **dict.fromkeys(("inkling2_text", "inkling2_loop_text"),
@@ -163,6 +162,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "gemma4": _gemma4, "gemma4_text": _gemma4, "gemma3n": _gemma3n, "gemma3n_text": _gemma3n, "gemma4_unified": _gemma4_unified, "gemma4_unified_text": _gemma4_unified,
     "gpt2": _gpt2, "openai-gpt": _openai_gpt, "gpt_neo": _gpt_neo, "gpt_neox": _gpt_neox, "gpt_neox_japanese": _gpt_neox_japanese, "falcon": _falcon, "RefinedWebModel": _falcon, "RefinedWeb": _falcon,
     "starcoder2": _starcoder2, "nemotron": _nemotron, "deepseek_v2": _deepseek, "deepseek_v3": _deepseek, "deepseek_v32": _deepseek, "glm_moe_dsa": _deepseek, "axk1": _deepseek, "axk2": _deepseek, "hy_v4": _deepseek, "glm4_moe_lite": _deepseek, "deepseek_v4": _deepseek_v4,
+    "dots3_note": _dots3_note, "dots3_note_text": _dots3_note,
     "gpt_oss": _gpt_oss, "gptj": _parallel_gptj, "codegen": _parallel_gptj, "phi": _phi, "bloom": _bloom,
     # Config classes of their own over an existing model (AutoModelForCausalLM builds LlamaForCausalLM,
     # GPT2LMHeadModel, DeepseekV3ForCausalLM, Glm4MoeForCausalLM): their defaults in FAMILY_DEFAULTS

@@ -135,6 +135,11 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("swa_head_dim", "swa_v_head_dim"), WIDTH),
     **dict.fromkeys(("add_swa_attention_sink_bias", "add_full_attention_sink_bias"), BOOL),
     "swa_rope_theta": POSITIVE,
+    # dots3-note's keys: its sliding layers' MLA widths, the DSA switch, its gate and norms, the shared-expert width
+    **dict.fromkeys(("swa_q_lora_rank", "swa_kv_lora_rank", "swa_qk_nope_head_dim", "swa_qk_rope_head_dim",
+                     "shared_experts_intermediate_size"), WIDTH),
+    **dict.fromkeys(("use_dsa", "apply_mla_qkv_lora_rescale", "k_rope_only_layernorm"), BOOL),
+    **dict.fromkeys(("attention_gate_type", "swa_attention_gate_type"), STR),
     "hybrid_layer_pattern": LIST,
     # Kimi Linear: its KDA layers' shape (linear_attn_config's num_heads, head_dim, short_conv_kernel_size,
     # full_attn_layers and kda_layers, 1-indexed) and the names KimiLinearConfig writes for them

@@ -327,3 +327,154 @@ def _deepseek_v4(r: ConfigReader) -> dict:
     pos = {"kind": "rope", "theta": float(r.get("rope_theta")), "rotary_fraction": fraction}
     return {**spec, "max_context": r.get("max_position_embeddings"), "attention": att, "position": pos,
             "residual": residual, "mtp": mtp, "ffn": {"activation": _activation(r, True, "silu"), "moe": moe}}
+
+
+# Dots3NoteTextConfig's sliding layers where neither per_layer_config nor swa_* keys say otherwise (the
+# swa_* defaults of its __post_init__); swa_qk_rope_head_dim defaults to swa_head_dim − swa_qk_nope_head_dim
+DOTS3_SLIDING = {"num_attention_heads": 64, "num_key_value_heads": 64, "q_lora_rank": 1024, "kv_lora_rank": 1024,
+                 "head_dim": 256, "qk_nope_head_dim": 192, "v_head_dim": 128}
+MLA_WIDTHS = ("num_attention_heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+              "v_head_dim")
+LOCAL_MLA_FIELDS = dict(zip(MLA_WIDTHS, ("n_heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                                         "qk_rope_head_dim", "v_head_dim")))
+
+
+def _dots3_layer_types(r: ConfigReader, n_layers: int, listed_sliding: bool) -> list[str]:
+    """Each layer's kind as Dots3NoteTextConfig builds it: layer_types as listed, else layers 0, 1 and every
+    fourth from 1 full and the rest sliding (all full with use_sliding_window false); use_dsa (default true
+    unless per_layer_config is given) renames full_attention to indexed_attention, or false the reverse."""
+    use_dsa = r.get("use_dsa", default=None if listed_sliding else True)
+    full = "full_attention" if use_dsa is False else "indexed_attention"
+    types = r.get("layer_types", default=None)
+    if types is None:
+        sliding = r.get("use_sliding_window", default=True)
+        types = [full if not sliding or i < 2 or i % 4 == 1 else "sliding_attention" for i in range(n_layers)]
+    else:
+        r.ignore("use_sliding_window", "layer_types lists the layers")
+    if use_dsa is not None:
+        old, new = ("indexed_attention", "full_attention") if use_dsa is False else ("full_attention",
+                                                                                     "indexed_attention")
+        types = [new if t == old else t for t in types]
+    where = r.prefix + "layer_types"
+    if len(types) != n_layers or set(types) - {"full_attention", "indexed_attention", "sliding_attention"}:
+        raise InputError(r.path, where, f"{n_layers} entries of full_attention, indexed_attention or "
+                                        "sliding_attention expected")
+    if {"full_attention", "indexed_attention"} <= set(types):
+        raise InputError(r.path, where, "full_attention beside indexed_attention layers (an indexer on some global "
+                                        "layers only) is not supported")
+    return types
+
+
+def _dots3_sliding_widths(r: ConfigReader, types: list[str], glob: dict) -> dict:
+    """The sliding layers' MLA widths: per_layer_config's entries where the config has it (transformers 5 writes
+    one a sliding layer, only the widths that differ), else the swa_* keys with Dots3NoteTextConfig's defaults."""
+    table = r.get("per_layer_config", default=None)
+    sliding = {i for i, t in enumerate(types) if t == "sliding_attention"}
+    if table is None:
+        swa = {key: r.get(f"swa_{key}", default=DOTS3_SLIDING[key]) for key in DOTS3_SLIDING}
+        widths = {key: swa[key] for key in MLA_WIDTHS if key in swa}
+        widths["qk_rope_head_dim"] = r.get("swa_qk_rope_head_dim", default=swa["head_dim"] - swa["qk_nope_head_dim"])
+        if swa["head_dim"] != widths["qk_nope_head_dim"] + widths["qk_rope_head_dim"]:
+            raise InputError(r.path, r.prefix + "swa_head_dim", "must equal swa_qk_nope_head_dim + "
+                                                                "swa_qk_rope_head_dim (Dots3NoteTextConfig)")
+        heads, kv = swa["num_attention_heads"], swa["num_key_value_heads"]
+        where = r.prefix + "swa_num_key_value_heads"
+    else:
+        where = r.prefix + "per_layer_config"
+        allowed = set(MLA_WIDTHS) | {"num_key_value_heads", "head_dim"}
+        entries = {}
+        for index, entry in table.items():
+            if not (isinstance(index, str) and index.isdigit() and int(index) < len(types)) \
+                    or not isinstance(entry, dict) or set(entry) - allowed:
+                raise InputError(r.path, f"{where}.{index}", "expected a layer index with MLA widths (" +
+                                 ", ".join(sorted(allowed)) + ")")
+            entries[int(index)] = tuple(sorted((k, checked(r.path, f"{where}.{index}.{k}", k, v))
+                                               for k, v in entry.items()))
+        if set(entries) - sliding or len({entries.get(i, ()) for i in sliding}) > 1:
+            raise InputError(r.path, where, "supported: the same widths on every sliding_attention layer and no "
+                                            "entry for any other layer")
+        over = dict(next(iter(entries.values()), ()))
+        over.pop("head_dim", None)  # the rotary fraction's denominator: no width of its own under MLA
+        for key in ("swa_" + k for k in (*DOTS3_SLIDING, "qk_rope_head_dim", "rope_theta")):
+            if key != "swa_rope_theta":
+                r.ignore(key, "per_layer_config gives the sliding layers' widths (transformers reads it instead)")
+        widths = {key: over.get(key, glob[key]) for key in MLA_WIDTHS}
+        heads, kv = widths["num_attention_heads"], over.get("num_key_value_heads", widths["num_attention_heads"])
+    if kv != heads:
+        raise InputError(r.path, where, f"the sliding layers' KV heads ({kv}) must equal their heads ({heads}): MLA")
+    return widths
+
+
+def _dots3_note(r: ConfigReader) -> dict:
+    """dots3-note (transformers' Dots3NoteTextModel): DeepSeek-V3.2's MLA and MoE with sliding layers of their own
+    widths (64 heads over a 1024 latent) between indexed ones, a norm on the shared rope key, a sigmoid gate per
+    head (g_proj D -> H) on the output, and latents scaled by sqrt(D / rank) (a multiply: no count changes)."""
+    spec = _core(r, tie_default=False)
+    n_layers = spec["n_layers"]
+    pos, limit = _position(r)
+    nested = r.cfg.get("rope_parameters")
+    if isinstance(nested, dict) and isinstance(nested.get("indexed_attention"), dict):  # transformers 5's layout
+        pos["theta"] = float(r.nested(nested["indexed_attention"], "rope_theta", "rope_parameters.indexed_attention",
+                                      pos["theta"]))
+    for key in ("attention_bias", "mlp_bias"):
+        if r.get(key, default=False):
+            raise InputError(r.path, r.prefix + key, "biases on MLA projections and MLPs are not supported")
+    glob = {key: r.get(key) for key in MLA_WIDTHS}
+    if r.get("num_key_value_heads", default=glob["num_attention_heads"]) != glob["num_attention_heads"]:
+        raise InputError(r.path, r.prefix + "num_key_value_heads", "must equal num_attention_heads: MLA")
+    r.ignore("head_dim", "MLA: qk_rope_head_dim and qk_nope_head_dim say the widths")
+    _derived_qk_head_dim(r, glob["qk_nope_head_dim"] + glob["qk_rope_head_dim"])
+    types = _dots3_layer_types(r, n_layers, listed_sliding="per_layer_config" in r.cfg)
+    local = _dots3_sliding_widths(r, types, glob) if "sliding_attention" in types else {}
+    kinds = {"indexed_attention": "global", "full_attention": "global", "sliding_attention": "local"}
+    att = {"kind": "mla", **{LOCAL_MLA_FIELDS[k]: v for k, v in glob.items()}, "head_gate": "sigmoid",
+           "rope_key_norm": True, "layer_types": [kinds[t] for t in types]}
+    if local:
+        att["sliding_window"] = r.get("sliding_window", "sliding_window_size", default=512)
+        if any(local[k] != glob[k] for k in MLA_WIDTHS):
+            att["local_mla"] = {LOCAL_MLA_FIELDS[k]: v for k, v in local.items() if v != glob[k]}
+        theta = r.get("swa_rope_theta", default=None)
+        if isinstance(nested, dict) and isinstance(nested.get("sliding_attention"), dict):
+            theta = r.nested(nested["sliding_attention"], "rope_theta", "rope_parameters.sliding_attention", theta)
+        if theta is not None and float(theta) != pos["theta"]:
+            pos["local_theta"] = float(theta)
+    else:
+        for key in ("sliding_window", "sliding_window_size", "per_layer_config", "swa_rope_theta", "swa_head_dim",
+                    *(f"swa_{k}" for k in (*MLA_WIDTHS, "num_key_value_heads"))):
+            r.ignore(key, "no sliding_attention layer")
+    if "indexed_attention" in types:
+        att["indexer"] = {"n_heads": r.get("index_n_heads", default=64), "head_dim": r.get("index_head_dim", default=128),
+                          "topk": r.get("index_topk", default=2048)}
+    for key in ("index_n_heads", "index_head_dim", "index_topk"):
+        r.ignore(key, "no indexed_attention layer: no indexer")
+    for key in ("attention_gate_type", "swa_attention_gate_type"):  # transformers builds a per-head gate whatever
+        if r.get(key, default="headwise") != "headwise":
+            raise InputError(r.path, r.prefix + key, "only headwise is supported (transformers' Dots3NoteTextAttention "
+                                                     "builds one gate a head)")
+    for key in ("k_rope_only_layernorm", "qk_layernorm"):
+        if not r.get(key, default=True):
+            raise InputError(r.path, r.prefix + key, "false is not supported: transformers' Dots3NoteTextAttention "
+                                                     "always has its latent norms and the rope key's")
+    r.ignore("apply_mla_qkv_lora_rescale", "the latents times sqrt(hidden_size / rank): no parameter, FLOP or byte "
+                                           "changes")
+    r.ignore("rope_interleave", "the order of the rotated pairs: the same math")
+    for key in ("scoring_func", "topk_method"):
+        r.ignore(key, "the router's scoring: the same sigmoid router and weights (Dots3NoteTextTopkRouter)")
+    mtp = _mtp(r)
+    if mtp:  # transformers skips layers.46 and mtp.* in the checkpoint; its layout is not in the config class
+        raise InputError(r.path, r.prefix + "num_nextn_predict_layers", "dots3-note's MTP layers are not modelled "
+                                                                        "(transformers does not build them): set 0")
+    first = r.get("first_k_dense_replace", default=1)
+    freq = r.get("moe_layer_freq", default=1)
+    listed = r.get("mlp_layer_types", default=None)
+    types_mlp = listed if listed is not None else [
+        "sparse" if i >= first and i % freq == 0 else "dense" for i in range(n_layers)]
+    if listed is not None:
+        for key in ("first_k_dense_replace", "moe_layer_freq"):
+            r.ignore(key, "mlp_layer_types lists the layers (Dots3NoteTextConfig reads it first)")
+    _check_mlp_types(r, types_mlp, n_layers)
+    moe = _deepseek_moe(r, n_layers, [i for i, t in enumerate(types_mlp) if t == "sparse"])
+    moe["d_shared"] = r.get("n_shared_experts", default=1) * r.get(
+        "shared_experts_intermediate_size", "moe_shared_expert_intermediate_size", default=1536)
+    return {**spec, "max_context": limit, "attention": att, "position": pos,
+            "ffn": {"activation": _activation(r, True, "silu"), "d_ff": r.get("intermediate_size"), "moe": moe}}
