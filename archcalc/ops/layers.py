@@ -196,8 +196,8 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         out += _mla_projections(spec, wl, a.mla_geometry(), L, "")
         kv_width = a.kv_lora_rank + a.qk_rope_head_dim
         rotated = (H + 1) * spec.rope_dim  # every query head and the one shared rope key
-        if a.indexer is not None:
-            out += _indexer_ops(spec, wl, conv, L - len(a.indexer.shared_layers or ()))
+        if a.indexer is not None:  # on the global layers (every layer but sliding ones, AttentionSpec)
+            out += _indexer_ops(spec, wl, conv, spec.attention_layers["global"] - len(a.indexer.shared_layers or ()))
     else:
         if a.grouped:
             return out + _grouped_attention_ops(spec, wl, conv)
@@ -554,8 +554,9 @@ def _two_geometry_mla_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) 
         out += _mla_projections(spec, wl, g, L, suffix)
         if kind == "global" and a.indexer is not None:
             out += _indexer_ops(spec, wl, conv, L - len(a.indexer.shared_layers or ()))
-        if spec.position.kind == "rope":
-            out.append(_rope(wl, f"layers.attn.rope{suffix}", (g.n_heads + 1) * g.qk_rope_head_dim, L))
+        rotating = sum(r for r, k in zip(spec.layer_rope, spec.layer_attention) if k == kind)  # (NoPE layers apart)
+        if rotating:
+            out.append(_rope(wl, f"layers.attn.rope{suffix}", (g.n_heads + 1) * g.qk_rope_head_dim, rotating))
         out += _cores(spec, wl, conv, {kind: L}, 1, g.qk_nope_head_dim + g.qk_rope_head_dim, g.v_head_dim,
                       g.kv_lora_rank + g.qk_rope_head_dim, n_heads=g.n_heads)
         if a.head_gate is not None:

@@ -415,6 +415,8 @@ class AttentionSpec(_Frozen):
                                          and not (self.indexer.kind == "dsa" and isinstance(self.layer_types, list))):
             raise ValueError("indexer with chunks, or with a sliding window on every layer, is not supported (a dsa "
                              "indexer beside sliding layers, listed in layer_types, runs on the global layers)")
+        if self.indexer is not None and self.sliding_window is not None and self.indexer.shared_layers:
+            raise ValueError("indexer.shared_layers beside sliding layers is not supported")
         if self.local_mla is not None and (self.kind != "mla" or self.sliding_window is None
                                            or self.chunk_size is not None or self.output_gate
                                            or self.q_lora_concat or self.sinks):

@@ -726,6 +726,53 @@ def test_sparse_decode_time_closed_form_equals_the_step_by_step_sum(spec, prompt
     assert decode_time(spec, prompt, gen, batch, rates) == pytest.approx(sum(steps), rel=1e-9)
 
 
+# ---- dots3-note's MLA of two geometries (transformers pins it: tests/spec/test_dots3_note.py) ----------------
+
+
+@st.composite
+def two_geometry_specs(draw, *, same: bool = False) -> ModelSpec:
+    """A drawn MLA spec with a query latent and a list of global and sliding layers, given sliding layers of their
+    own drawn widths (`same`: every one equal to the global layers'), maybe dots3-note's rope-key norm and per-head
+    gate, and maybe an indexer on the global layers."""
+    spec = draw(model_specs(max_layers=6, attention="mla_q", window="list", output_gate=False, sinks=False))
+    data = spec.model_dump(exclude_defaults=True)
+    a = spec.attention
+    widths = {"n_heads": st.integers(1, 4), "q_lora_rank": st.integers(1, 12), "kv_lora_rank": st.integers(1, 12),
+              "qk_nope_head_dim": st.integers(1, 6), "qk_rope_head_dim": st.sampled_from([2, 4]),
+              "v_head_dim": st.integers(1, 6)}
+    data["attention"]["local_mla"] = ({k: getattr(a, k) for k in widths} if same else
+                                      {k: draw(st.none() | w) for k, w in widths.items()})
+    data["attention"] |= {"rope_key_norm": draw(st.booleans()),
+                          "head_gate": draw(st.sampled_from([None, "sigmoid"]))}
+    if draw(st.booleans()):
+        data["attention"]["indexer"] = {"n_heads": draw(st.integers(1, 4)), "head_dim": draw(st.integers(1, 8)),
+                                        "topk": draw(st.integers(1, 40))}
+    return ModelSpec.model_validate(data)
+
+
+@given(spec=two_geometry_specs(same=True), wl=workloads(), convention=conventions)
+def test_sliding_layers_of_the_global_widths_count_as_one_geometry(spec, wl, convention):
+    """local_mla giving the sliding layers the global layers' own widths changes no total: the two-geometry ops
+    (each kind's projections, RoPE, core, gate and output apart) add up to the one-geometry ops that
+    transformers pins for DeepSeek's MLA, parameters, FLOPs, bytes and cache alike."""
+    one = spec.model_copy(update={"attention": spec.attention.model_copy(update={"local_mla": None})})
+    r, ref = sized(spec, wl, convention), sized(one, wl, convention)
+    assert r.params.total == ref.params.total and r.params.active == ref.params.active
+    assert r.flops.forward == ref.flops.forward and r.flops.vector == ref.flops.vector
+    assert r.kv.bytes == ref.kv.bytes
+    assert sum(op.weight_bytes * op.count for op in r.ops) == sum(op.weight_bytes * op.count for op in ref.ops)
+    assert sum(op.act_bytes * op.count for op in r.ops) == sum(op.act_bytes * op.count for op in ref.ops)
+
+
+@settings(max_examples=30)
+@given(spec=two_geometry_specs(), prompt=st.integers(1, 40), gen=st.integers(1, 30), batch=st.integers(1, 3))
+def test_two_geometry_decode_time_closed_form_equals_the_step_by_step_sum(spec, prompt, gen, batch):
+    """The closed form cuts where the windows and the indexer's top-k stop a step's keys growing, each kind apart."""
+    rates = rate_sets(H100, Workload.decode(prompt + 1, batch))[0]
+    steps = [step(spec, Workload.decode(c, batch), rates).time for c in range(prompt + 1, prompt + gen + 1)]
+    assert decode_time(spec, prompt, gen, batch, rates) == pytest.approx(sum(steps), rel=1e-9)
+
+
 INKLING_PARTS = ("relative", "kv_conv", "output_conv", "global_scale", "router_shared")
 
 
@@ -912,8 +959,8 @@ def compressed_specs(draw) -> ModelSpec:
 
 
 @settings(max_examples=60)
-@given(spec=st.one_of(model_specs(max_layers=6), linear_specs(), sparse_specs(), conv_specs(), compressed_specs()),
-       data=st.data())
+@given(spec=st.one_of(model_specs(max_layers=6), linear_specs(), sparse_specs(), conv_specs(), compressed_specs(),
+                      two_geometry_specs()), data=st.data())
 def test_cutting_the_layers_keeps_every_layer(spec, data):
     """ModelSpec.cut (pipeline stages, an MTP module's layer): cut at any point, the two halves hold
     exactly the model's layer ops (parameters, FLOPs, cache bytes per token), each layer keeping its

@@ -141,6 +141,9 @@ REFUSED = {
 
 # Speculative-decoding drafters (DrafterSpec) by their outer model_type, and the text_config family each reads
 DRAFTERS = {"gemma4_assistant": "gemma4_text", "gemma4_unified_assistant": "gemma4_unified_text"}
+# The text model a flat config describes where its class nests it in a text_config (Dots3NoteConfig builds its
+# text_config from the top-level keys of the released config.json)
+FLAT_TEXT_TYPES = {"dots3_note": "dots3_note_text"}
 # The model_type of a text_config that has none, by the outer model_type (its config class's sub-config)
 TEXT_CONFIG_TYPES = {**DRAFTERS, "inkling_mm_model": "inkling_text"}
 
@@ -227,7 +230,9 @@ def spec_dict_from_config(cfg: dict, path: str) -> tuple[dict, MappingReport]:
     report.used[r.prefix + "model_type" if "model_type" in r.cfg else "model_type"] = model_type
     if drafter:
         _drafter_text(r, drafter, model_type, DRAFTERS[drafter])
-    spec = {**FAMILIES[model_type](r), "architecture": model_type}
+    # a flat config of a multimodal class names the text model it describes as its text_config would
+    spec = {**FAMILIES[model_type](r), "architecture": FLAT_TEXT_TYPES.get(model_type, model_type) if r is outer
+            else model_type}
     if drafter:
         spec = {**_gemma4_drafter(outer, r, spec, drafter), "architecture": drafter}
     if cfg.get("vision_config") is not None and cfg.get("model_type") not in VISION_PROJECTORS:
