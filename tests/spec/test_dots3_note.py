@@ -198,3 +198,30 @@ def test_the_release_is_280b_with_16b_active():
     assert spec.attention_layers["global"] == 13 and spec.attention_layers["local"] == 33
     assert (spec.attention.n_heads, spec.attention.local_mla.n_heads) == (128, 64)
     assert round(p.total / 1e9) == 280 and round(p.active / 1e9) == 16
+
+
+def test_a_decode_step_reads_the_window_in_sliding_layers_and_the_top_k_in_indexed_ones():
+    """Past a window of 8 with an indexer keeping 4: each sliding layer's step reads the window (HF's
+    DynamicSlidingWindowLayer: the window − 1 tokens it keeps and the new one), latent and rope key of
+    its own widths; each indexed layer's reads its top 4 of the latents it holds (HF's indexer picks them; its
+    eager core then scores every key, a serving engine reads the 4) and its indexer scores every key it holds."""
+    from archcalc.ops.layers import model_ops
+
+    config = _config("the release's layout", sliding_window=8)
+    spec, model = _spec(config), _model(config)
+    tokens = 12
+    ids = torch.zeros(1, tokens, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        cache = model(input_ids=ids, use_cache=True).cache
+        model(input_ids=ids[:, :1], cache=cache, use_cache=True)
+    ops_ = {op.name: op for op in model_ops(spec, Workload.decode(tokens + 1))}
+    sliding = [layer for layer, t in zip(cache.layers, config.layer_types) if t == "sliding_attention"]
+    indexed = [layer for layer, t in zip(cache.layers, config.layer_types) if t == "indexed_attention"]
+    assert {layer.keys.shape[-2] for layer in sliding} == {config.sliding_window - 1}  # kept for the next step
+    local_token = (_held(sliding[0].keys) + _held(sliding[0].values)) // (config.sliding_window - 1)
+    # kv_bytes: what a step reads, and the new token it writes
+    assert ops_["layers.attn.core.local"].kv_bytes == (config.sliding_window + 1) * local_token
+    per_token = (_held(indexed[0].keys) + _held(indexed[0].values)) // (tokens + 1)
+    assert ops_["layers.attn.core.global"].kv_bytes == (config.index_topk + 1) * per_token
+    index_token = _held(indexed[0].indexer_keys) // 2 // (tokens + 1)  # (HF's keys are fp32)
+    assert ops_["layers.attn.indexer.core"].kv_bytes == (tokens + 2) * index_token
