@@ -25,7 +25,7 @@ from archcalc.ops.workload import Workload
 from archcalc.spec.catalog import load_model
 from archcalc.spec.hf import spec_dict_from_config
 from archcalc.spec.model import ModelSpec
-from tests.spec.test_hf_oracle import _elementwise_stream_reads
+from tests.spec.test_hf_oracle import _elementwise_stream_reads, assert_params_and_prefill_equal_hf
 
 DTYPE = torch.bfloat16
 FIXTURE = Path(__file__).parents[1] / "data" / "hf" / "deepseek-v4-flash.json"
@@ -66,12 +66,7 @@ def _model(config, device: str = "meta") -> torch.nn.Module:
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_params_and_prefill_flops_equal_hf(variant, tokens):
     config = _config(VARIANTS[variant])
-    spec, model = _spec(config), _model(config)
-    ours = size(spec, Workload.forward(tokens), CONVENTIONS["torch"])
-    assert ours.params.total == sum(p.numel() for p in model.parameters())
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True)
-    assert ours.flops.forward - _elementwise_stream_reads(model, tokens) == counter.get_total_flops()
+    assert_params_and_prefill_equal_hf(_spec(config), _model(config), tokens)
 
 
 @pytest.mark.parametrize("tokens", [12, 20])

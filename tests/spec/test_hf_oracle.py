@@ -1377,6 +1377,16 @@ def _elementwise_stream_reads(model: torch.nn.Module, tokens: int) -> int:
                if type(m).__name__ in ("HYV4HyperConnection", "DeepseekV4HyperConnection"))
 
 
+def assert_params_and_prefill_equal_hf(spec: ModelSpec, model: torch.nn.Module, tokens: int) -> None:
+    """numel() is archcalc's parameter total, and FlopCounterMode's prefill of `tokens` (HF's own cache built) is
+    archcalc's torch-convention forward less the stream reads FlopCounterMode does not see."""
+    ours = size(spec, Workload.forward(tokens), CONVENTIONS["torch"])
+    assert ours.params.total == sum(p.numel() for p in model.parameters())
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True)
+    assert ours.flops.forward - _elementwise_stream_reads(model, tokens) == counter.get_total_flops()
+
+
 @pytest.mark.parametrize("model_type", ["granite_swa nope", "granitemoe_swa"])
 def test_granite_swa_rope_layers_are_the_ones_hf_rotates(model_type):
     """layer_rope_theta's 0s: the layers whose attention HF calls without position_embeddings (no
