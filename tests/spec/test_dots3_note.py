@@ -167,7 +167,6 @@ def test_saved_and_released_configs_read_alike():
     ({"layer_types": ["full_attention", "indexed_attention", "sliding_attention"], "num_hidden_layers": 3,
       "per_layer_config": {}}, "layer_types"),
     ({"attention_gate_type": "elementwise"}, "attention_gate_type"),
-    ({"num_nextn_predict_layers": 1}, "num_nextn_predict_layers"),
     ({"swa_num_key_value_heads": 1}, "swa_num_key_value_heads"),
     ({"swa_head_dim": 40}, "swa_head_dim"),
     ({"swa_kv_lora_rank": "1024"}, "swa_kv_lora_rank"),
@@ -177,6 +176,17 @@ def test_what_transformers_would_not_build_is_refused(change, field):
     with pytest.raises(InputError) as e:
         spec_dict_from_config(raw, "config.json")
     assert e.value.field == field
+
+
+def test_an_mtp_layer_transformers_does_not_build_is_said_not_counted():
+    """The release's MTP layer (vLLM's Dots3NoteConfig: num_nextn_predict_layers 1; transformers ignores layers.46
+    and mtp.* when it loads): one warning, and the same spec as without it."""
+    raw = {**SHRUNK, "model_type": "dots3_note", "num_hidden_layers": 6}
+    spec, report = spec_dict_from_config({**raw, "num_nextn_predict_layers": 1, "mtp_use_moe": False}, "config.json")
+    assert spec == spec_dict_from_config(raw, "config.json")[0]
+    assert report.warnings == ["config.json: dots3-note's 1 MTP layer(s) (num_nextn_predict_layers) are in the "
+                               "checkpoint, not in the model transformers builds, and not modelled: sizes are the "
+                               "causal LM's alone"]
 
 
 def test_the_release_is_280b_with_16b_active():

@@ -460,10 +460,14 @@ def _dots3_note(r: ConfigReader) -> dict:
     r.ignore("rope_interleave", "the order of the rotated pairs: the same math")
     for key in ("scoring_func", "topk_method"):
         r.ignore(key, "the router's scoring: the same sigmoid router and weights (Dots3NoteTextTopkRouter)")
-    mtp = _mtp(r)
+    mtp = r.get("num_nextn_predict_layers", default=0)
     if mtp:  # transformers skips layers.46 and mtp.* in the checkpoint; its layout is not in the config class
-        raise InputError(r.path, r.prefix + "num_nextn_predict_layers", "dots3-note's MTP layers are not modelled "
-                                                                        "(transformers does not build them): set 0")
+        r.report.warnings.append(f"{r.path}: dots3-note's {mtp} MTP layer(s) (num_nextn_predict_layers) are in the "
+                                 "checkpoint, not in the model transformers builds, and not modelled: sizes are the "
+                                 "causal LM's alone")
+    for key in ("mtp_use_moe", "mtp_head_sharing", "use_dedicated_mtp_embeddings"):
+        r.ignore(key, "the layout of the MTP layer, which is not modelled")
+    r.ignore("moe_gating_fp32", "the router's compute dtype: the same weights (transformers keeps them fp32)")
     first = r.get("first_k_dense_replace", default=1)
     freq = r.get("moe_layer_freq", default=1)
     listed = r.get("mlp_layer_types", default=None)
