@@ -25,7 +25,8 @@ BUNDLED = bundled_names("specs")
 PER_KIND_GEOMETRY = ("indexer", "global_head_dim", "global_kv_heads", "global_k_eq_v", "kv_shared_layers",
                      "local_heads", "v_norm", "relative", "kv_conv",  # (Inkling's relative logits and convs too)
                      "cca",  # (and ZAYA1's compressed convolutional attention)
-                     "compressed")  # (and DeepSeek-V4's compressed sparse attention)
+                     "compressed",  # (and DeepSeek-V4's compressed sparse attention)
+                     "local_mla", "rope_key_norm")  # (and dots3-note's two MLA geometries)
 REFERENCE_BUNDLED = [n for n in BUNDLED if "linear" not in (y := read_yaml(resolve_name(n, "specs")))
                      and not set(PER_KIND_GEOMETRY) & set(y["attention"])]
 

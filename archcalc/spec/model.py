@@ -419,9 +419,9 @@ class AttentionSpec(_Frozen):
             raise ValueError("indexer.shared_layers beside sliding layers is not supported")
         if self.local_mla is not None and (self.kind != "mla" or self.sliding_window is None
                                            or self.chunk_size is not None or self.output_gate
-                                           or self.q_lora_concat or self.sinks):
+                                           or self.q_lora_concat or self.sinks or self.o_bias_layers):
             raise ValueError("local_mla (the sliding layers' MLA widths) goes with kind mla, a sliding_window, no "
-                             "chunks, and no output gate, q_lora_concat or sinks")
+                             "chunks, and no output gate, q_lora_concat, sinks or o_bias_layers")
         if self.rope_key_norm and self.kind != "mla":
             raise ValueError("rope_key_norm normalises MLA's shared rope key: it needs kind mla")
         if self.sliding_window is not None and self.chunk_size is not None and self.layer_types is None:

@@ -41,6 +41,11 @@ def test_head_dim_is_explicit_when_given():
     assert spec_of("gemma-7b").qk_head_dim == 256
 
 
+# an MLA attention with a query latent (the debug spec's 64 wide, 2 layers)
+MLA = {"kind": "mla", "n_heads": 4, "n_kv_heads": None, "q_lora_rank": 16, "kv_lora_rank": 8, "qk_nope_head_dim": 8, "qk_rope_head_dim": 4,
+       "v_head_dim": 8}
+
+
 @pytest.mark.parametrize("bad, fragment", [
     ({"attention": {"n_heads": 6, "n_kv_heads": 4}}, "divisible by n_kv_heads"),
     ({"attention": {"n_heads": 5, "n_kv_heads": None}}, "not divisible by n_heads"),
@@ -79,6 +84,17 @@ def test_head_dim_is_explicit_when_given():
     ({"ffn": {"moe": {"n_experts": 4, "top_k": 1, "d_expert": 8, "router_mlp": {"width": 8}, "first_dense_layers": 1}}},
      "an MoE block in every layer"),
     ({"residual": {"affine": True, "scales": True}}, "affine goes with residual kind standard"),
+    # dots3-note's parts: the sliding layers' own MLA widths, the rope key's norm, an indexer beside sliding layers
+    ({"attention": {"n_heads": 4, "sliding_window": 8, "local_mla": {"n_heads": 2}}}, "local_mla .* goes with kind mla"),
+    ({"attention": {**MLA, "local_mla": {"n_heads": 2}}}, "local_mla .* goes with kind mla, a sliding_window"),
+    ({"attention": {**MLA, "sliding_window": 8, "layer_types": ["local", "global"], "sinks": True,
+                    "local_mla": {"n_heads": 2}}}, "q_lora_concat, sinks or o_bias_layers"),
+    ({"attention": {"n_heads": 4, "rope_key_norm": True}}, "rope_key_norm .* needs kind mla"),
+    ({"attention": {**MLA, "sliding_window": 8, "indexer": {"n_heads": 2, "head_dim": 8, "topk": 4}}},
+     "with a sliding window on every layer, is not supported"),
+    ({"attention": {**MLA, "sliding_window": 8, "layer_types": ["global", "local"],
+                    "indexer": {"n_heads": 2, "head_dim": 8, "topk": 4, "shared_layers": [1]}}},
+     "shared_layers beside sliding layers"),
 ])
 def test_invalid_specs_are_rejected(bad, fragment):
     with pytest.raises(ValidationError, match=fragment):
