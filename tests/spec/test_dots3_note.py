@@ -230,3 +230,19 @@ def test_a_decode_step_reads_the_window_in_sliding_layers_and_the_top_k_in_index
     assert ops_["layers.attn.core.global"].kv_bytes == (config.index_topk + 1) * per_token
     index_token = _held(indexed[0].indexer_keys) // 2 // (tokens + 1)  # (HF's keys are fp32)
     assert ops_["layers.attn.indexer.core"].kv_bytes == (tokens + 2) * index_token
+
+
+def test_the_config_class_defaults_are_read_from_nothing():
+    """A config that gives only its model_type (save_pretrained's diff of the release itself: every value the class's
+    default) reads as transformers builds it: the class's own defaults (46 layers, the swa_* widths, a window of 512)
+    at full size = numel(), the fixture's spec but for the window (513 there)."""
+    default = AutoConfig.for_model("dots3_note_text")
+    for model_type in ("dots3_note", "dots3_note_text"):
+        data, report = spec_dict_from_config({"model_type": model_type}, "config.json")
+        spec = ModelSpec.model_validate({"name": "dots3", **data})
+        assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == sum(
+            t.numel() for t in _model(default).parameters())
+        fixture = load_model(str(FIXTURE))[0]
+        assert spec.attention.model_copy(update={"sliding_window": 513}) == fixture.attention
+        assert spec.position == fixture.position and spec.ffn == fixture.ffn
+        assert spec.attention.sliding_window == default.sliding_window == 512

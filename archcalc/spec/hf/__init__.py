@@ -102,6 +102,14 @@ FAMILY_DEFAULTS = {
                     "rope_theta": 10000.0, "sliding_window": 128, "o_groups": 8, "o_lora_rank": 1024,
                     "index_n_heads": 64, "index_head_dim": 128, "index_topk": 512, "hc_mult": 4,
                     "hc_sinkhorn_iters": 20, "num_nextn_predict_layers": 1},
+    # Dots3NoteTextConfig's: dots3-note-prev (its docstring's checkpoint); the sliding layers' widths are the
+    # swa_* defaults of spec/hf/mla.py's DOTS3_SLIDING
+    **dict.fromkeys(("dots3_note", "dots3_note_text"), {
+        "vocab_size": 152064, "hidden_size": 5120, "intermediate_size": 13824, "moe_intermediate_size": 1536,
+        "num_hidden_layers": 46, "num_attention_heads": 128, "num_key_value_heads": 128, "n_routed_experts": 256,
+        "n_shared_experts": 1, "num_experts_per_tok": 8, "kv_lora_rank": 512, "q_lora_rank": 1024,
+        "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128, "max_position_embeddings": 524288,
+        "rope_theta": 80_000_000.0, "tie_word_embeddings": False}),
     # HYV4Config's (no released config.json found)
     "hy_v4": {"vocab_size": 120832, "hidden_size": 2816, "intermediate_size": 6912, "moe_intermediate_size": 768,
               "num_hidden_layers": 34, "num_attention_heads": 32, "n_routed_experts": 256, "n_shared_experts": 1,

@@ -433,7 +433,7 @@ def _dots3_note(r: ConfigReader) -> dict:
         att["sliding_window"] = r.get("sliding_window", "sliding_window_size", default=512)
         if any(local[k] != glob[k] for k in MLA_WIDTHS):
             att["local_mla"] = {LOCAL_MLA_FIELDS[k]: v for k, v in local.items() if v != glob[k]}
-        theta = r.get("swa_rope_theta", default=None)
+        theta = r.get("swa_rope_theta", default=50_000.0)  # Dots3NoteTextConfig's default
         if isinstance(nested, dict) and isinstance(nested.get("sliding_attention"), dict):
             theta = r.nested(nested["sliding_attention"], "rope_theta", "rope_parameters.sliding_attention", theta)
         if theta is not None and float(theta) != pos["theta"]:
