@@ -2312,7 +2312,7 @@ def test_dory_s_default_layers_are_its_config_class_s(layers):
 # engines keep those routers in is not checked here; the list is asserted whole, so that a new difference shows.
 FP32_IN_TRANSFORMERS = {"deepseek-v2-lite", "deepseek-v3", "deepseek-v3.2", "deepseek-v4-flash", "dots-llm1", "ernie-4.5-21b-a3b", "glm-4.5-air",
                         "glm-4.6", "glm-4.7-flash", "glm-5", "kimi-linear-48b-a3b", "longcat-flash-chat", "mimo-v2-flash",
-                        "nemotron-3-nano-30b-a3b", "zamba-7b-v1-phase1"}
+                        "nemotron-3-nano-30b-a3b", "zamba-7b-v1-phase1", "dots3-note-prev"}
 
 
 def test_weights_at_bf16_are_the_bytes_transformers_holds():
