@@ -395,9 +395,8 @@ def _dots3_sliding_widths(r: ConfigReader, types: list[str], glob: dict) -> dict
                                             "entry for any other layer")
         over = dict(next(iter(entries.values()), ()))
         over.pop("head_dim", None)  # the rotary fraction's denominator: no width of its own under MLA
-        for key in ("swa_" + k for k in (*DOTS3_SLIDING, "qk_rope_head_dim", "rope_theta")):
-            if key != "swa_rope_theta":
-                r.ignore(key, "per_layer_config gives the sliding layers' widths (transformers reads it instead)")
+        for key in (*DOTS3_SLIDING, "qk_rope_head_dim"):
+            r.ignore(f"swa_{key}", "per_layer_config gives the sliding layers' widths (transformers reads it instead)")
         widths = {key: over.get(key, glob[key]) for key in MLA_WIDTHS}
         heads, kv = widths["num_attention_heads"], over.get("num_key_value_heads", widths["num_attention_heads"])
     if kv != heads:
