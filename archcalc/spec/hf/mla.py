@@ -435,7 +435,7 @@ def _dots3_note(r: ConfigReader) -> dict:
         theta = r.get("swa_rope_theta", default=50_000.0)  # Dots3NoteTextConfig's default
         if isinstance(nested, dict) and isinstance(nested.get("sliding_attention"), dict):
             theta = r.nested(nested["sliding_attention"], "rope_theta", "rope_parameters.sliding_attention", theta)
-        if theta is not None and float(theta) != pos["theta"]:
+        if float(theta) != pos["theta"]:
             pos["local_theta"] = float(theta)
     else:
         for key in ("sliding_window", "sliding_window_size", "per_layer_config", "swa_rope_theta", "swa_head_dim",
@@ -467,14 +467,12 @@ def _dots3_note(r: ConfigReader) -> dict:
     for key in ("mtp_use_moe", "mtp_head_sharing", "use_dedicated_mtp_embeddings"):
         r.ignore(key, "the layout of the MTP layer, which is not modelled")
     r.ignore("moe_gating_fp32", "the router's compute dtype: the same weights (transformers keeps them fp32)")
-    first = r.get("first_k_dense_replace", default=1)
-    freq = r.get("moe_layer_freq", default=1)
-    listed = r.get("mlp_layer_types", default=None)
-    types_mlp = listed if listed is not None else [
-        "sparse" if i >= first and i % freq == 0 else "dense" for i in range(n_layers)]
-    if listed is not None:
-        for key in ("first_k_dense_replace", "moe_layer_freq"):
-            r.ignore(key, "mlp_layer_types lists the layers (Dots3NoteTextConfig reads it first)")
+    types_mlp = r.get("mlp_layer_types", default=None)
+    if types_mlp is None:  # Dots3NoteTextConfig's rule: sparse from first_k_dense_replace, every moe_layer_freq-th
+        first, freq = r.get("first_k_dense_replace", default=1), r.get("moe_layer_freq", default=1)
+        types_mlp = ["sparse" if i >= first and i % freq == 0 else "dense" for i in range(n_layers)]
+    for key in ("first_k_dense_replace", "moe_layer_freq"):
+        r.ignore(key, "mlp_layer_types lists the layers (Dots3NoteTextConfig reads it first)")
     _check_mlp_types(r, types_mlp, n_layers)
     moe = _deepseek_moe(r, n_layers, [i for i, t in enumerate(types_mlp) if t == "sparse"])
     moe["d_shared"] = r.get("n_shared_experts", default=1) * r.get(
