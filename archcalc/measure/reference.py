@@ -833,6 +833,10 @@ class ReferenceModel(nn.Module):
                              "scaling or router MLP (ZAYA1)")
         if a.compressed is not None:  # DeepSeek-V4: pinned by transformers' own modules (tests/spec/test_deepseek_v4.py)
             raise ValueError("the reference model has no compressed sparse attention (DeepSeek-V4)")
+        if a.qk_norm == "clip" or a.sink_proj or spec.residual.attnres_form != "paper":
+            # Inkling 2: pinned by transformers' own modules (tests/spec/test_inkling2.py)
+            raise ValueError("the reference model has no clipped q/k heads, sinks from the input or Inkling 2's "
+                             "attention residuals (Inkling 2)")
         if a.local_mla is not None or a.rope_key_norm:  # dots3-note: pinned by transformers (tests/spec/test_dots3_note.py)
             raise ValueError("the reference model has no MLA of two geometries and no rope-key norm (dots3-note)")
         if spec.drafter is not None:  # Gemma 4's assistant: pinned by transformers' own modules (test_hf_oracle.py)

@@ -215,10 +215,14 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         elif a.qk_norm == "full":
             out += _norm(spec, wl, "layers.attn.q_norm", H * dk, count=L)
             out += _norm(spec, wl, "layers.attn.k_norm", K * dk, count=L)
-        elif a.qk_norm == "l2" and nonzero(spec.rope_layers):  # Llama 4: weightless, per head, RoPE layers
-            for name, heads in (("q", H), ("k", K)):
-                out.append(ops.norm(f"layers.attn.{name}_norm", wl, dk, "rmsnorm", False, weight=False,
-                                    count=spec.rope_layers, tokens=wl.tokens * heads))
+        elif a.qk_norm in ("l2", "clip"):
+            # weightless, per head: Llama 4's on the RoPE layers; Inkling 2's L2 clip (a norm, a min and a scale,
+            # costed as a weightless RMSNorm's kernel) on every layer, and its values' weightless RMSNorm
+            layers = spec.rope_layers if a.qk_norm == "l2" else L
+            for name, heads, width in (("q", H, dk), ("k", K, dk), *([("v", K, dv)] if a.v_norm else [])):
+                if nonzero(layers):
+                    out.append(ops.norm(f"layers.attn.{name}_norm", wl, width, "rmsnorm", False, weight=False,
+                                        count=layers, tokens=wl.tokens * heads))
         if a.key_scale:  # ZAYA1's temp: each KV head's keys times its learned scalar
             out.append(replace(_learned_vector("layers.attn.key_scale", "norms", wl, K * dk, L, tp="split"),
                                params=K, active_params=K, shapes=((K,),)))  # a part of the qk norm (ZayaQKNorm)
@@ -231,8 +235,10 @@ def _softmax_attention_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention)
         rope_layers = spec.rope_layers
         if nonzero(rope_layers):
             out.append(_rope(wl, "layers.attn.rope", rotated, rope_layers))
-    if a.query_scale:  # nGPT's s_qk: the queries times a learned H·d_k vector squared, after RoPE
+    if a.query_scale:  # the queries times a learned H·d_k vector (nGPT's s_qk, squared, after RoPE; Inkling 2's)
         out.append(_learned_vector("layers.attn.q_scale", "attention", wl, H * dk, L, tp="split"))
+    if a.sink_proj:  # Inkling 2: each head's sink logit a token from the layer's input (the core's sink column)
+        out.append(ops.matmul("layers.attn.sink_proj", "attention", wl, D, H, count=L))
     if a.dynamic_mask is not None:
         out += _dynamic_mask_ops(spec, wl, L, K, dv)
     unwritten = _unwritten_runs(spec)
@@ -428,9 +434,19 @@ def _conv_and_relative_ops(spec: ModelSpec, wl: Workload, suffix: str, kinds: di
     out = []
     if a.kv_conv is not None:
         out += _short_conv(f"layers.attn.kv_conv{suffix}", "attention", wl, K * (dk + dv), a.kv_conv, L, "split")
+    if a.dynamic_kv_conv and nonzero(kinds.get("global", 0)):
+        # Inkling 2's global layers: per-token taps, one set a KV head, from the input of K's projection and of V's
+        # (D -> K·kernel each, added to the static taps; the conv's MACs are kv_conv's)
+        out.append(ops.matmul(f"layers.attn.kv_conv_taps{suffix}", "attention", wl, D, 2 * K * a.kv_conv,
+                              count=kinds["global"], parts=(K * a.kv_conv,) * 2))
     if a.relative is not None:
         rank = a.relative.rank
         out.append(ops.matmul(f"layers.attn.rel_proj{suffix}", "attention", wl, D, H * rank, count=L))
+        if a.relative.scale:  # Inkling 2: the projected states times a learned H × rank scale, then an L2 clip
+            scale = _learned_vector(f"layers.attn.rel_scale{suffix}", "attention", wl, H * rank, L, tp="split")
+            out += [replace(scale, shapes=((H, rank),)),
+                    ops.norm(f"layers.attn.rel_clip{suffix}", wl, rank, "rmsnorm", False, weight=False, count=L,
+                             tokens=wl.tokens * H, component="attention", tp="split")]
         for kind, n in kinds.items():
             if not nonzero(n):
                 continue
@@ -1034,7 +1050,7 @@ def _residual_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
         return [ops.elementwise("layers.residual.add", "residual", wl, D, 2, inputs=3, count=L)]
     if r.kind in ("hyper", "mhc"):
         return _hyper_ops(spec, wl)
-    return _attnres_ops(spec, wl)
+    return branches + _attnres_ops(spec, wl)
 
 
 def _hyper_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
@@ -1134,27 +1150,47 @@ def _altup_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
 
 
 def _attnres_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
-    """Attention residuals (arXiv:2603.15031): each sublayer's input is a
-    softmax-weighted sum of earlier block representations.  Units differ in
-    how many sources they see, so each op here covers all of them (count 1)."""
-    D, U = spec.d_model, 2 * spec.n_layers
-    N = spec.residual.blocks if spec.residual.blocks is not None else U  # blocks; N = U is Full AttnRes
+    """Attention residuals (arXiv:2603.15031): each sublayer's input is a softmax-weighted sum of earlier block
+    representations and the block's partial sum, its scores from learned pseudo-queries against the RMS-normed
+    sources.  Units differ in how many sources they see, so each op here covers all of them (count 1).
+    attnres_form inkling2 (transformers' Inkling2BlockAttentionResidual): no module on layer 0's attention input,
+    weightless key norms, three queries (q, k and v's inputs) on each global layer's attention input, and an
+    RMSNorm of D for the k and v inputs beside the layer's input norm."""
+    r, D, L = spec.residual, spec.d_model, spec.n_layers
+    U = 2 * L
+    N = r.blocks if r.blocks is not None else U  # blocks; N = U is Full AttnRes
     S = U // N  # sublayers per block
-    # Unit i of block n sees n sources (i = 1) or n + 1 (i ≥ 2, the partial sum);
-    # the output aggregation sees all N + 1.
-    sources = S * N * (N + 1) // 2 + N * (S - 1) + (N + 1)
-    queries = U + 1  # one pseudo-query and one key-norm weight per unit, and for the output
-    vectors = ((D,),) * queries  # one [D] key-norm weight and one [D] query per unit
-    return [
-        # every unit's RMSNorm of each source it sees, with its own weight: sources rows of D
-        replace(ops.elementwise("attnres.key_norm", "residual", wl, sources * D, ops.RMSNORM_FLOPS,
-                                params=D * queries), shapes=vectors),
-        ops.contraction("attnres.logits", "residual", wl, sources * D, sources * D, params=D * queries,
-                        shapes=vectors),
-        ops.elementwise("attnres.softmax", "residual", wl, sources, ops.SOFTMAX_FLOPS),
-        ops.contraction("attnres.sum", "residual", wl, sources * D, (sources + 1) * D),
-        ops.elementwise("layers.attnres.block_sum", "residual", wl, D, 1, inputs=2, count=U),  # b_n += f(h)
-    ]
+    inkling = r.attnres_form == "inkling2"
+    # (sources, queries) of each module: unit j of block n (from 1) sees the n blocks before it (the embedding
+    # first) and, past the block's first unit, the block's partial sum; the output aggregation sees all N + 1
+    modules = [(j // S + 1 + (j % S > 0), 3 if inkling and j % 2 == 0 and spec.layer_attention[j // 2] == "global"
+                else 1) for j in range(U) if not (inkling and j == 0)] + [(N + 1, 1)]
+    rows = sum(n for n, _ in modules)  # normed source rows: one norm a module, over all its queries
+    scores = sum(n * q for n, q in modules)
+    queries = sum(q for _, q in modules)
+    weights = 0 if inkling else len(modules)  # the paper's key norms each have a D weight
+    most, most_q = max(modules)  # the module with the most sources (and queries): the activation peak's
+
+    def peak(op: Op, largest: Op) -> Op:  # the op over all modules, its peak the largest module's
+        return replace(op, peak_act_bytes=largest.act_bytes)
+
+    norm = ops.elementwise("attnres.key_norm", "residual", wl, rows * D, ops.RMSNORM_FLOPS - inkling,
+                           params=D * weights)
+    logits = ops.contraction("attnres.logits", "residual", wl, scores * D, rows * D, params=D * queries,
+                             shapes=((D,),) * queries)
+    out = [peak(replace(norm, shapes=((D,),) * weights),
+                ops.elementwise("attnres.key_norm", "residual", wl, most * D, ops.RMSNORM_FLOPS)),
+           peak(_fp32(logits) if inkling else logits,
+                ops.contraction("attnres.logits", "residual", wl, most * most_q * D, most * D)),
+           peak(ops.elementwise("attnres.softmax", "residual", wl, scores, ops.SOFTMAX_FLOPS),
+                ops.elementwise("attnres.softmax", "residual", wl, most * most_q, ops.SOFTMAX_FLOPS)),
+           peak(ops.contraction("attnres.sum", "residual", wl, scores * D, (rows + 1) * D),
+                ops.contraction("attnres.sum", "residual", wl, most * most_q * D, (most + most_q) * D)),
+           # b_n += f(h): inkling2 starts each block's partial sum from its first unit's output (no add)
+           ops.elementwise("layers.attnres.block_sum", "residual", wl, D, 1, inputs=2, count=U - N * inkling)]
+    if inkling:  # the global layers' k and v inputs' RMSNorms (q's is the layer's attention-input norm)
+        out += _norm(spec, wl, "layers.attnres.kv_input_norm", D, count=2 * spec.attention_layers["global"])
+    return out
 
 
 # ---- head ------------------------------------------------------------------------------

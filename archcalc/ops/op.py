@@ -218,6 +218,9 @@ class Op:
     # copies of the parameters the model stores, where fewer than its executions (layers run more than once
     # with the same weights: LoopSpec); None: one a execution
     stored: int | None = None
+    # where one op (count 1) sums modules of different sizes (attention residuals: each sees its own sources), the
+    # act_bytes of the largest of them, which is what an activation peak holds at once; None: act_bytes'
+    peak_act_bytes: float | None = None
 
     @property
     def weight_copies(self) -> int:

@@ -318,9 +318,12 @@ class Planner:
         # the hidden state entering a layer: the embedding's output, on every stage
         residual = next(op.act_bytes for op in model if op.kind == "gather" and op.component == "embedding")
         ops = [op for op in self._chunk_ops(stage, chunk.tokens, chunk.act_dtype) if op.component != "lm_head"]
-        largest = max(ops, key=lambda op: act_bytes_per_rank(op, self.tp), default=None)
+        def peak(op) -> float:  # an op summing modules of different sizes (count 1) holds its largest one's at once
+            return act_bytes_per_rank(op, self.tp) if op.peak_act_bytes is None else op.peak_act_bytes
+
+        largest = max(ops, key=peak, default=None)
         return Activations(chunk, residual * self.residual_copies, largest.name if largest else "none",
-                           act_bytes_per_rank(largest, self.tp) if largest else 0.0,
+                           peak(largest) if largest else 0.0,
                            chunk.logit_tokens * self.vocab * LOGIT_BYTES if stage.output else 0.0)
 
     @property

@@ -179,6 +179,9 @@ class RelativeBiasSpec(_Frozen):
 
     rank: Width  # d_rel
     extent: Tokens  # rel_extent, the global layers' (a sliding layer's is its window)
+    # a learned H × rank scale on the projected states, then each head's clipped to an L2 norm (Inkling 2's
+    # Inkling2ScaledL2Clip): H·rank parameters a layer
+    scale: bool = False
 
 
 class CCASpec(_Frozen):
@@ -273,10 +276,15 @@ class AttentionSpec(_Frozen):
     head_dim: Width | None = None  # default d_model // n_heads
     bias: list[Literal["q", "k", "v", "o"]] = Field(default_factory=list)  # projections with a bias
     # head: one norm of head_dim shared by all heads; full: over all H·d (K·d) values;
-    # l2: a weightless RMS normalisation of each head, on the layers that use RoPE (Llama 4).
-    qk_norm: Literal["none", "head", "full", "l2"] = "none"
+    # l2: a weightless RMS normalisation of each head, on the layers that use RoPE (Llama 4);
+    # clip: each query and key head scaled down to a maximum L2 norm, no weight, on every layer (Inkling 2; its
+    # queries' learned scale is query_scale).
+    qk_norm: Literal["none", "head", "full", "l2", "clip"] = "none"
     softcap: Positive | None = None  # tanh soft-capping of the scores (Gemma 2)
     sinks: bool = False  # one learned sink logit per query head (gpt-oss): H parameters per layer
+    # each head's sink logit from the layer's input, a D -> H projection without a bias (Inkling 2's sink_proj):
+    # D·H parameters a layer, 2·D·H FLOPs a token
+    sink_proj: bool = False
     global_sinks: bool = True  # false: only the sliding layers have sinks (MiMo-V2-Flash)
     sliding_window: Tokens | None = None
     chunk_size: Tokens | None = None  # the chunk of chunked layers (Llama 4: 8,192)
@@ -293,7 +301,8 @@ class AttentionSpec(_Frozen):
     separate_gate: bool = False
     # with output_gate: a learned H·d_v vector inside the gate, sigmoid(g ⊙ s²) (Dory's s_gate): H·d_v parameters
     gate_scale: bool = False
-    # a learned H·d_k vector whose square scales the queries after RoPE (nGPT's s_qk, arXiv:2410.01131; Dory's sqk)
+    # a learned H·d_k vector scaling the queries: squared, after RoPE (nGPT's s_qk, arXiv:2410.01131; Dory's sqk),
+    # or as it is, before qk_norm clip (Inkling 2's query scale): H·d_k parameters a layer
     query_scale: bool = False
     global_rope: bool = True  # false: global layers use no position encoding (NoPE)
     # Layers that skip RoPE whatever their kind (SmolLM3 and Llama 4: every 4th layer), beside
@@ -338,6 +347,10 @@ class AttentionSpec(_Frozen):
     # weights kept in fp32 (Inkling's k_sconv, v_sconv): K·(d_k + d_v)·kernel parameters a layer, and a state per
     # sequence of its last kernel − 1 inputs (the KV cache keeps the convolved K and V)
     kv_conv: Annotated[int, Field(ge=2, le=64)] | None = None
+    # the global layers' kv_conv taps are the static ones plus per-token ones projected from the projection's
+    # input, one set a KV head (Inkling 2's Inkling2DynamicShortConvolution): a D -> K·kernel weight_proj for K
+    # and one for V, 2·D·K·kernel parameters a global layer; the static taps and the state are kv_conv's
+    dynamic_kv_conv: bool = False
     cca: CCASpec | None = None  # ZAYA1's compressed convolutional attention projections
     # a learned scalar for each KV head multiplying its keys after qk_norm (ZAYA1's temp): K parameters a layer
     key_scale: bool = False
@@ -464,8 +477,19 @@ class AttentionSpec(_Frozen):
             raise ValueError("local_heads needs sliding layers (a sliding_window) and no chunked ones")
         if self.sub_norm and (self.kind != "mha" or self.grouped):
             raise ValueError("sub_norm goes with kind mha and layers of one shape (BitNet)")
-        if self.v_norm and self.qk_norm != "head":
-            raise ValueError("v_norm goes with qk_norm head (Gemma 4 normalises q, k and v per head)")
+        if self.v_norm and self.qk_norm not in ("head", "clip"):
+            raise ValueError("v_norm goes with qk_norm head (Gemma 4 normalises q, k and v per head) or clip "
+                             "(Inkling 2)")
+        if self.qk_norm == "clip" and (self.kind != "mha" or self.grouped or self.experts is not None):
+            raise ValueError("qk_norm clip goes with kind mha, layers of one shape and no attention experts")
+        if self.sink_proj and (self.sinks or self.kind != "mha" or self.grouped or self.experts is not None
+                               or self.compressed is not None):
+            raise ValueError("sink_proj (sinks from the input) goes with kind mha, layers of one shape, no learned "
+                             "sinks and no attention experts")
+        if self.dynamic_kv_conv and self.kv_conv is None:
+            raise ValueError("dynamic_kv_conv adds per-token taps to kv_conv: it needs kv_conv")
+        if self.relative is not None and self.relative.scale and self.grouped:
+            raise ValueError("relative.scale goes with layers of one shape")
         if self.experts is not None and (self.kind != "mha" or self.grouped or set(self.bias) - {"o"}
                                          or self.qk_norm != "none" or self.output_gate or self.head_gate
                                          or self.sub_norm or self.differential or self.o_bias_layers
@@ -932,6 +956,11 @@ class ResidualSpec(_Frozen):
     dynamic: bool = True  # hyper: input-dependent coefficients (DHC) or static ones (SHC)
     sinkhorn_iters: int = Field(default=20, ge=1, le=10**4)  # mhc
     blocks: Layers | None = None  # attnres: N blocks; None = full (one block per sublayer)
+    # attnres as written: "paper" (one pseudo-query and one weighted key RMSNorm a unit); "inkling2" (transformers'
+    # Inkling2BlockAttentionResidual): blocks of whole layers, weightless key norms, no module on layer 0's attention
+    # input (it sees the embedding alone), and on the global layers three queries, the mixes that feed q, k and v,
+    # each with its own RMSNorm of D before its projection; each query a D-vector kept in fp32
+    attnres_form: Literal["paper", "inkling2"] = "paper"
     # LAuReL (Gemma 3n): per layer a low-rank D -> r -> D branch of the attention's normed input, RMS-normed and
     # added to the stream after attention (its sum scaled by 1/√2)
     laurel_rank: Width | None = None
@@ -964,8 +993,11 @@ class ResidualSpec(_Frozen):
             raise ValueError("mix false goes with residual kind mhc; head with hyper or mhc")
         if self.scales and (self.kind != "standard" or self.laurel_rank is not None):
             raise ValueError("scales goes with residual kind standard and no laurel_rank")
-        if self.output_conv is not None and (self.kind != "standard" or self.laurel_rank is not None or self.scales):
-            raise ValueError("output_conv goes with residual kind standard, no laurel_rank or scales")
+        if self.output_conv is not None and (self.kind not in ("standard", "attnres") or self.laurel_rank is not None
+                                             or self.scales):
+            raise ValueError("output_conv goes with residual kind standard or attnres, no laurel_rank or scales")
+        if self.attnres_form != "paper" and (self.kind != "attnres" or self.blocks is None):
+            raise ValueError("attnres_form inkling2 goes with residual kind attnres and its blocks")
         return self
 
 
@@ -1232,6 +1264,9 @@ class ModelSpec(_Frozen):
                     lambda s: f"residual.blocks ({s.residual.blocks}) must divide the 2·n_layers = "
                               f"{2 * s.n_layers} sublayers",
                     "residual.blocks dividing 2·n_layers"),
+        NumericRule(lambda s: s.residual.attnres_form != "inkling2" or s.n_layers % s.residual.blocks == 0,
+                    lambda s: f"residual.blocks ({s.residual.blocks}) must divide n_layers ({s.n_layers}): "
+                              "attnres_form inkling2's blocks are of whole layers", "inkling2 blocks of whole layers"),
         NumericRule(lambda s: s.ffn.moe is None or s.ffn.d_ff is not None or s.ffn.d_ff_ratio is not None
                     or s.ffn_layers["dense"] == 0,
                     lambda s: "the dense FFN layers of this MoE model need ffn.d_ff",

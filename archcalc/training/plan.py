@@ -146,6 +146,8 @@ def unplanned(spec: ModelSpec) -> str | None:
          "relative logits and short convolutions (Inkling)"),
         (a.indexer is not None, "sparse-attention indexer (trained on its own detached loss)"),
         (a.local_mla is not None or a.rope_key_norm, "MLA of two geometries and a rope-key norm (dots3-note)"),
+        (a.qk_norm == "clip" or a.sink_proj or r.attnres_form != "paper",
+         "clipped q/k heads, sinks from the input and block attention residuals of Inkling 2's form (Inkling 2)"),
         (spec.norm.kind == "l2" or r.kind == "interpolate" or a.query_scale or a.gate_scale or spec.ffn.scales
          or spec.logit_scale, "L2 norms, interpolating residual and nGPT scales (Dory)"),
         (a.cca is not None or a.key_scale or r.affine or (spec.ffn.moe is not None and spec.ffn.moe.router_mlp),

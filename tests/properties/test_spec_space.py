@@ -821,6 +821,55 @@ def test_inkling_s_parts_add_weights_and_work_and_a_state_fixed_in_context(spec,
     json.dumps(r.to_dict(ops=True), allow_nan=False)
 
 
+INKLING2_PARTS = ("clip", "sink_proj", "relative_scale", "dynamic_kv_conv", "attnres")
+
+
+@st.composite
+def inkling2_specs(draw) -> tuple[ModelSpec, ModelSpec]:
+    """A drawn MHA spec of one shape a layer with Inkling's relative logits and K/V convs (no chunks, the standard
+    residual), and the same given some of Inkling 2's parts: clipped q/k heads with a query scale and weightless
+    value norms, sinks from the input, the relative states' scale, the global layers' per-token conv taps, its
+    block attention residuals (blocks of whole layers) with the sublayer output convs."""
+    spec = draw(model_specs(attention=draw(st.sampled_from(["mha", "gqa", "mqa"])), residual="standard",
+                            window=draw(st.sampled_from(["none", "all", "ratio", "list"])), sinks=False))
+    data = spec.model_dump(exclude_defaults=True)
+    data["attention"].update(relative={"rank": draw(st.integers(1, 6)), "extent": draw(st.integers(1, 40))},
+                             kv_conv=draw(st.integers(2, 5)))
+    data["attention"].pop("qk_norm", None), data["attention"].pop("v_norm", None)
+    base = ModelSpec.model_validate(data)
+    parts = draw(st.sets(st.sampled_from(INKLING2_PARTS), min_size=1))
+    att = data["attention"]
+    if "clip" in parts:
+        att.update(qk_norm="clip", query_scale=True, v_norm=True)
+    att["sink_proj"] = "sink_proj" in parts
+    att["relative"]["scale"] = "relative_scale" in parts
+    att["dynamic_kv_conv"] = "dynamic_kv_conv" in parts
+    if "attnres" in parts:
+        L = spec.n_layers
+        data["residual"] = {"kind": "attnres", "attnres_form": "inkling2", "output_conv": att["kv_conv"],
+                            "blocks": draw(st.sampled_from([b for b in range(1, L + 1) if L % b == 0]))}
+    return base, ModelSpec.model_validate(data)
+
+
+@given(pair=inkling2_specs(), wl=workloads(), convention=conventions, more=st.integers(1, 50))
+def test_inkling2_s_parts_add_weights_and_work_not_cache(pair, wl, convention, more):
+    """Inkling 2's parts only add: parameters never fewer (each holds some but the taps, which the global layers
+    alone have), FLOPs never fewer; the KV per token is the model's without them; the conv states stay one per
+    layer and sequence, the same at any context."""
+    base, spec = pair
+    r, b = sized(spec, wl, convention), sized(base, wl, convention)
+    a = spec.attention
+    assert r.params.total >= b.params.total and r.flops.forward >= b.flops.forward
+    if a.qk_norm == "clip" or a.sink_proj or a.relative.scale or spec.residual.kind == "attnres" or (
+            a.dynamic_kv_conv and "global" in spec.layer_attention):
+        assert r.params.total > b.params.total
+    assert r.kv.bytes_per_token == b.kv.bytes_per_token
+    states = [k.state_bytes for k in r.kv.by_kind if k.kind == "linear"]
+    longer = sized(spec, replace(wl, context=wl.context + more), convention)
+    assert [k.state_bytes for k in longer.kv.by_kind if k.kind == "linear"] == states
+    json.dumps(r.to_dict(ops=True), allow_nan=False)
+
+
 ZAYA_PARTS = ("cca", "key_scale", "affine", "router_mlp")
 
 
@@ -839,7 +888,9 @@ def zaya_specs(draw) -> ModelSpec:
         att["key_scale"] = True
     if "router_mlp" in parts and moe and set(spec.layer_ffn) == {"moe"} and not (
             moe.get("router_bias") or moe.get("router_shared")):
-        moe["router_mlp"] = {"width": draw(st.integers(1, 12)), "eda": draw(st.booleans())}
+        # at least n_experts wide: it then holds more than the D -> n_experts router it replaces
+        moe["router_mlp"] = {"width": draw(st.integers(moe["n_experts"], max(12, moe["n_experts"]))),
+                             "eda": draw(st.booleans())}
     if "affine" in parts or not (att.get("cca") or att.get("key_scale") or (moe or {}).get("router_mlp")):
         data["residual"] = {"kind": "standard", "affine": True}
     return ModelSpec.model_validate(data)

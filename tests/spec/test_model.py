@@ -95,6 +95,20 @@ MLA = {"kind": "mla", "n_heads": 4, "n_kv_heads": None, "q_lora_rank": 16, "kv_l
     ({"attention": {**MLA, "sliding_window": 8, "layer_types": ["global", "local"],
                     "indexer": {"n_heads": 2, "head_dim": 8, "topk": 4, "shared_layers": [1]}}},
      "shared_layers beside sliding layers"),
+    # Inkling 2's parts: clipped q/k heads, sinks from the input, per-token conv taps, its attention residuals
+    ({"attention": {**MLA, "qk_norm": "clip"}}, "qk_norm does not apply to MLA"),
+    ({"attention": {"n_heads": 4, "sliding_window": 8, "layer_types": ["local", "global"], "local_heads": 2,
+                    "qk_norm": "clip"}}, "qk_norm clip goes with kind mha, layers of one shape"),
+    ({"attention": {"n_heads": 4, "v_norm": True, "qk_norm": "l2"}}, "v_norm goes with qk_norm head .* or clip"),
+    ({"attention": {"n_heads": 4, "sinks": True, "sink_proj": True}}, "sink_proj .* no learned sinks"),
+    ({"attention": {**MLA, "sink_proj": True}}, "sink_proj .* goes with kind mha"),
+    ({"attention": {"n_heads": 4, "dynamic_kv_conv": True}}, "dynamic_kv_conv .* needs kv_conv"),
+    ({"attention": {"n_heads": 4, "sliding_window": 8, "layer_types": ["local", "global"], "local_heads": 2,
+                    "relative": {"rank": 2, "extent": 4, "scale": True}}}, "relative.scale goes with layers of one"),
+    ({"residual": {"kind": "attnres", "attnres_form": "inkling2"}}, "attnres_form inkling2 goes with .* its blocks"),
+    ({"residual": {"kind": "standard", "blocks": 1, "attnres_form": "inkling2"}}, "goes with residual kind attnres"),
+    ({"residual": {"kind": "attnres", "blocks": 4, "attnres_form": "inkling2"}}, "must divide n_layers \\(2\\)"),
+    ({"residual": {"kind": "hyper", "output_conv": 4}}, "output_conv goes with residual kind standard or attnres"),
 ])
 def test_invalid_specs_are_rejected(bad, fragment):
     with pytest.raises(ValidationError, match=fragment):

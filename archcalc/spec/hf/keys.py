@@ -211,6 +211,9 @@ KEYS: dict[str, Kind] = {
     **dict.fromkeys(("conv_kernel_size", "sconv_kernel_size"), Kind((int,), 2, 64, "an integer")),
     **dict.fromkeys(("use_embed_norm", "use_sconv", "use_global_scale", "use_gate_bias", "norm_after_topk",
                      "shared_expert_sink", "q_bias", "o_bias"), BOOL),
+    # Inkling 2: the head's rows, the attention residuals' blocks, its router's score function
+    "unpadded_vocab_size": Kind((int,), 1, MAX_VOCAB, "an integer"), "n_layers_per_attn_res_block": STEP,
+    "scoring_func": STR,
     "backbone_hidden_size": WIDTH, "use_ordered_embeddings": BOOL,
     **dict.fromkeys(("num_centroids", "centroid_intermediate_top_k"), Kind((int,), 1, MAX_VOCAB, "an integer")),
     "image_size": Kind((int,), 1, 2**16, "an integer"),

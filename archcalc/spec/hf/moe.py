@@ -555,10 +555,77 @@ INKLING_DEFAULTS = {"vocab_size": 201024, "hidden_size": 6144, "num_hidden_layer
                     "rel_extent": 1024, "max_position_embeddings": 131072, "conv_kernel_size": 4,
                     "intermediate_size": 24576, "moe_intermediate_size": 3072, "n_routed_experts": 256,
                     "num_experts_per_tok": 6, "n_shared_experts": 2}
+# Inkling2TextConfig's (thinkingmachines/Inkling-2-Small-MXFP8's shapes, the checkpoint its docstring names)
+INKLING2_DEFAULTS = {"vocab_size": 201024, "unpadded_vocab_size": 200058, "hidden_size": 4608, "num_hidden_layers": 48,
+                     "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "swa_num_attention_heads": 48,
+                     "swa_num_key_value_heads": 8, "swa_head_dim": 128, "sliding_window_size": 1024, "d_rel": 16,
+                     "rel_extent": 1024, "max_position_embeddings": 1048576, "conv_kernel_size": 4,
+                     "moe_intermediate_size": 2304, "n_routed_experts": 384, "num_experts_per_tok": 8,
+                     "n_layers_per_attn_res_block": 6, "final_logit_softcapping": 30.0}
 # The released file's switches (its original code's), which transformers' Inkling does not read: it builds each
 # as the value here, so a file that says otherwise is another model
 INKLING_BUILT = {"use_embed_norm": True, "use_sconv": True, "use_global_scale": True, "use_gate_bias": True,
                  "norm_after_topk": True, "shared_expert_sink": True, "q_bias": False, "o_bias": False}
+
+
+def _inkling2(r: ConfigReader) -> dict:
+    """Inkling 2 (Thinking Machines; inkling2_text, and the text_config of inkling2; Inkling2TextConfig): Inkling's
+    relative logits and short convs without a position encoding, reworked.  Every layer: queries times a learned
+    H × d scale, q and k heads L2-clipped, values RMS-normed without a weight (qk_norm clip, query_scale, v_norm);
+    the relative states likewise scaled and clipped (relative.scale); each head's sink logit projected from the
+    input (sink_proj); the output gated by sigmoid of its own D -> H·d projection (output_gate, separate_gate).
+    The global layers' K and V convs add per-token taps from their inputs (dynamic_kv_conv).  Block attention
+    residuals over blocks of n_layers_per_attn_res_block layers (residual attnres, attnres_form inkling2), each
+    sublayer's output through a short conv (residual.output_conv); an RMSNorm after the embedding; every MLP
+    top-k of sigmoid-scored experts, no shared expert; a head of unpadded_vocab_size rows, soft-capped logits."""
+    n, D = r.get("num_hidden_layers"), r.get("hidden_size")
+    vocab, head = r.get("vocab_size"), r.get("unpadded_vocab_size")
+    types = r.get("layer_types") if r.has("layer_types") else ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding"
+                                                               for i in range(n)]
+    if len(types) != n or set(types) - {"hybrid", "hybrid_sliding"}:
+        raise InputError(r.path, r.prefix + "layer_types", f"{n} entries of hybrid or hybrid_sliding expected")
+    kinds = ["local" if t == "hybrid_sliding" else "global" for t in types]
+    kernel = r.get("conv_kernel_size", "sconv_kernel_size")
+    geometry = {"n_heads": ("num_attention_heads", "swa_num_attention_heads"),
+                "n_kv_heads": ("num_key_value_heads", "swa_num_key_value_heads"), "head_dim": ("head_dim", "swa_head_dim")}
+    att = {field: r.get(key) for field, (key, _) in geometry.items()}
+    att.update(qk_norm="clip", query_scale=True, v_norm=True, sink_proj=True, output_gate=True, separate_gate=True,
+               kv_conv=kernel, dynamic_kv_conv=True,
+               relative={"rank": r.get("d_rel"), "extent": r.get("rel_extent"), "scale": True})
+    if "local" in kinds:
+        for field, (key, swa) in geometry.items():
+            if r.get(swa) != att[field]:
+                raise InputError(r.path, r.prefix + swa, f"must equal {key} ({att[field]}): archcalc models Inkling "
+                                 "2's sliding layers with the global layers' heads and head_dim")
+        att.update(layer_types=kinds, sliding_window=r.get("sliding_window_size", "sliding_window"))
+    else:
+        for key in ("swa_num_attention_heads", "swa_num_key_value_heads", "swa_head_dim", "sliding_window_size"):
+            r.ignore(key, "no layer is hybrid_sliding")
+    per_block = r.get("n_layers_per_attn_res_block")
+    if n % per_block:
+        raise InputError(r.path, r.prefix + "n_layers_per_attn_res_block", f"must divide num_hidden_layers ({n}): "
+                         "archcalc models attention-residual blocks of equal size")
+    r.ignore("tie_word_embeddings", "Inkling2ForCausalLM ties nothing (no _tied_weights_keys)")
+    r.ignore("hidden_act", "the experts' soft-capped SwiGLU is built whatever hidden_act says")
+    for key in ("mlp_gate_softcap", "mlp_up_softcap"):
+        r.ignore(key, "soft-caps the experts' gate and up values: a few elementwise FLOPs a value, not counted")
+    for key in ("log_scaling_n_floor", "log_scaling_alpha", "qk_l2_clip_threshold", "rel_l2_clip_threshold"):
+        r.ignore(key, "a threshold or scale of the global layers' elementwise steps: no parameter, no matmul FLOP")
+    for key in ("route_scale", "scoring_func"):
+        r.ignore(key, "how the router's scores become weights: elementwise, no count changes")
+    r.ignore("number_of_conv_states", "4, the convs a layer keeps a state for (k, v, attention and MLP outputs): "
+                                      "counted from the spec")
+    moe = {"n_experts": r.get("n_routed_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
+           "d_expert": r.get("moe_intermediate_size", "intermediate_size")}
+    cap = r.get("final_logit_softcapping")
+    return {"d_model": D, "n_layers": n, "vocab_size": vocab, "tie_embeddings": False,
+            **({"head_vocab_size": head} if head != vocab else {}),
+            "max_context": r.get("max_position_embeddings", "model_max_length"), "attention": att,
+            "position": {"kind": "none"}, "norm": {"embedding": True},
+            "ffn": {"activation": "swiglu", "moe": moe},
+            "residual": {"kind": "attnres", "blocks": n // per_block, "attnres_form": "inkling2",
+                         "output_conv": kernel},
+            **({"final_softcap": cap} if cap is not None else {})}
 
 
 # ZayaConfig's rope_parameters when a file has none

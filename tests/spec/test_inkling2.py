@@ -1,0 +1,261 @@
+"""Inkling 2 (inkling2_text; AttentionSpec qk_norm clip, sink_proj, dynamic_kv_conv, relative.scale; ResidualSpec
+attnres_form inkling2) against transformers' own Inkling2ForCausalLM.
+
+No config.json of a released Inkling 2 was found (tests/data/hf/SOURCES.md, "Missing"): shrunk configs of
+Inkling2TextConfig, in the layouts it allows (sliding layers with full ones between, a full layer first or at a
+block boundary, no sliding layer, blocks of one layer to several), run on the meta device: parameters against
+numel(), prefill and decode FLOPs against FlopCounterMode, and the cache each layer holds against archcalc's.
+The config class's defaults (Inkling-2-Small's shapes) are pinned at full size.  Every difference is HF's and
+named where it is subtracted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+from transformers import AutoConfig, AutoModelForCausalLM
+
+from archcalc.cost.totals import size
+from archcalc.errors import InputError
+from archcalc.ops.conventions import CONVENTIONS
+from archcalc.ops.workload import Workload
+from archcalc.spec.hf import spec_dict_from_config
+from archcalc.spec.model import ModelSpec
+
+DTYPE = torch.bfloat16
+# 4 heads of 16 over 2 KV heads in both kinds of layer (archcalc reads no other), a window of 4 and a relative
+# extent of 6 that prefills of 7 and 11 pass, a head of 90 rows beside an embedding of 100
+SHRUNK = dict(vocab_size=100, unpadded_vocab_size=90, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+              head_dim=16, swa_num_attention_heads=4, swa_num_key_value_heads=2, swa_head_dim=16,
+              sliding_window_size=4, d_rel=4, rel_extent=6, moe_intermediate_size=32, n_routed_experts=4,
+              num_experts_per_tok=2, eos_token_id=None)
+SLIDING, FULL = "hybrid_sliding", "hybrid"
+VARIANTS = {
+    # the class's rule (every sixth layer full), two blocks of six layers
+    "the release's layout": dict(num_hidden_layers=12),
+    "full layers between, blocks of two": dict(num_hidden_layers=6, n_layers_per_attn_res_block=2,
+                                               layer_types=[SLIDING, FULL, SLIDING, SLIDING, FULL, FULL]),
+    "a full layer first, a block a layer": dict(num_hidden_layers=4, n_layers_per_attn_res_block=1,
+                                                layer_types=[FULL, SLIDING] * 2, unpadded_vocab_size=100),
+    # the swa_* keys unused: no layer slides
+    "no sliding layer": dict(num_hidden_layers=3, n_layers_per_attn_res_block=3, layer_types=[FULL] * 3,
+                             swa_num_attention_heads=8, swa_head_dim=8),
+}
+
+
+def _config(variant: str, **over):
+    return AutoConfig.for_model("inkling2_text", **{**SHRUNK, **VARIANTS[variant], **over})
+
+
+def _spec(config) -> ModelSpec:
+    data, report = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
+    assert report.warnings == []
+    return ModelSpec.model_validate({"name": "inkling2", **data})
+
+
+def _model(config) -> torch.nn.Module:
+    with torch.device("meta"):
+        return AutoModelForCausalLM.from_config(config, attn_implementation="eager",
+                                                experts_implementation="batched_mm", dtype=DTYPE).eval()
+
+
+def _convs(model) -> tuple[list, list]:
+    """HF's short convs as (layer, channels, kernel): the static ones (Inkling2ShortConvolution: the sliding layers'
+    K and V, every sublayer's output) and the global layers' dynamic ones (Inkling2DynamicShortConvolution)."""
+    static = [(m.layer_idx, m.conv1d.weight.shape[0], m.conv1d.weight.shape[2]) for m in model.modules()
+              if type(m).__name__ == "Inkling2ShortConvolution"]
+    dynamic = [(m.layer_idx, m.static_weight.shape[1], m.static_weight.shape[0]) for m in model.modules()
+               if type(m).__name__ == "Inkling2DynamicShortConvolution"]
+    return static, dynamic
+
+
+def _unseen(model, tokens: int, outputs: int) -> int:
+    """FLOPs FlopCounterMode's count and archcalc's differ by, from HF's own conv modules: a static conv runs
+    F.conv1d over more outputs than the step keeps (a prefill of T tokens, left-padded by the cache to kernel inputs
+    where T is fewer (DynamicCache.update_conv_state), then by kernel − 1 on both sides (causal_conv1d_fn):
+    max(T, kernel) − T + kernel − 1 more; a decode step convolves its state of kernel inputs and the new one: 1
+    more), 2·channels·kernel FLOPs each,
+    which HF counts and archcalc does not; a dynamic conv's taps are applied elementwise ((windows · weights).sum),
+    which FlopCounterMode does not see and archcalc counts as the conv it is, 2·channels·kernel a token."""
+    static, dynamic = _convs(model)
+    return sum(2 * c * k * outputs for _, c, k in static) - sum(2 * c * k * tokens for _, c, k in dynamic)
+
+
+@pytest.mark.parametrize("tokens", [1, 3, 7, 11])
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_params_and_prefill_flops_equal_hf(variant, tokens):
+    """numel() is archcalc's parameter total; FlopCounterMode's prefill is archcalc's torch-convention forward
+    but for the convs (_unseen).  The attention residuals (Inkling2BlockAttentionResidual, an eager attention of
+    its queries over the normed sources) are matmuls FlopCounterMode counts: their sources, three queries on the
+    global layers and none on layer 0's attention input are pinned here."""
+    config = _config(variant)
+    spec, model = _spec(config), _model(config)
+    ours = size(spec, Workload.forward(tokens), CONVENTIONS["torch"])
+    assert ours.params.total == sum(p.numel() for p in model.parameters())
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True)
+    kernel = config.conv_kernel_size
+    assert ours.flops.forward + _unseen(model, tokens, max(tokens, kernel) - tokens + kernel - 1) == \
+        counter.get_total_flops()
+
+
+def _decode(config, tokens: int) -> tuple[int, int, int]:
+    """(archcalc's decode FLOPs at tokens + 1 under the torch convention, FlopCounterMode's of HF's step after a
+    prefill of `tokens` less the convs' difference (_unseen), and the sliding cores' FLOPs for the keys past HF's
+    cache: past the window HF's sliding layers hold window − 1 tokens, while the torch convention does not cap
+    windows (ops/conventions.py), 2 · H · (d_k + d_v) FLOPs a key more)."""
+    spec, model = _spec(config), _model(config)
+    ids = torch.zeros(1, tokens, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        cache = model(input_ids=ids, use_cache=True).cache
+        held = [layer.keys.shape[-2] for layer in cache.layers]
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids[:, :1], cache=cache, use_cache=True)
+    attention = [m.self_attn for m in model.model.layers]
+    uncapped = sum(2 * a.num_heads * 2 * a.head_dim * (tokens - n)
+                   for a, n in zip(attention, held) if a.sliding_window is not None)
+    ours = size(spec, Workload.decode(tokens + 1), CONVENTIONS["torch"]).flops.forward
+    return ours, counter.get_total_flops() - _unseen(model, 1, 1), uncapped
+
+
+@pytest.mark.parametrize("tokens", [1, 3])
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_decode_step_flops_equal_hf(variant, tokens):
+    """A token after a prefill of `tokens` through the cache the prefill returned, inside the window (3 + 1 of 4):
+    the convs run on their states, the relative logits over the extent, the attention residuals over the same
+    sources as in a prefill; exact but for the convs (_unseen)."""
+    ours, hf, uncapped = _decode(_config(variant), tokens)
+    assert uncapped == 0 and ours == hf
+
+
+def test_decode_past_the_window():
+    """A token after 9, past the window of 4: HF's sliding layers read their window − 1 cached tokens and the new
+    one; archcalc's torch count is HF's but for the sliding keys it does not cap (_decode)."""
+    ours, hf, uncapped = _decode(_config("the release's layout"), 9)
+    assert uncapped > 0 and ours - uncapped == hf
+
+
+@pytest.mark.parametrize("tokens", [3, 9])
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_cache_equals_hf_layer_by_layer(variant, tokens):
+    """HF's DynamicCache after a prefill: each layer's K and V (min(tokens, window − 1) tokens on a sliding layer)
+    are archcalc's KV per token of its kind; and each layer's four conv states (K's, V's, and the two sublayer
+    outputs') are kernel inputs in fp32 (HF convolves x.float() and keeps the last kernel inputs), where archcalc
+    counts the kernel − 1 a step needs at the cache's dtype, as an engine keeps a conv state.  Both from HF's own
+    conv modules, layer by layer."""
+    config = _config(variant)
+    spec, model = _spec(config), _model(config)
+    with torch.no_grad():
+        cache = model(input_ids=torch.zeros(1, tokens, dtype=torch.long, device="meta"), use_cache=True).cache
+    ours = size(spec, Workload(new_tokens=tokens, context=tokens), CONVENTIONS["torch"]).kv
+    window = config.sliding_window_size
+    per_token = {k.kind: k.bytes_per_token / k.layers for k in ours.by_kind if k.kind in ("global", "local")}
+    for layer, kind in zip(cache.layers, config.layer_types):
+        held = tokens if kind == FULL else min(tokens, window - 1)
+        assert layer.keys.shape[-2] == layer.values.shape[-2] == held
+        assert (layer.keys.numel() + layer.values.numel()) * layer.keys.element_size() == held * per_token[
+            "global" if kind == FULL else "local"]
+    static, dynamic = _convs(model)
+    by_layer = {}
+    for i, c, k in static + dynamic:
+        by_layer.setdefault(i, []).append((c, k))
+    assert [sum(s.numel() * s.element_size() for s in layer.conv_states.values()) for layer in cache.layers] == \
+        [sum(c * k * 4 for c, k in by_layer[i]) for i in range(config.num_hidden_layers)]
+    assert all(len(convs) == 4 for convs in by_layer.values())
+    states = [k for k in ours.by_kind if k.kind == "linear"]
+    assert sum(k.layers for k in states) == config.num_hidden_layers
+    assert sum(k.state_bytes for k in states) == sum(c * (k - 1) * DTYPE.itemsize for _, c, k in static + dynamic)
+
+
+def test_the_config_class_s_defaults_at_full_size():
+    """A config of its model_type alone reads as Inkling2TextConfig builds it (Inkling-2-Small's shapes: 48 layers
+    of 4,608, every sixth full, 384 experts of 2,304, top 8, blocks of 6 layers); numel() of the model transformers
+    builds is archcalc's total, 593,718,478,848."""
+    config = AutoConfig.for_model("inkling2_text")
+    spec = _spec(config)
+    assert spec_dict_from_config({"model_type": "inkling2_text"}, "config.json")[0] == \
+        spec_dict_from_config(json.loads(config.to_json_string()), "config.json")[0]
+    params = size(spec, Workload.forward(1), CONVENTIONS["torch"]).params
+    assert params.total == sum(p.numel() for p in _model(config).parameters())
+    assert (spec.n_layers, spec.residual.blocks, spec.layer_attention.count("global")) == (48, 8, 8)
+    # a release note's "594B model (about 17B active)" (tests/data/hf/SOURCES.md): active without the embedding
+    # and the head, which are bf16 tables beside the layers
+    head = spec.d_model * spec.head_vocab
+    assert (round(params.total / 1e9), round((params.active - params.embedding - head) / 1e9)) == (594, 17)
+
+
+def test_the_multimodal_config_reads_its_text_config():
+    """Inkling2Config (model_type inkling2) nests the text model in text_config beside a vision tower: the text
+    model is read, the tower named in a warning and left out of every total."""
+    outer = AutoConfig.for_model("inkling2", text_config={**SHRUNK, **VARIANTS["the release's layout"]},
+                                 vision_config={"text_hidden_size": 64})
+    data, report = spec_dict_from_config(json.loads(outer.to_json_string()), "config.json")
+    text = json.loads(_config("the release's layout").to_json_string())
+    assert data == spec_dict_from_config(text, "config.json")[0] and data["architecture"] == "inkling2_text"
+    assert any("vision" in w for w in report.warnings)
+
+
+@pytest.mark.parametrize("over, key", [
+    (dict(swa_num_attention_heads=8), "swa_num_attention_heads"),  # the sliding layers' own heads
+    (dict(swa_head_dim=8), "swa_head_dim"),
+    (dict(n_layers_per_attn_res_block=5), "n_layers_per_attn_res_block"),  # blocks of unequal size
+    (dict(layer_types=[SLIDING] * 11), "layer_types"),
+])
+def test_what_archcalc_does_not_model_is_refused_in_one_line(over, key):
+    raw = {**json.loads(_config("the release's layout").to_json_string()), **over}
+    with pytest.raises(InputError) as e:
+        spec_dict_from_config(raw, "config.json")
+    assert e.value.field.endswith(key) and "\n" not in str(e.value)
+
+
+def test_inkling2_loop_is_refused_in_one_line():
+    with pytest.raises(InputError, match="Inkling 2 Loop's looped layers") as e:
+        spec_dict_from_config({"model_type": "inkling2_loop_text"}, "config.json")
+    assert e.value.field == "model_type"
+
+
+@pytest.mark.parametrize("part", [{"attention": {"n_heads": 4, "n_kv_heads": 2, "sink_proj": True}},
+                                  {"attention": {"n_heads": 4, "n_kv_heads": 2, "qk_norm": "clip"}},
+                                  {"residual": {"kind": "attnres", "blocks": 2, "attnres_form": "inkling2"}}])
+def test_train_and_the_reference_model_refuse_inkling2_s_parts(part, tmp_path):
+    """Each of Inkling 2's parts that needs no Inkling part alone (a debug model given it): train refuses it in one
+    line, as the torch reference model, which would keep other tensors for backward, has none of them; size takes
+    it."""
+    from click.testing import CliRunner
+
+    from archcalc.cli import cli
+    from archcalc.measure.reference import ReferenceModel
+    from tests.conftest import debug_spec
+
+    spec = debug_spec(**part)
+    path = tmp_path / "spec.yaml"
+    path.write_text(json.dumps(spec.model_dump(exclude_defaults=True)))
+    r = CliRunner().invoke(cli, ["train", str(path), "--gpu", "h100", "--gpus", "8"])
+    assert r.exit_code == 2 and "(Inkling 2)" in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    with pytest.raises(ValueError, match=r"\(Inkling 2\)"):
+        ReferenceModel(spec)
+    assert CliRunner().invoke(cli, ["size", str(path)]).exit_code == 0
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_the_attention_residuals_peak_is_their_largest_module_s(variant):
+    """The attention residuals are one op each over all their modules (count 1), each module seeing its own
+    sources; an activation peak holds one module's at once: the most sources any module normalises, as HF's own
+    forward stacks them (Inkling2BlockAttentionResidual's normed block states, (B, T, sources, D)), read and
+    written by the key norm, read by the logits."""
+    config = _config(variant)
+    spec, model = _spec(config), _model(config)
+    stacked = []
+    for m in model.modules():
+        if type(m).__name__ == "Inkling2BlockAttentionResidual":
+            m.norm.register_forward_hook(lambda mod, args, out: stacked.append(args[0].numel()))
+    with torch.no_grad():
+        model(input_ids=torch.zeros(1, 5, dtype=torch.long, device="meta"))
+    from archcalc.ops.layers import model_ops
+
+    ops = {op.name: op for op in model_ops(spec, Workload.forward(5), CONVENTIONS["torch"])}
+    assert ops["attnres.key_norm"].peak_act_bytes == 2 * max(stacked) * DTYPE.itemsize
+    assert ops["attnres.logits"].peak_act_bytes == max(stacked) * DTYPE.itemsize
+    assert ops["attnres.key_norm"].act_bytes == 2 * sum(stacked) * DTYPE.itemsize  # all of them, for the roofline
