@@ -414,12 +414,14 @@ def _fp32(op: Op) -> Op:
 
 
 def _short_conv(name: str, component: ops.Component, wl: Workload, channels: int, kernel: int, count: int,
-                tp: ops.Sharding) -> list[Op]:
+                tp: ops.Sharding, fp32: bool = True) -> list[Op]:
     """A depthwise causal conv of `kernel` taps over `channels` with its own skip, y = x + conv(x) (Inkling's
-    InklingShortConvolution): its fp32 taps, 2·kernel FLOPs a value, then the add."""
+    InklingShortConvolution): its taps (fp32, or with `fp32` false at the model's dtype: Inkling 2's dynamic convs'
+    static taps, which transformers does not keep in fp32), 2·kernel FLOPs a value, then the add."""
     conv = ops.contraction(name, component, wl, channels * kernel, 2 * channels, count=count, tp=tp,
                            params=channels * kernel, shapes=((channels, 1, kernel),))
-    return [_fp32(conv), ops.elementwise(name + "_add", component, wl, channels, 1, inputs=2, count=count, tp=tp)]
+    return [_fp32(conv) if fp32 else conv,
+            ops.elementwise(name + "_add", component, wl, channels, 1, inputs=2, count=count, tp=tp)]
 
 
 def _conv_and_relative_ops(spec: ModelSpec, wl: Workload, suffix: str, kinds: dict[str, int], H: int, K: int,
@@ -432,13 +434,17 @@ def _conv_and_relative_ops(spec: ModelSpec, wl: Workload, suffix: str, kinds: di
     residual.output_conv's (their last kernel − 1 inputs: a fixed state beside the KV cache, one layer each)."""
     a, D, L = spec.attention, spec.d_model, sum(kinds.values())
     out = []
-    if a.kv_conv is not None:
-        out += _short_conv(f"layers.attn.kv_conv{suffix}", "attention", wl, K * (dk + dv), a.kv_conv, L, "split")
-    if a.dynamic_kv_conv and nonzero(kinds.get("global", 0)):
-        # Inkling 2's global layers: per-token taps, one set a KV head, from the input of K's projection and of V's
-        # (D -> K·kernel each, added to the static taps; the conv's MACs are kv_conv's)
+    dynamic = kinds.get("global", 0) if a.dynamic_kv_conv else 0
+    if a.kv_conv is not None and nonzero(L - dynamic):
+        out += _short_conv(f"layers.attn.kv_conv{suffix}", "attention", wl, K * (dk + dv), a.kv_conv, L - dynamic,
+                           "split")
+    if nonzero(dynamic):
+        # Inkling 2's global layers: the static taps plus per-token ones, one set a KV head, from the input of K's
+        # projection and of V's (D -> K·kernel each)
+        out += _short_conv(f"layers.attn.kv_conv_dynamic{suffix}", "attention", wl, K * (dk + dv), a.kv_conv,
+                           dynamic, "split", fp32=False)
         out.append(ops.matmul(f"layers.attn.kv_conv_taps{suffix}", "attention", wl, D, 2 * K * a.kv_conv,
-                              count=kinds["global"], parts=(K * a.kv_conv,) * 2))
+                              count=dynamic, parts=(K * a.kv_conv,) * 2))
     if a.relative is not None:
         rank = a.relative.rank
         out.append(ops.matmul(f"layers.attn.rel_proj{suffix}", "attention", wl, D, H * rank, count=L))

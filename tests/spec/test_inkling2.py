@@ -259,3 +259,18 @@ def test_the_attention_residuals_peak_is_their_largest_module_s(variant):
     assert ops["attnres.key_norm"].peak_act_bytes == 2 * max(stacked) * DTYPE.itemsize
     assert ops["attnres.logits"].peak_act_bytes == max(stacked) * DTYPE.itemsize
     assert ops["attnres.key_norm"].act_bytes == 2 * sum(stacked) * DTYPE.itemsize  # all of them, for the roofline
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_weight_bytes_are_hf_s_but_for_its_fp32_router(variant):
+    """A bf16 checkpoint's bytes: HF's parameters at the dtypes it builds them in (its _keep_in_fp32_modules_strict:
+    the attention residuals' queries, the static convs' taps, the router), but for the router, which archcalc counts
+    at the checkpoint's dtype as every router (README): 2 bytes a router weight more in HF.  The dynamic convs'
+    static taps are not kept in fp32, and are not counted so."""
+    from archcalc.cost.totals import weight_bytes
+
+    config = _config(variant)
+    spec, model = _spec(config), _model(config)
+    routers = sum(m.weight.numel() for m in model.modules() if type(m).__name__ == "Inkling2TopKRouter")
+    hf = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert weight_bytes(size(spec, Workload.forward(1), CONVENTIONS["torch"]).ops, "bf16") == hf - 2 * routers
