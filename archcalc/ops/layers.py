@@ -35,7 +35,57 @@ def model_ops(spec: ModelSpec, wl: Workload, convention: FlopsConvention | None 
     ]
     if spec.shared_block is not None:
         out += _shared_block_ops(spec, wl, conv)
+    if spec.loop is not None and spec.loop.kind == "message":
+        return _message_looped(spec, wl, conv, out)
     return out if spec.loop is None else _looped(spec, wl, out)
+
+
+def _stored_kinds(spec: ModelSpec) -> list[str]:
+    """The stored layers' kinds: the layers run, each loop layer once (its first pass's run)."""
+    kinds, lp = list(spec.layer_attention), spec.loop
+    if lp is None or lp.kind == "hierarchical":
+        return kinds
+    return kinds[:lp.prelude + lp.core] + kinds[lp.prelude + lp.passes * lp.core:]
+
+
+def _message_looped(spec: ModelSpec, wl: Workload, conv: FlopsConvention, ops_: list[Op]) -> list[Op]:
+    """Inkling 2 Loop (LoopSpec kind message): the core's layers run `passes` times, each pass from the prelude's
+    output and block sums, each layer run with caches of its own (the ops count runs).  Layers differ (global and
+    local, Inkling 2's parts), so each layer op's stored copies are its count in the stored model, the same ops
+    built on the stored layers alone.  In each pass after the first, each core layer's q, k, v and MLP inputs are
+    mixed with messages from the previous pass: its 4 learned queries (fp32) over the RMS-normed sources (the
+    previous pass's core blocks but its first, and its output: core / layers-a-block of them), an attention as the
+    attention residuals'; each message through a gate (both RMS-normed without a weight, 2·D -> rank, rank -> D
+    twice in fp32, tanh's, (1 − f)·h + g·m), and the sliding layers' input norm run on the gated q, k and v apart."""
+    lp, D, B = spec.loop, spec.d_model, spec.loop.stored_layers // spec.residual.blocks
+    stored_spec = ModelSpec.model_validate({
+        **spec.model_dump(exclude_defaults=True), "n_layers": lp.stored_layers, "loop": None,
+        "attention": {**spec.attention.model_dump(exclude_defaults=True), "layer_types": _stored_kinds(spec)}})
+    stored = {op.name: op.count for op in model_ops(stored_spec, wl, conv) if op.name.startswith("layers.")}
+    out = [replace(op, stored=stored.get(op.name, 0)) if op.name.startswith("layers.") else op for op in ops_]
+    # (with one pass the gates and queries are still built: stored, never run)
+    later, sources, rank = (lp.passes - 1) * lp.core, lp.core // B, lp.gate_rank
+    gates = 4 * later  # q, k, v and MLP
+    sliding = _stored_kinds(spec)[lp.prelude:lp.prelude + lp.core].count("local")
+    logits = ops.contraction("loop.message.logits", "residual", wl, 4 * sources * D, sources * D, count=later,
+                             params=4 * D, shapes=((4, D),))
+    project = ops.matmul("loop.message.gate_proj", "residual", wl, rank, 2 * D, count=gates, weight_dtype="fp32",
+                         parts=(D, D), tp="replicated")
+    return out + [
+        ops.elementwise("loop.message.key_norm", "residual", wl, sources * D, ops.RMSNORM_FLOPS - 1, count=later),
+        replace(_fp32(logits), stored=lp.core),
+        ops.elementwise("loop.message.softmax", "residual", wl, 4 * sources, ops.SOFTMAX_FLOPS, count=later),
+        ops.contraction("loop.message.sum", "residual", wl, 4 * sources * D, (sources + 4) * D, count=later),
+        ops.norm("loop.message.gate_norm", wl, D, "rmsnorm", False, weight=False, count=gates, tokens=2 * wl.tokens,
+                 component="residual"),
+        replace(ops.matmul("loop.message.gate_down", "residual", wl, 2 * D, rank, count=gates, tp="replicated"),
+                stored=4 * lp.core),
+        replace(project, stored=4 * lp.core),
+        ops.elementwise("loop.message.gate", "residual", wl, D, 6, inputs=2, count=gates),  # 2 tanh, (1 − f)·h + g·m
+        # the sliding core layers' input norm on the gated k and v inputs too (its weight the layer's)
+        replace(ops.norm("loop.message.kv_input_norm", wl, D, spec.norm.kind, False, count=2 * (lp.passes - 1) * sliding,
+                         component="norms"), params=0, active_params=0, weight_bytes=0.0),
+    ]
 
 
 def _shared_block_ops(spec: ModelSpec, wl: Workload, conv: FlopsConvention) -> list[Op]:
@@ -1161,21 +1211,28 @@ def _attnres_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
     sources.  Units differ in how many sources they see, so each op here covers all of them (count 1).
     attnres_form inkling2 (transformers' Inkling2BlockAttentionResidual): no module on layer 0's attention input,
     weightless key norms, three queries (q, k and v's inputs) on each global layer's attention input, and an
-    RMSNorm of D for the k and v inputs beside the layer's input norm."""
-    r, D, L = spec.residual, spec.d_model, spec.n_layers
-    U = 2 * L
+    RMSNorm of D for the k and v inputs beside the layer's input norm.  In a message loop (Inkling 2 Loop) each pass
+    starts from the prelude's block sums: a core layer's modules see the same sources every pass, and run each."""
+    r, D = spec.residual, spec.d_model
+    lp = spec.loop if spec.loop is not None and spec.loop.kind == "message" else None
+    kinds = _stored_kinds(spec)
+    U = 2 * len(kinds)
     N = r.blocks if r.blocks is not None else U  # blocks; N = U is Full AttnRes
     S = U // N  # sublayers per block
     inkling = r.attnres_form == "inkling2"
-    # (sources, queries) of each module: unit j of block n (from 1) sees the n blocks before it (the embedding
-    # first) and, past the block's first unit, the block's partial sum; the output aggregation sees all N + 1
-    modules = [(j // S + 1 + (j % S > 0), 3 if inkling and j % 2 == 0 and spec.layer_attention[j // 2] == "global"
-                else 1) for j in range(U) if not (inkling and j == 0)] + [(N + 1, 1)]
-    rows = sum(n for n, _ in modules)  # normed source rows: one norm a module, over all its queries
-    scores = sum(n * q for n, q in modules)
-    queries = sum(q for _, q in modules)
+
+    def runs(j: int) -> int:  # how many times unit j runs: a message loop's core units once a pass
+        return lp.passes if lp is not None and lp.prelude <= j // 2 < lp.prelude + lp.core else 1
+
+    # (sources, queries, runs) of each module: unit j of block n (from 1) sees the n blocks before it (the
+    # embedding first) and, past the block's first unit, the block's partial sum; the output aggregation all N + 1
+    modules = [(j // S + 1 + (j % S > 0), 3 if inkling and j % 2 == 0 and kinds[j // 2] == "global" else 1, runs(j))
+               for j in range(U) if not (inkling and j == 0)] + [(N + 1, 1, 1)]
+    rows = sum(n * k for n, _, k in modules)  # normed source rows: one norm a module run, over all its queries
+    scores = sum(n * q * k for n, q, k in modules)
+    queries = sum(q for _, q, _ in modules)  # stored once
     weights = 0 if inkling else len(modules)  # the paper's key norms each have a D weight
-    most, most_q = max(modules)  # the module with the most sources (and queries): the activation peak's
+    most, most_q, _ = max(modules)  # the module with the most sources (and queries): the activation peak's
 
     def peak(op: Op, largest: Op) -> Op:  # the op over all modules, its peak the largest module's
         return replace(op, peak_act_bytes=largest.act_bytes)
@@ -1193,7 +1250,8 @@ def _attnres_ops(spec: ModelSpec, wl: Workload) -> list[Op]:
            peak(ops.contraction("attnres.sum", "residual", wl, scores * D, (rows + 1) * D),
                 ops.contraction("attnres.sum", "residual", wl, most * most_q * D, (most + most_q) * D)),
            # b_n += f(h): inkling2 starts each block's partial sum from its first unit's output (no add)
-           ops.elementwise("layers.attnres.block_sum", "residual", wl, D, 1, inputs=2, count=U - N * inkling)]
+           ops.elementwise("layers.attnres.block_sum", "residual", wl, D, 1, inputs=2,
+                           count=sum(runs(j) for j in range(U) if not (inkling and j % S == 0)))]
     if inkling:  # the global layers' k and v inputs' RMSNorms (q's is the layer's attention-input norm)
         out += _norm(spec, wl, "layers.attnres.kv_input_norm", D, count=2 * spec.attention_layers["global"])
     return out

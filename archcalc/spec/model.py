@@ -1083,21 +1083,26 @@ class LoopSpec(_Frozen):
     keeps a cache of its own; last_pass: one a core layer, written by the last pass, the earlier passes reading
     it beside their own new keys (Dory's recurrent_kv_cache_mode last_loop)."""
 
-    kind: Literal["hierarchical", "recurrent"] = "hierarchical"
+    kind: Literal["hierarchical", "recurrent", "message"] = "hierarchical"
     stored_layers: Layers
     passes: int = Field(ge=1, le=MAX_LAYERS)
     init_state: bool = False
     prelude: int = Field(default=0, ge=0, le=MAX_LAYERS)
     coda: int = Field(default=0, ge=0, le=MAX_LAYERS)
     cache: Literal["per_pass", "last_pass"] = "per_pass"
+    gate_rank: Width | None = None  # message: the rank of each message gate (loop_gate_rank)
 
     @model_validator(mode="after")
     def _check(self) -> LoopSpec:
         if self.kind == "hierarchical" and (self.prelude or self.coda or self.cache != "per_pass"):
             raise ValueError("prelude, coda and cache last_pass go with loop kind recurrent")
-        if self.kind == "recurrent" and (self.init_state or self.prelude + self.coda >= self.stored_layers):
-            raise ValueError(f"loop kind recurrent: prelude ({self.prelude}) + coda ({self.coda}) must leave a core "
+        if self.kind != "hierarchical" and (self.init_state or self.prelude + self.coda >= self.stored_layers):
+            raise ValueError(f"loop kind {self.kind}: prelude ({self.prelude}) + coda ({self.coda}) must leave a core "
                              f"of stored_layers ({self.stored_layers}), and no init_state")
+        if (self.kind == "message") != (self.gate_rank is not None) or self.kind == "message" and (
+                self.cache != "per_pass" or not self.prelude):
+            raise ValueError("loop kind message (Inkling 2 Loop) needs a gate_rank (and only it has one), a prelude "
+                             "and cache per_pass")
         return self
 
     @property
@@ -1107,7 +1112,7 @@ class LoopSpec(_Frozen):
 
     def runs_layers(self, n_layers: int) -> bool:
         """n_layers (the layers run) is what the loop runs."""
-        if self.kind == "recurrent":
+        if self.kind != "hierarchical":
             return n_layers == self.prelude + self.passes * self.core + self.coda
         return not (n_layers % self.stored_layers or self.stored_layers > n_layers or n_layers % self.passes)
 
@@ -1260,13 +1265,14 @@ class ModelSpec(_Frozen):
                     lambda s: f"ffn.moe.layers names layer {max(s.ffn.moe.layers)} of {s.n_layers}",
                     "moe.layers within n_layers"),
         NumericRule(lambda s: s.residual.kind != "attnres" or s.residual.blocks is None
-                    or (2 * s.n_layers) % s.residual.blocks == 0,
+                    or (2 * s.stored_layers) % s.residual.blocks == 0,
                     lambda s: f"residual.blocks ({s.residual.blocks}) must divide the 2·n_layers = "
-                              f"{2 * s.n_layers} sublayers",
+                              f"{2 * s.stored_layers} sublayers (of the stored layers, in a loop)",
                     "residual.blocks dividing 2·n_layers"),
-        NumericRule(lambda s: s.residual.attnres_form != "inkling2" or s.n_layers % s.residual.blocks == 0,
-                    lambda s: f"residual.blocks ({s.residual.blocks}) must divide n_layers ({s.n_layers}): "
-                              "attnres_form inkling2's blocks are of whole layers", "inkling2 blocks of whole layers"),
+        NumericRule(lambda s: s.residual.attnres_form != "inkling2" or s.stored_layers % s.residual.blocks == 0,
+                    lambda s: f"residual.blocks ({s.residual.blocks}) must divide n_layers ({s.stored_layers}, of the "
+                              "stored layers in a loop): attnres_form inkling2's blocks are of whole layers",
+                    "inkling2 blocks of whole layers"),
         NumericRule(lambda s: s.ffn.moe is None or s.ffn.d_ff is not None or s.ffn.d_ff_ratio is not None
                     or s.ffn_layers["dense"] == 0,
                     lambda s: "the dense FFN layers of this MoE model need ffn.d_ff",
@@ -1349,13 +1355,28 @@ class ModelSpec(_Frozen):
     def _check_loop(self) -> None:
         """Layers that share weights are alike: their ops are one group whose weights are stored the fewer times
         (global and local layers of a recurrent loop too: a window has no weights; each pass's core layers of the
-        first pass's kinds)."""
+        first pass's kinds).  A message loop's layers need not be alike: each op's stored copies are counted from the
+        stored layers themselves (ops/layers.py)."""
         lp, a, kinds = self.loop, self.attention, self.layer_attention
         if not lp.runs_layers(self.n_layers):
-            need = ("loop.prelude + loop.passes × core + loop.coda" if lp.kind == "recurrent" else
+            need = ("loop.prelude + loop.passes × core + loop.coda" if lp.kind != "hierarchical" else
                     "a multiple of loop.stored_layers and of loop.passes")
             raise ValueError(f"loop: n_layers ({self.n_layers}), the layers run, must be {need} "
                              f"(stored_layers {lp.stored_layers}, passes {lp.passes})")
+        core = kinds[lp.prelude:lp.prelude + lp.core]
+        if lp.kind != "hierarchical" and any(kinds[lp.prelude + p * lp.core:lp.prelude + (p + 1) * lp.core] != core
+                                             for p in range(lp.passes)):
+            raise ValueError("loop: each pass runs the core's layers, of the first pass's kinds: "
+                             "attention.layer_types must repeat them")
+        if lp.kind == "message":
+            per_block = lp.stored_layers // (self.residual.blocks or 1)
+            if self.residual.attnres_form != "inkling2" or lp.prelude % per_block or lp.core % per_block or (
+                    set(kinds) - {"global", "local"}) or self.mtp is not None or self.per_layer_input is not None \
+                    or self.vision is not None:
+                raise ValueError("loop kind message (Inkling 2 Loop) goes with residual attnres_form inkling2, a "
+                                 "prelude and a core of whole blocks, global and local layers, and no MTP, vision "
+                                 "tower or per-layer inputs")
+            return
         mixed = lp.kind == "recurrent" and set(kinds) <= {"global", "local"} and not (
             a.sinks or a.local_heads is not None or a.relative is not None)
         if ((len(set(kinds)) > 1 and not mixed) or set(kinds) & {"linear", "none", "chunked"} or self.ffn.moe
@@ -1365,13 +1386,8 @@ class ModelSpec(_Frozen):
             raise ValueError("loop needs every layer alike (one attention kind, or global and local layers of one "
                              "shape in a recurrent loop; RoPE on all or none, a dense FFN, the standard or "
                              "interpolate residual) and no MTP, vision tower or per-layer inputs")
-        if lp.kind == "recurrent":
-            if self.norm.kind == "none":
-                raise ValueError("a recurrent loop norms each pass's start with norm.kind's norm: kind none has none")
-            core = kinds[lp.prelude:lp.prelude + lp.core]
-            if any(kinds[lp.prelude + p * lp.core:lp.prelude + (p + 1) * lp.core] != core for p in range(lp.passes)):
-                raise ValueError("loop: each pass runs the core's layers, of the first pass's kinds: "
-                                 "attention.layer_types must repeat them")
+        if lp.kind == "recurrent" and self.norm.kind == "none":
+            raise ValueError("a recurrent loop norms each pass's start with norm.kind's norm: kind none has none")
 
     def _check_drafter(self) -> None:
         """A drafter (Gemma 4's assistant): every layer on the target's K/V, a centroid head that splits the
@@ -1510,6 +1526,11 @@ class ModelSpec(_Frozen):
             return "local" if a.sliding_window else "chunked" if a.chunk_size else "global"
         n_local, n_global = _parse_ratio(a.layer_types)
         return "local" if i % (n_local + n_global) < n_local else "global"
+
+    @property
+    def stored_layers(self) -> int:
+        """The layers with weights of their own: n_layers, or a loop's stored_layers (n_layers counting its runs)."""
+        return self.loop.stored_layers if self.loop is not None else self.n_layers
 
     @property
     def head_vocab(self) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoConfig
 
 from archcalc.cost.totals import size
 from archcalc.errors import InputError
@@ -25,9 +25,9 @@ from archcalc.ops.workload import Workload
 from archcalc.spec.catalog import load_model
 from archcalc.spec.hf import spec_dict_from_config
 from archcalc.spec.model import ModelSpec
+from tests.spec.meta import meta_model, spec_of_config
 from tests.spec.test_hf_oracle import _elementwise_stream_reads, assert_params_and_prefill_equal_hf
 
-DTYPE = torch.bfloat16
 FIXTURE = Path(__file__).parents[1] / "data" / "hf" / "dots3-note-prev.json"
 # Every width of the sliding layers differs from the indexed layers' (heads, both latents, nope and rope dims,
 # values), a window of 4, and an indexer keeping 4 keys: prefills of 7 and 11 tokens pass both
@@ -54,15 +54,10 @@ def _config(variant: str, **over):
 
 
 def _spec(config) -> ModelSpec:
-    data, report = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
-    assert report.warnings == []
-    return ModelSpec.model_validate({"name": "dots3", **data})
+    return spec_of_config(config, "dots3")
 
 
-def _model(config) -> torch.nn.Module:
-    with torch.device("meta"):
-        return AutoModelForCausalLM.from_config(config, attn_implementation="eager",
-                                                experts_implementation="batched_mm", dtype=DTYPE).eval()
+_model = meta_model
 
 
 def _attention(model) -> list:

@@ -1,12 +1,14 @@
 """Inkling 2 (inkling2_text; AttentionSpec qk_norm clip, sink_proj, dynamic_kv_conv, relative.scale; ResidualSpec
-attnres_form inkling2) against transformers' own Inkling2ForCausalLM.
+attnres_form inkling2) and Inkling 2 Loop (inkling2_loop_text; LoopSpec kind message) against transformers' own
+Inkling2ForCausalLM and Inkling2LoopForCausalLM.
 
-No config.json of a released Inkling 2 was found (tests/data/hf/SOURCES.md, "Missing"): shrunk configs of
-Inkling2TextConfig, in the layouts it allows (sliding layers with full ones between, a full layer first or at a
-block boundary, no sliding layer, blocks of one layer to several), run on the meta device: parameters against
-numel(), prefill and decode FLOPs against FlopCounterMode, and the cache each layer holds against archcalc's.
-The config class's defaults (Inkling-2-Small's shapes) are pinned at full size.  Every difference is HF's and
-named where it is subtracted."""
+No config.json of a released Inkling 2 was found (tests/data/hf/SOURCES.md): shrunk configs of Inkling2TextConfig
+and Inkling2LoopTextConfig, in the layouts they allow (sliding layers with full ones between, a full layer first or
+at a block boundary, no sliding layer, blocks of one layer to several; loops of one block or two, one pass to
+three, given flat or by loop_config), run on the meta device: parameters against numel(), prefill and decode
+FLOPs against FlopCounterMode, the cache each layer run holds and the bytes of each parameter's dtype against
+archcalc's.  The config classes' defaults (Inkling-2-Small's and Inkling-2-Mini's shapes) are pinned at full
+size.  Every difference is HF's and named where it is subtracted."""
 
 from __future__ import annotations
 
@@ -14,8 +16,10 @@ import json
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoConfig
 
 from archcalc.cost.totals import size
 from archcalc.errors import InputError
@@ -23,8 +27,8 @@ from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.workload import Workload
 from archcalc.spec.hf import spec_dict_from_config
 from archcalc.spec.model import ModelSpec
+from tests.spec.meta import DTYPE, meta_model, spec_of_config
 
-DTYPE = torch.bfloat16
 # 4 heads of 16 over 2 KV heads in both kinds of layer (archcalc reads no other), a window of 4 and a relative
 # extent of 6 that prefills of 7 and 11 pass, a head of 90 rows beside an embedding of 100
 SHRUNK = dict(vocab_size=100, unpadded_vocab_size=90, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
@@ -45,29 +49,64 @@ VARIANTS = {
 }
 
 
+LOOP = dict(num_hidden_layers=8, n_layers_per_attn_res_block=2, layer_types=[SLIDING, FULL] * 4)
+LOOP_VARIANTS = {
+    # layers 2 to 5 run three times: two blocks, the gates and message queries run in two passes of the three
+    "a loop of two blocks, three passes": dict(**LOOP, loop_layer_index_start=2, loop_layer_index_end=6,
+                                               loop_num_passes=3, loop_gate_rank=8),
+    # one pass: the gates and queries built, never run
+    "a loop of one block, one pass": dict(**LOOP, loop_layer_index_start=4, loop_layer_index_end=6,
+                                          loop_num_passes=1, loop_gate_rank=4),
+    # loop_config wins over the flat keys (Inkling2LoopTextConfig.__post_init__); every layer full, a coda of none
+    "a loop by loop_config, no sliding layer": dict(
+        num_hidden_layers=8, n_layers_per_attn_res_block=4, layer_types=[FULL] * 8, loop_layer_index_start=2,
+        loop_layer_index_end=6, loop_num_passes=3, loop_gate_rank=8,
+        loop_config={"core_start": 4, "core_end": 8, "num_passes": 2, "gate_rank": 4}),
+}
+ALL = sorted(VARIANTS) + sorted(LOOP_VARIANTS)
+
+
 def _config(variant: str, **over):
+    if variant in LOOP_VARIANTS:
+        return AutoConfig.for_model("inkling2_loop_text", **{**SHRUNK, **LOOP_VARIANTS[variant], **over})
     return AutoConfig.for_model("inkling2_text", **{**SHRUNK, **VARIANTS[variant], **over})
 
 
+def _runs(config, layer: int) -> int:
+    """How many times a stored layer runs: an Inkling 2 Loop's looped layers once a pass."""
+    start, end = getattr(config, "loop_layer_index_start", 0), getattr(config, "loop_layer_index_end", 0)
+    return config.loop_num_passes if start <= layer < end else 1
+
+
+def _cache_layers(config) -> list[int]:
+    """The stored layer of each of HF's cache layers: every layer, then each later pass's copies of the looped
+    ones (Inkling2LoopTextModel appends them)."""
+    n = config.num_hidden_layers
+    if not hasattr(config, "loop_num_passes"):
+        return list(range(n))
+    start, end = config.loop_layer_index_start, config.loop_layer_index_end
+    return list(range(n)) + list(range(start, end)) * (config.loop_num_passes - 1)
+
+
+def _named(m) -> str:
+    """A module's class without the family's prefix (Inkling2Loop's modules are Inkling 2's, renamed)."""
+    return type(m).__name__.removeprefix("Inkling2Loop").removeprefix("Inkling2")
+
+
 def _spec(config) -> ModelSpec:
-    data, report = spec_dict_from_config(json.loads(config.to_json_string()), "config.json")
-    assert report.warnings == []
-    return ModelSpec.model_validate({"name": "inkling2", **data})
+    return spec_of_config(config, "inkling2")
 
 
-def _model(config) -> torch.nn.Module:
-    with torch.device("meta"):
-        return AutoModelForCausalLM.from_config(config, attn_implementation="eager",
-                                                experts_implementation="batched_mm", dtype=DTYPE).eval()
+_model = meta_model
 
 
 def _convs(model) -> tuple[list, list]:
-    """HF's short convs as (layer, channels, kernel): the static ones (Inkling2ShortConvolution: the sliding layers'
-    K and V, every sublayer's output) and the global layers' dynamic ones (Inkling2DynamicShortConvolution)."""
+    """HF's short convs as (layer, channels, kernel): the static ones (ShortConvolution: the sliding layers' K and V,
+    every sublayer's output) and the global layers' dynamic ones (DynamicShortConvolution)."""
     static = [(m.layer_idx, m.conv1d.weight.shape[0], m.conv1d.weight.shape[2]) for m in model.modules()
-              if type(m).__name__ == "Inkling2ShortConvolution"]
+              if _named(m) == "ShortConvolution"]
     dynamic = [(m.layer_idx, m.static_weight.shape[1], m.static_weight.shape[0]) for m in model.modules()
-               if type(m).__name__ == "Inkling2DynamicShortConvolution"]
+               if _named(m) == "DynamicShortConvolution"]
     return static, dynamic
 
 
@@ -78,13 +117,16 @@ def _unseen(model, tokens: int, outputs: int) -> int:
     max(T, kernel) − T + kernel − 1 more; a decode step convolves its state of kernel inputs and the new one: 1
     more), 2·channels·kernel FLOPs each,
     which HF counts and archcalc does not; a dynamic conv's taps are applied elementwise ((windows · weights).sum),
-    which FlopCounterMode does not see and archcalc counts as the conv it is, 2·channels·kernel a token."""
+    which FlopCounterMode does not see and archcalc counts as the conv it is, 2·channels·kernel a token.  Each
+    as many times as its layer runs."""
     static, dynamic = _convs(model)
-    return sum(2 * c * k * outputs for _, c, k in static) - sum(2 * c * k * tokens for _, c, k in dynamic)
+    runs = lambda i: _runs(model.config, i)  # noqa: E731
+    return sum(2 * c * k * outputs * runs(i) for i, c, k in static) - sum(2 * c * k * tokens * runs(i)
+                                                                        for i, c, k in dynamic)
 
 
 @pytest.mark.parametrize("tokens", [1, 3, 7, 11])
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("variant", ALL)
 def test_params_and_prefill_flops_equal_hf(variant, tokens):
     """numel() is archcalc's parameter total; FlopCounterMode's prefill is archcalc's torch-convention forward
     but for the convs (_unseen).  The attention residuals (Inkling2BlockAttentionResidual, an eager attention of
@@ -113,15 +155,15 @@ def _decode(config, tokens: int) -> tuple[int, int, int]:
         held = [layer.keys.shape[-2] for layer in cache.layers]
         with FlopCounterMode(display=False) as counter:
             model(input_ids=ids[:, :1], cache=cache, use_cache=True)
-    attention = [m.self_attn for m in model.model.layers]
+    attention = [model.model.layers[i].self_attn for i in _cache_layers(config)]  # a cache layer each run
     uncapped = sum(2 * a.num_heads * 2 * a.head_dim * (tokens - n)
-                   for a, n in zip(attention, held) if a.sliding_window is not None)
+                   for a, n in zip(attention, held, strict=True) if a.sliding_window is not None)
     ours = size(spec, Workload.decode(tokens + 1), CONVENTIONS["torch"]).flops.forward
     return ours, counter.get_total_flops() - _unseen(model, 1, 1), uncapped
 
 
 @pytest.mark.parametrize("tokens", [1, 3])
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("variant", ALL)
 def test_decode_step_flops_equal_hf(variant, tokens):
     """A token after a prefill of `tokens` through the cache the prefill returned, inside the window (3 + 1 of 4):
     the convs run on their states, the relative logits over the extent, the attention residuals over the same
@@ -138,7 +180,7 @@ def test_decode_past_the_window():
 
 
 @pytest.mark.parametrize("tokens", [3, 9])
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("variant", ALL)
 def test_cache_equals_hf_layer_by_layer(variant, tokens):
     """HF's DynamicCache after a prefill: each layer's K and V (min(tokens, window − 1) tokens on a sliding layer)
     are archcalc's KV per token of its kind; and each layer's four conv states (K's, V's, and the two sublayer
@@ -152,7 +194,8 @@ def test_cache_equals_hf_layer_by_layer(variant, tokens):
     ours = size(spec, Workload(new_tokens=tokens, context=tokens), CONVENTIONS["torch"]).kv
     window = config.sliding_window_size
     per_token = {k.kind: k.bytes_per_token / k.layers for k in ours.by_kind if k.kind in ("global", "local")}
-    for layer, kind in zip(cache.layers, config.layer_types):
+    stored = _cache_layers(config)
+    for layer, kind in zip(cache.layers, [config.layer_types[i] for i in stored], strict=True):
         held = tokens if kind == FULL else min(tokens, window - 1)
         assert layer.keys.shape[-2] == layer.values.shape[-2] == held
         assert (layer.keys.numel() + layer.values.numel()) * layer.keys.element_size() == held * per_token[
@@ -162,11 +205,12 @@ def test_cache_equals_hf_layer_by_layer(variant, tokens):
     for i, c, k in static + dynamic:
         by_layer.setdefault(i, []).append((c, k))
     assert [sum(s.numel() * s.element_size() for s in layer.conv_states.values()) for layer in cache.layers] == \
-        [sum(c * k * 4 for c, k in by_layer[i]) for i in range(config.num_hidden_layers)]
+        [sum(c * k * 4 for c, k in by_layer[i]) for i in stored]
     assert all(len(convs) == 4 for convs in by_layer.values())
     states = [k for k in ours.by_kind if k.kind == "linear"]
-    assert sum(k.layers for k in states) == config.num_hidden_layers
-    assert sum(k.state_bytes for k in states) == sum(c * (k - 1) * DTYPE.itemsize for _, c, k in static + dynamic)
+    assert sum(k.layers for k in states) == len(stored)
+    assert sum(k.state_bytes for k in states) == sum(c * (k - 1) * DTYPE.itemsize * _runs(config, i)
+                                                     for i, c, k in static + dynamic)
 
 
 def test_the_config_class_s_defaults_at_full_size():
@@ -210,10 +254,28 @@ def test_what_archcalc_does_not_model_is_refused_in_one_line(over, key):
     assert e.value.field.endswith(key) and "\n" not in str(e.value)
 
 
-def test_inkling2_loop_is_refused_in_one_line():
-    with pytest.raises(InputError, match="Inkling 2 Loop's looped layers") as e:
-        spec_dict_from_config({"model_type": "inkling2_loop_text"}, "config.json")
-    assert e.value.field == "model_type"
+@pytest.mark.parametrize("over", [dict(loop_layer_index_start=3), dict(loop_layer_index_end=7),
+                                  dict(loop_layer_index_start=0), dict(loop_config={"core_start": 6, "core_end": 4})])
+def test_a_loop_of_part_blocks_is_refused_in_one_line(over):
+    """Looped layers that are not whole attention-residual blocks after the first (transformers' own rule), or that
+    run backwards: one line naming the key."""
+    raw = {**json.loads(_config("a loop of two blocks, three passes").to_json_string()), "loop_config": None, **over}
+    with pytest.raises(InputError) as e:
+        spec_dict_from_config(raw, "config.json")
+    assert e.value.field == "loop_layer_index_start" and "whole attention-residual blocks" in str(e.value)
+
+
+def test_the_loop_config_class_s_defaults_at_full_size():
+    """A config of inkling2_loop_text alone reads as Inkling2LoopTextConfig builds it (Inkling-2-Mini's shapes: 24
+    layers of 2,304, layers 6 to 17 run three times, 128 experts of 1,152, gates of rank 64): 48 layer runs, and
+    numel() of the model transformers builds is archcalc's total."""
+    config = AutoConfig.for_model("inkling2_loop_text")
+    spec = _spec(config)
+    assert spec_dict_from_config({"model_type": "inkling2_loop_text"}, "config.json")[0] == \
+        spec_dict_from_config(json.loads(config.to_json_string()), "config.json")[0]
+    assert (spec.n_layers, spec.loop.stored_layers, spec.loop.passes, spec.residual.blocks) == (48, 24, 3, 4)
+    assert size(spec, Workload.forward(1), CONVENTIONS["torch"]).params.total == \
+        sum(p.numel() for p in _model(config).parameters())
 
 
 @pytest.mark.parametrize("part", [{"attention": {"n_heads": 4, "n_kv_heads": 2, "sink_proj": True}},
@@ -239,7 +301,7 @@ def test_train_and_the_reference_model_refuse_inkling2_s_parts(part, tmp_path):
     assert CliRunner().invoke(cli, ["size", str(path)]).exit_code == 0
 
 
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("variant", ALL)
 def test_the_attention_residuals_peak_is_their_largest_module_s(variant):
     """The attention residuals are one op each over all their modules (count 1), each module seeing its own
     sources; an activation peak holds one module's at once: the most sources any module normalises, as HF's own
@@ -249,7 +311,7 @@ def test_the_attention_residuals_peak_is_their_largest_module_s(variant):
     spec, model = _spec(config), _model(config)
     stacked = []
     for m in model.modules():
-        if type(m).__name__ == "Inkling2BlockAttentionResidual":
+        if _named(m) == "BlockAttentionResidual":
             m.norm.register_forward_hook(lambda mod, args, out: stacked.append(args[0].numel()))
     with torch.no_grad():
         model(input_ids=torch.zeros(1, 5, dtype=torch.long, device="meta"))
@@ -261,7 +323,7 @@ def test_the_attention_residuals_peak_is_their_largest_module_s(variant):
     assert ops["attnres.key_norm"].act_bytes == 2 * sum(stacked) * DTYPE.itemsize  # all of them, for the roofline
 
 
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("variant", ALL)
 def test_weight_bytes_are_hf_s_but_for_its_fp32_router(variant):
     """A bf16 checkpoint's bytes: HF's parameters at the dtypes it builds them in (its _keep_in_fp32_modules_strict:
     the attention residuals' queries, the static convs' taps, the router), but for the router, which archcalc counts
@@ -271,6 +333,25 @@ def test_weight_bytes_are_hf_s_but_for_its_fp32_router(variant):
 
     config = _config(variant)
     spec, model = _spec(config), _model(config)
-    routers = sum(m.weight.numel() for m in model.modules() if type(m).__name__ == "Inkling2TopKRouter")
+    routers = sum(m.weight.numel() for m in model.modules() if _named(m) == "TopKRouter")
     hf = sum(p.numel() * p.element_size() for p in model.parameters())
     assert weight_bytes(size(spec, Workload.forward(1), CONVENTIONS["torch"]).ops, "bf16") == hf - 2 * routers
+
+
+@settings(max_examples=40, deadline=None)
+@given(passes=st.integers(1, 5), start=st.sampled_from([2, 4]), blocks=st.integers(1, 2), tokens=st.integers(1, 40))
+def test_more_passes_run_more_and_store_nothing_more(passes, start, blocks, tokens):
+    """An Inkling 2 Loop read with one pass more: the same parameters (the loop's layers, gates and queries are
+    stored once), more FLOPs, and each looped layer's K/V and conv states once more (a cache of its own a pass)."""
+    def read(p: int) -> ModelSpec:
+        raw = {**SHRUNK, **LOOP, "model_type": "inkling2_loop_text", "loop_layer_index_start": start,
+               "loop_layer_index_end": start + 2 * blocks, "loop_num_passes": p, "loop_gate_rank": 4}
+        return ModelSpec.model_validate({"name": "loop", **spec_dict_from_config(raw, "config.json")[0]})
+
+    one, more = (size(read(p), Workload.forward(tokens), CONVENTIONS["torch"]) for p in (passes, passes + 1))
+    assert more.params.total == one.params.total and more.flops.forward > one.flops.forward
+    looped = 2 * blocks  # layers, half of them sliding (LOOP's layer_types alternate)
+    assert more.kv.bytes_per_token - one.kv.bytes_per_token == \
+        looped * (one.kv.bytes_per_token / read(passes).n_layers)
+    states = [sum(k.state_bytes for k in r.kv.by_kind if k.kind == "linear") for r in (one, more)]
+    assert states[1] - states[0] == looped * states[0] / read(passes).n_layers

@@ -107,7 +107,7 @@ MLA = {"kind": "mla", "n_heads": 4, "n_kv_heads": None, "q_lora_rank": 16, "kv_l
                     "relative": {"rank": 2, "extent": 4, "scale": True}}}, "relative.scale goes with layers of one"),
     ({"residual": {"kind": "attnres", "attnres_form": "inkling2"}}, "attnres_form inkling2 goes with .* its blocks"),
     ({"residual": {"kind": "standard", "blocks": 1, "attnres_form": "inkling2"}}, "goes with residual kind attnres"),
-    ({"residual": {"kind": "attnres", "blocks": 4, "attnres_form": "inkling2"}}, "must divide n_layers \\(2\\)"),
+    ({"residual": {"kind": "attnres", "blocks": 4, "attnres_form": "inkling2"}}, "must divide n_layers \\(2, of the stored"),
     ({"residual": {"kind": "hyper", "output_conv": 4}}, "output_conv goes with residual kind standard or attnres"),
 ])
 def test_invalid_specs_are_rejected(bad, fragment):

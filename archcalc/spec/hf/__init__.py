@@ -34,7 +34,7 @@ from archcalc.spec.hf.gemma import (
     GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _drafter_text, _gemma3n, _gemma4, _gemma4_drafter, _gemma4_unified,
 )
 from archcalc.spec.hf.moe import (
-    INKLING_DEFAULTS, INKLING2_DEFAULTS, _beam, _cohere2_moe, _gpt_oss, _inkling, _inkling2, _jetmoe, _laguna, _llama4, _mimo_v2_flash, _minimax_m3,
+    INKLING_DEFAULTS, INKLING2_DEFAULTS, INKLING2_LOOP_DEFAULTS, _beam, _cohere2_moe, _gpt_oss, _inkling, _inkling2, _jetmoe, _laguna, _llama4, _mimo_v2_flash, _minimax_m3,
     _zaya,
 )
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
@@ -60,7 +60,7 @@ FAMILY_DEFAULTS = {
     # BambaConfig's context default; Bamba-9B's config.json has no max_position_embeddings.
     "bamba": {"max_position_embeddings": 262144},
     # InklingTextConfig's (also inkling_mm_model's text_config, which has no model_type of its own)
-    "inkling_text": INKLING_DEFAULTS, "inkling2_text": INKLING2_DEFAULTS,
+    "inkling_text": INKLING_DEFAULTS, "inkling2_text": INKLING2_DEFAULTS, "inkling2_loop_text": INKLING2_LOOP_DEFAULTS,
     # GraniteSWAConfig / GraniteMoeSWAConfig: a 128-token window (their layer_types default is _granite_swa's).
     "granite_swa": {"sliding_window": 128}, "granitemoe_swa": {"sliding_window": 128},
     # ExaoneMoeConfig: a 4096-token window on 3 layers of 4 (its layer_types rule from the int pattern 4)
@@ -141,8 +141,6 @@ FAMILY_DEFAULTS = {
 REFUSED = {
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), "Qwen4-Exp's QSA indexer and gated residuals are not modelled yet"),
     "blt": "the Byte Latent Transformer's patcher, local encoder and decoder are not modelled yet",
-    "inkling2_loop_text": "Inkling 2 Loop's looped layers, their message gates and message attention residuals "
-                          "are not modelled yet",
 }
 
 
@@ -187,7 +185,7 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "cohere_compass_text": _cohere_compass, "hrm_text": _hrm_text, "zamba2": _zamba2, "zamba": _zamba, "rwkv": _rwkv,
     "modernbert-decoder": _modernbert_decoder,
     "beam": _beam, "xlstm": _xlstm, "jetmoe": _jetmoe, "doge": _doge, "recurrent_gemma": _recurrent_gemma,
-    "inkling_text": _inkling, "inkling2_text": _inkling2, "dory": _dory, "zaya": _zaya,
+    "inkling_text": _inkling, "inkling2_text": _inkling2, "inkling2_loop_text": lambda r: _inkling2(r, loop=True), "dory": _dory, "zaya": _zaya,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,

@@ -214,6 +214,10 @@ KEYS: dict[str, Kind] = {
     # Inkling 2: the head's rows, the attention residuals' blocks, its router's score function
     "unpadded_vocab_size": Kind((int,), 1, MAX_VOCAB, "an integer"), "n_layers_per_attn_res_block": STEP,
     "scoring_func": STR,
+    # Inkling 2 Loop: its looped layers, flat or in loop_config (which wins, as Inkling2LoopTextConfig reads it)
+    **dict.fromkeys(("loop_layer_index_start", "loop_layer_index_end", "core_start", "core_end"), LAYER_COUNT),
+    **dict.fromkeys(("loop_num_passes", "num_passes"), STEP), **dict.fromkeys(("loop_gate_rank", "gate_rank"), WIDTH),
+    "loop_config": DICT,
     "backbone_hidden_size": WIDTH, "use_ordered_embeddings": BOOL,
     **dict.fromkeys(("num_centroids", "centroid_intermediate_top_k"), Kind((int,), 1, MAX_VOCAB, "an integer")),
     "image_size": Kind((int,), 1, 2**16, "an integer"),

@@ -562,13 +562,18 @@ INKLING2_DEFAULTS = {"vocab_size": 201024, "unpadded_vocab_size": 200058, "hidde
                      "rel_extent": 1024, "max_position_embeddings": 1048576, "conv_kernel_size": 4,
                      "moe_intermediate_size": 2304, "n_routed_experts": 384, "num_experts_per_tok": 8,
                      "n_layers_per_attn_res_block": 6, "final_logit_softcapping": 30.0}
+# Inkling2LoopTextConfig's (thinkingmachines/Inkling-2-Mini's shapes): Inkling 2's but where it says otherwise
+INKLING2_LOOP_DEFAULTS = {**INKLING2_DEFAULTS, "hidden_size": 2304, "num_hidden_layers": 24, "num_attention_heads": 24,
+                          "swa_num_attention_heads": 24, "moe_intermediate_size": 1152, "n_routed_experts": 128,
+                          "loop_layer_index_start": 6, "loop_layer_index_end": 18, "loop_num_passes": 3,
+                          "loop_gate_rank": 64}
 # The released file's switches (its original code's), which transformers' Inkling does not read: it builds each
 # as the value here, so a file that says otherwise is another model
 INKLING_BUILT = {"use_embed_norm": True, "use_sconv": True, "use_global_scale": True, "use_gate_bias": True,
                  "norm_after_topk": True, "shared_expert_sink": True, "q_bias": False, "o_bias": False}
 
 
-def _inkling2(r: ConfigReader) -> dict:
+def _inkling2(r: ConfigReader, loop: bool = False) -> dict:
     """Inkling 2 (Thinking Machines; inkling2_text, and the text_config of inkling2; Inkling2TextConfig): Inkling's
     relative logits and short convs without a position encoding, reworked.  Every layer: queries times a learned
     H × d scale, q and k heads L2-clipped, values RMS-normed without a weight (qk_norm clip, query_scale, v_norm);
@@ -577,7 +582,9 @@ def _inkling2(r: ConfigReader) -> dict:
     The global layers' K and V convs add per-token taps from their inputs (dynamic_kv_conv).  Block attention
     residuals over blocks of n_layers_per_attn_res_block layers (residual attnres, attnres_form inkling2), each
     sublayer's output through a short conv (residual.output_conv); an RMSNorm after the embedding; every MLP
-    top-k of sigmoid-scored experts, no shared expert; a head of unpadded_vocab_size rows, soft-capped logits."""
+    top-k of sigmoid-scored experts, no shared expert; a head of unpadded_vocab_size rows, soft-capped logits.
+    inkling2_loop_text (Inkling 2 Loop, `loop`): the layers from loop_layer_index_start to loop_layer_index_end run
+    loop_num_passes times (LoopSpec kind message)."""
     n, D = r.get("num_hidden_layers"), r.get("hidden_size")
     vocab, head = r.get("vocab_size"), r.get("unpadded_vocab_size")
     types = r.get("layer_types") if r.has("layer_types") else ["hybrid" if (i + 1) % 6 == 0 else "hybrid_sliding"
@@ -618,7 +625,10 @@ def _inkling2(r: ConfigReader) -> dict:
     moe = {"n_experts": r.get("n_routed_experts", "num_local_experts"), "top_k": r.get("num_experts_per_tok"),
            "d_expert": r.get("moe_intermediate_size", "intermediate_size")}
     cap = r.get("final_logit_softcapping")
-    return {"d_model": D, "n_layers": n, "vocab_size": vocab, "tie_embeddings": False,
+    runs = {"n_layers": n}
+    if loop:
+        runs = _inkling2_loop(r, att, n, per_block)
+    return {"d_model": D, **runs, "vocab_size": vocab, "tie_embeddings": False,
             **({"head_vocab_size": head} if head != vocab else {}),
             "max_context": r.get("max_position_embeddings", "model_max_length"), "attention": att,
             "position": {"kind": "none"}, "norm": {"embedding": True},
@@ -626,6 +636,32 @@ def _inkling2(r: ConfigReader) -> dict:
             "residual": {"kind": "attnres", "blocks": n // per_block, "attnres_form": "inkling2",
                          "output_conv": kernel},
             **({"final_softcap": cap} if cap is not None else {})}
+
+
+def _inkling2_loop(r: ConfigReader, att: dict, n: int, per_block: int) -> dict:
+    """Inkling 2 Loop's looped layers (Inkling2LoopTextConfig: loop_layer_index_start / _end, loop_num_passes,
+    loop_gate_rank, each given by loop_config's core_start, core_end, num_passes, gate_rank where it has them):
+    n_layers the layers run, the attention's layer_types per run, the loop.  Also sets att's layer_types."""
+    nested = r.get("loop_config", default=None) or {}
+
+    def value(flat: str, key: str):
+        if nested.get(key) is None:
+            return r.get(flat)
+        r.ignore(flat, f"loop_config.{key} gives it (Inkling2LoopTextConfig reads that)")
+        return r.nested(nested, key, "loop_config")
+
+    start, end = value("loop_layer_index_start", "core_start"), value("loop_layer_index_end", "core_end")
+    passes, rank = value("loop_num_passes", "num_passes"), value("loop_gate_rank", "gate_rank")
+    if not 0 < start < end <= n or start % per_block or end % per_block:
+        raise InputError(r.path, r.prefix + "loop_layer_index_start", f"the looped layers {start} to {end} must be "
+                         f"whole attention-residual blocks of {per_block} layers within {n}, after the first block")
+    kinds = att.get("layer_types", ["global"] * n)
+    att["layer_types"] = kinds[:start] + kinds[start:end] * passes + kinds[end:]
+    if set(att["layer_types"]) == {"global"}:
+        att.pop("layer_types")
+    return {"n_layers": start + passes * (end - start) + n - end,
+            "loop": {"kind": "message", "stored_layers": n, "passes": passes, "prelude": start, "coda": n - end,
+                     "gate_rank": rank}}
 
 
 # ZayaConfig's rope_parameters when a file has none
