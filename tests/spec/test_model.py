@@ -109,6 +109,18 @@ MLA = {"kind": "mla", "n_heads": 4, "n_kv_heads": None, "q_lora_rank": 16, "kv_l
     ({"residual": {"kind": "standard", "blocks": 1, "attnres_form": "inkling2"}}, "goes with residual kind attnres"),
     ({"residual": {"kind": "attnres", "blocks": 4, "attnres_form": "inkling2"}}, "must divide n_layers \\(2, of the stored"),
     ({"residual": {"kind": "hyper", "output_conv": 4}}, "output_conv goes with residual kind standard or attnres"),
+    # Inkling 2 Loop's loop: messages between passes need its gates' rank, per-pass caches, its attention residuals
+    ({"n_layers": 4, "loop": {"kind": "message", "stored_layers": 3, "passes": 2, "prelude": 1, "coda": 1}},
+     "needs a gate_rank"),
+    ({"n_layers": 4, "loop": {"kind": "recurrent", "stored_layers": 3, "passes": 2, "prelude": 1, "coda": 1,
+                              "gate_rank": 4}}, "only it has one"),
+    ({"n_layers": 4, "loop": {"kind": "message", "stored_layers": 3, "passes": 2, "prelude": 1, "coda": 1,
+                              "gate_rank": 4, "cache": "last_pass"}}, "and cache per_pass"),
+    ({"n_layers": 4, "loop": {"kind": "message", "stored_layers": 3, "passes": 2, "prelude": 1, "coda": 1,
+                              "gate_rank": 4}}, "goes with residual attnres_form inkling2"),
+    ({"n_layers": 6, "residual": {"kind": "attnres", "blocks": 2, "attnres_form": "inkling2"},
+      "loop": {"kind": "message", "stored_layers": 4, "passes": 2, "prelude": 1, "coda": 1, "gate_rank": 4}},
+     "a prelude and a core of whole blocks"),
 ])
 def test_invalid_specs_are_rejected(bad, fragment):
     with pytest.raises(ValidationError, match=fragment):
