@@ -26,3 +26,17 @@ def meta_model(config) -> torch.nn.Module:
     with torch.device("meta"):
         return AutoModelForCausalLM.from_config(config, attn_implementation="eager",
                                                 experts_implementation="batched_mm", dtype=DTYPE).eval()
+
+
+def held_and_step_flops(model: torch.nn.Module, tokens: int) -> tuple[list[int], int]:
+    """A prefill of `tokens` through the cache the model's own forward returns, then one token more: the tokens
+    each cache layer held before the step, and FlopCounterMode's FLOPs of the step."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    ids = torch.zeros(1, tokens, dtype=torch.long, device="meta")
+    with torch.no_grad():
+        cache = model(input_ids=ids, use_cache=True).cache
+        held = [layer.keys.shape[-2] for layer in cache.layers]
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids[:, :1], cache=cache, use_cache=True)
+    return held, counter.get_total_flops()

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 from transformers import AutoConfig
 
 from archcalc.cost.totals import size
@@ -25,7 +24,7 @@ from archcalc.ops.workload import Workload
 from archcalc.spec.catalog import load_model
 from archcalc.spec.hf import spec_dict_from_config
 from archcalc.spec.model import ModelSpec
-from tests.spec.meta import meta_model, spec_of_config
+from tests.spec.meta import held_and_step_flops, meta_model, spec_of_config
 from tests.spec.test_hf_oracle import _elementwise_stream_reads, assert_params_and_prefill_equal_hf
 
 FIXTURE = Path(__file__).parents[1] / "data" / "hf" / "dots3-note-prev.json"
@@ -80,17 +79,12 @@ def _decode(config, tokens: int) -> tuple[int, int, int]:
     layers hold window − 1 tokens and a step attends to those and its own, while the torch convention does not
     cap windows (ops/conventions.py): 2 · H · (d_qk + d_v) FLOPs a key more for each key past HF's cache."""
     spec, model = _spec(config), _model(config)
-    ids = torch.zeros(1, tokens, dtype=torch.long, device="meta")
-    with torch.no_grad():
-        cache = model(input_ids=ids, use_cache=True).cache
-        held = [layer.keys.shape[-2] for layer in cache.layers]
-        with FlopCounterMode(display=False) as counter:
-            model(input_ids=ids[:, :1], cache=cache, use_cache=True)
+    held, step = held_and_step_flops(model, tokens)
     reexpanded = sum(2 * a.kv_b_proj.weight.numel() * n for a, n in zip(_attention(model), held))
     uncapped = sum(2 * a.num_heads * (a.qk_head_dim + a.v_head_dim) * (tokens - n)
                    for a, n in zip(_attention(model), held) if a.sliding_window is not None)
     ours = size(spec, Workload.decode(tokens + 1), CONVENTIONS["torch"]).flops.forward
-    return ours - _elementwise_stream_reads(model, 1), counter.get_total_flops() - reexpanded, uncapped
+    return ours - _elementwise_stream_reads(model, 1), step - reexpanded, uncapped
 
 
 @pytest.mark.parametrize("tokens", [2, 3])

@@ -27,7 +27,7 @@ from archcalc.ops.conventions import CONVENTIONS
 from archcalc.ops.workload import Workload
 from archcalc.spec.hf import spec_dict_from_config
 from archcalc.spec.model import ModelSpec
-from tests.spec.meta import DTYPE, meta_model, spec_of_config
+from tests.spec.meta import DTYPE, held_and_step_flops, meta_model, spec_of_config
 
 # 4 heads of 16 over 2 KV heads in both kinds of layer (archcalc reads no other), a window of 4 and a relative
 # extent of 6 that prefills of 7 and 11 pass, a head of 90 rows beside an embedding of 100
@@ -149,17 +149,12 @@ def _decode(config, tokens: int) -> tuple[int, int, int]:
     cache: past the window HF's sliding layers hold window − 1 tokens, while the torch convention does not cap
     windows (ops/conventions.py), 2 · H · (d_k + d_v) FLOPs a key more)."""
     spec, model = _spec(config), _model(config)
-    ids = torch.zeros(1, tokens, dtype=torch.long, device="meta")
-    with torch.no_grad():
-        cache = model(input_ids=ids, use_cache=True).cache
-        held = [layer.keys.shape[-2] for layer in cache.layers]
-        with FlopCounterMode(display=False) as counter:
-            model(input_ids=ids[:, :1], cache=cache, use_cache=True)
+    held, step = held_and_step_flops(model, tokens)
     attention = [model.model.layers[i].self_attn for i in _cache_layers(config)]  # a cache layer each run
     uncapped = sum(2 * a.num_heads * 2 * a.head_dim * (tokens - n)
                    for a, n in zip(attention, held, strict=True) if a.sliding_window is not None)
     ours = size(spec, Workload.decode(tokens + 1), CONVENTIONS["torch"]).flops.forward
-    return ours, counter.get_total_flops() - _unseen(model, 1, 1), uncapped
+    return ours, step - _unseen(model, 1, 1), uncapped
 
 
 @pytest.mark.parametrize("tokens", [1, 3])
