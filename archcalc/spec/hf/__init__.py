@@ -34,8 +34,8 @@ from archcalc.spec.hf.gemma import (
     GEMMA3N_DEFAULTS, GEMMA4_DEFAULTS, GEMMA4_UNIFIED_DEFAULTS, _drafter_text, _gemma3n, _gemma4, _gemma4_drafter, _gemma4_unified,
 )
 from archcalc.spec.hf.moe import (
-    INKLING_DEFAULTS, INKLING2_DEFAULTS, INKLING2_LOOP_DEFAULTS, _beam, _cohere2_moe, _gpt_oss, _inkling, _inkling2, _jetmoe, _laguna, _llama4, _mimo_v2_flash, _minimax_m3,
-    _zaya,
+    INKLING_DEFAULTS, INKLING2_DEFAULTS, INKLING2_LOOP_DEFAULTS, _beam, _cohere2_moe, _gpt_oss, _inkling, _inkling2,
+    _jetmoe, _laguna, _llama4, _mimo_v2_flash, _minimax_m3, _zaya,
 )
 from archcalc.spec.hf.reader import ConfigReader, MappingReport
 from archcalc.spec.hf.vision import VISION_PROJECTORS, VISION_WITHOUT_CONFIG, _vision
@@ -185,7 +185,8 @@ FAMILIES: dict[str, Callable[[ConfigReader], dict]] = {
     "cohere_compass_text": _cohere_compass, "hrm_text": _hrm_text, "zamba2": _zamba2, "zamba": _zamba, "rwkv": _rwkv,
     "modernbert-decoder": _modernbert_decoder,
     "beam": _beam, "xlstm": _xlstm, "jetmoe": _jetmoe, "doge": _doge, "recurrent_gemma": _recurrent_gemma,
-    "inkling_text": _inkling, "inkling2_text": _inkling2, "inkling2_loop_text": lambda r: _inkling2(r, loop=True), "dory": _dory, "zaya": _zaya,
+    "inkling_text": _inkling, "inkling2_text": _inkling2, "inkling2_loop_text": lambda r: _inkling2(r, loop=True),
+    "dory": _dory, "zaya": _zaya,
     "biogpt": lambda r: _fairseq_decoder(r, {"kind": "learned", "offset": 2}),  # BioGptLearnedPositionalEmbedding
     "xglm": lambda r: _fairseq_decoder(r, {"kind": "sinusoidal"}),  # XGLMSinusoidalPositionalEmbedding: a buffer
     "minimax": _minimax, "minimax_text_01": _minimax, "minimax_m1": _minimax,
