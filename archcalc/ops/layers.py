@@ -41,10 +41,12 @@ def model_ops(spec: ModelSpec, wl: Workload, convention: FlopsConvention | None 
 
 
 def _stored_kinds(spec: ModelSpec) -> list[str]:
-    """The stored layers' kinds: the layers run, each loop layer once (its first pass's run)."""
+    """The stored layers' kinds: the layers run, each looped layer once (its first pass's run)."""
     kinds, lp = list(spec.layer_attention), spec.loop
-    if lp is None or lp.kind == "hierarchical":
+    if lp is None:
         return kinds
+    if lp.kind == "hierarchical":  # the stack of stored layers, run again and again
+        return kinds[:lp.stored_layers]
     return kinds[:lp.prelude + lp.core] + kinds[lp.prelude + lp.passes * lp.core:]
 
 

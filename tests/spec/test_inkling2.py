@@ -120,9 +120,8 @@ def _unseen(model, tokens: int, outputs: int) -> int:
     which FlopCounterMode does not see and archcalc counts as the conv it is, 2·channels·kernel a token.  Each
     as many times as its layer runs."""
     static, dynamic = _convs(model)
-    runs = lambda i: _runs(model.config, i)  # noqa: E731
-    return sum(2 * c * k * outputs * runs(i) for i, c, k in static) - sum(2 * c * k * tokens * runs(i)
-                                                                        for i, c, k in dynamic)
+    return sum(2 * c * k * outputs * _runs(model.config, i) for i, c, k in static) - \
+        sum(2 * c * k * tokens * _runs(model.config, i) for i, c, k in dynamic)
 
 
 @pytest.mark.parametrize("tokens", [1, 3, 7, 11])
